@@ -1,0 +1,37 @@
+"""roofline: how fast can a piece of ML work possibly run on given hardware, and what limits it.
+
+>>> import roofline
+>>> est = roofline.evaluate(roofline.matmul(m=128, k=8192, n=8192), "h100")
+>>> est.bound, round(est.t_lower_s * 1e6, 1)
+('hbm', 41.3)
+"""
+
+from .cost import Cost
+from .derivation import Term
+from .dtypes import DType, dtype
+from .errors import RooflineError
+from .evaluate import Estimate, evaluate
+from .hardware import Chip, Link, MemoryLevel, Peak, list_chips, load_chip
+from .ops import dot, elementwise, gemv, matmul
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Chip",
+    "Cost",
+    "DType",
+    "Estimate",
+    "Link",
+    "MemoryLevel",
+    "Peak",
+    "RooflineError",
+    "Term",
+    "dot",
+    "dtype",
+    "elementwise",
+    "evaluate",
+    "gemv",
+    "list_chips",
+    "load_chip",
+    "matmul",
+]

@@ -1,0 +1,89 @@
+"""The cost algebra: what a piece of work demands of a machine, independent of any machine.
+
+A Cost counts FLOPs per compute dtype, bytes per memory level, and bytes and message steps
+per link. Costs add (work that runs one after another) and scale (``n_layers * layer``).
+Every field may hold a numpy array, so one Cost can describe a whole sweep.
+Only `evaluate` turns a Cost into time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .derivation import Num, Term
+
+MEMORY_LEVELS = ("hbm", "l2", "sram")  # outermost first; `hbm` is the chip's main memory
+LINKS = ("scale-up", "scale-out")
+
+
+def _merge(a: Mapping[str, Num], b: Mapping[str, Num]) -> dict[str, Num]:
+    out = dict(a)
+    for key, value in b.items():
+        out[key] = out[key] + value if key in out else value
+    return out
+
+
+def _scale(a: Mapping[str, Num], factor: Num) -> dict[str, Num]:
+    return {key: value * factor for key, value in a.items()}
+
+
+@dataclass(frozen=True, eq=False)
+class Cost:
+    """FLOPs per compute dtype; bytes per memory level; per-direction bytes and steps per link.
+
+    Counting conventions live with the ops that build a Cost (a multiply-add is 2 FLOPs).
+    """
+
+    flops: Mapping[str, Num] = field(default_factory=dict)
+    bytes: Mapping[str, Num] = field(default_factory=dict)
+    link_bytes: Mapping[str, Num] = field(default_factory=dict)
+    link_steps: Mapping[str, Num] = field(default_factory=dict)
+    terms: tuple[Term, ...] = ()
+    name: str = ""
+
+    @property
+    def total_flops(self) -> Num:
+        """All FLOPs regardless of dtype."""
+        return sum(self.flops.values(), 0.0)
+
+    def __add__(self, other: Cost) -> Cost:
+        if not isinstance(other, Cost):
+            return NotImplemented
+        name = " + ".join(n for n in (self.name, other.name) if n)
+        return Cost(
+            flops=_merge(self.flops, other.flops),
+            bytes=_merge(self.bytes, other.bytes),
+            link_bytes=_merge(self.link_bytes, other.link_bytes),
+            link_steps=_merge(self.link_steps, other.link_steps),
+            terms=self.terms + other.terms,
+            name=name,
+        )
+
+    def __radd__(self, other: Any) -> Cost:
+        if isinstance(other, (int, float)) and other == 0:  # lets sum(costs) work
+            return self
+        return NotImplemented
+
+    def __mul__(self, factor: Num) -> Cost:
+        if isinstance(factor, Cost):
+            return NotImplemented
+        if np.any(np.asarray(factor) < 0):
+            raise ValueError("a Cost can only be scaled by a non-negative factor")
+        return Cost(
+            flops=_scale(self.flops, factor),
+            bytes=_scale(self.bytes, factor),
+            link_bytes=_scale(self.link_bytes, factor),
+            link_steps=_scale(self.link_steps, factor),
+            terms=self.terms,
+            name=self.name,
+        )
+
+    __rmul__ = __mul__
+
+    def explain(self) -> list[str]:
+        """The derivation, one line per term."""
+        return [t.render() for t in self.terms]

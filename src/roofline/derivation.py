@@ -1,0 +1,185 @@
+"""Formulas that carry their own derivation.
+
+An op builds its FLOPs and bytes from `Sym`bols with `+ - * /`; the resulting `Expr` holds
+the numeric value (a float or numpy array, computed eagerly) and can print itself
+symbolically and with the numbers filled in. So `--explain` shows
+``FLOPs = 2·M·N·K = 2·128·8192·8192 = 1.718e+10`` from the one formula that computed it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Union
+
+import numpy as np
+
+Num = Union[float, np.ndarray[Any, Any]]
+Operand = Union["Expr", float, int]
+
+_PRECEDENCE = {"+": 1, "-": 1, "·": 2, "/": 2}
+
+
+def _fmt_number(value: Num) -> str:
+    arr = np.asarray(value)
+    if arr.size != 1:
+        lo, hi = float(arr.min()), float(arr.max())
+        return f"[{_fmt_number(lo)}…{_fmt_number(hi)}]"
+    v = float(arr)
+    if v == int(v) and abs(v) < 1e7:
+        return str(int(v))
+    return f"{v:.4g}"
+
+
+class Expr:
+    """A value together with the formula that produced it."""
+
+    __slots__ = ("value",)
+    value: Num
+
+    precedence = 3
+
+    def formula(self) -> str:
+        raise NotImplementedError
+
+    def substituted(self) -> str:
+        raise NotImplementedError
+
+    def derivation(self, name: str) -> str:
+        """'name = formula = numbers = value' (steps that repeat the previous one are dropped)."""
+        parts = [name, self.formula(), self.substituted(), _fmt_result(self.value)]
+        kept = [parts[0]]
+        for p in parts[1:]:
+            if p != kept[-1]:
+                kept.append(p)
+        return " = ".join(kept)
+
+    def __add__(self, other: Operand) -> Expr:
+        return _Bin("+", self, _lift(other))
+
+    def __radd__(self, other: Operand) -> Expr:
+        return _Bin("+", _lift(other), self)
+
+    def __sub__(self, other: Operand) -> Expr:
+        return _Bin("-", self, _lift(other))
+
+    def __rsub__(self, other: Operand) -> Expr:
+        return _Bin("-", _lift(other), self)
+
+    def __mul__(self, other: Operand) -> Expr:
+        return _Bin("·", self, _lift(other))
+
+    def __rmul__(self, other: Operand) -> Expr:
+        return _Bin("·", _lift(other), self)
+
+    def __truediv__(self, other: Operand) -> Expr:
+        return _Bin("/", self, _lift(other))
+
+    def __rtruediv__(self, other: Operand) -> Expr:
+        return _Bin("/", _lift(other), self)
+
+
+def _fmt_result(value: Num) -> str:
+    arr = np.asarray(value)
+    if arr.size != 1:
+        return _fmt_number(value)
+    v = float(arr)
+    return str(int(v)) if v == int(v) and abs(v) < 1e5 else f"{v:.4g}"
+
+
+class Sym(Expr):
+    """A named quantity: Sym('M', 128) prints as 'M' and as '128'."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str, value: Num) -> None:
+        self.name = name
+        self.value = value
+
+    def formula(self) -> str:
+        return self.name
+
+    def substituted(self) -> str:
+        return _fmt_number(self.value)
+
+
+class Const(Expr):
+    """A literal number that prints the same in both forms."""
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+    def formula(self) -> str:
+        return _fmt_number(self.value)
+
+    def substituted(self) -> str:
+        return _fmt_number(self.value)
+
+
+_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "·": lambda a, b: a * b,
+    "/": lambda a, b: a / b,
+}
+
+
+class _Bin(Expr):
+    __slots__ = ("left", "op", "right")
+
+    def __init__(self, op: str, left: Expr, right: Expr) -> None:
+        self.op, self.left, self.right = op, left, right
+        self.value = _OPS[op](left.value, right.value)
+
+    @property
+    def precedence(self) -> int:  # type: ignore[override]
+        return _PRECEDENCE[self.op]
+
+    def _render(self, part: Callable[[Expr], str]) -> str:
+        p = self.precedence
+        left = part(self.left)
+        if self.left.precedence < p:
+            left = f"({left})"
+        right = part(self.right)
+        # a - (b + c) and a / (b · c) need brackets on the right even at equal precedence
+        if self.right.precedence < p or (self.right.precedence == p and self.op in "-/"):
+            right = f"({right})"
+        sep = self.op if self.op == "·" else f" {self.op} "
+        return f"{left}{sep}{right}"
+
+    def formula(self) -> str:
+        return self._render(lambda e: e.formula())
+
+    def substituted(self) -> str:
+        return self._render(lambda e: e.substituted())
+
+
+class Call(Expr):
+    """A function applied elementwise, e.g. Call('ceil', np.ceil, N / B)."""
+
+    __slots__ = ("arg", "fn_name")
+
+    def __init__(self, fn_name: str, fn: Callable[[Num], Num], arg: Expr) -> None:
+        self.fn_name, self.arg = fn_name, arg
+        self.value = fn(arg.value)
+
+    def formula(self) -> str:
+        return f"{self.fn_name}({self.arg.formula()})"
+
+    def substituted(self) -> str:
+        return f"{self.fn_name}({self.arg.substituted()})"
+
+
+def _lift(x: Operand) -> Expr:
+    return x if isinstance(x, Expr) else Const(float(x))
+
+
+@dataclass(frozen=True)
+class Term:
+    """One named step of an op's derivation (rendered only when asked for)."""
+
+    name: str
+    expr: Expr
+
+    def render(self) -> str:
+        return self.expr.derivation(self.name)

@@ -1,0 +1,127 @@
+"""The one evaluator: a Cost on a Chip becomes times, a bound, intensities and ridge points.
+
+time per resource:  compute = sum over dtypes of FLOPs / peak(dtype)
+                    memory level = bytes / bandwidth
+                    link = steps · alpha + bytes / bandwidth (per direction)
+t_lower = max over resources (perfect overlap), t_upper = sum (no overlap), so
+t_lower <= t_upper <= (number of resources) · t_lower. The bound is the resource that sets
+t_lower (ties go to compute: at the ridge point an op counts as compute-bound).
+Everything broadcasts: array-valued Costs give array-valued Estimates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .cost import Cost
+from .derivation import Num
+from .hardware import Chip, load_chip
+
+COMPUTE = "compute"
+
+
+def _out(x: Any) -> Any:
+    """0-d arrays back to Python scalars so scalar calls give scalar results."""
+    arr = np.asarray(x)
+    return arr.item() if arr.ndim == 0 else arr
+
+
+@dataclass(frozen=True, eq=False)
+class Estimate:
+    """A roofline bound for one Cost on one Chip. Times in seconds; a bound, not a forecast."""
+
+    hardware: str
+    cost: Cost
+    flops: Num
+    flops_by_dtype: Mapping[str, Num]
+    bytes: Mapping[str, Num]  # memory level -> bytes
+    link_bytes: Mapping[str, Num]
+    time_s: Mapping[str, Num]  # resource -> seconds
+    t_lower_s: Num
+    t_upper_s: Num
+    bound: Any  # str, or an array of str for array-valued costs
+    intensity: Mapping[str, Num]  # level or link -> FLOP/byte
+    ridge: Mapping[str, Num]  # level or link -> FLOP/byte at the effective compute peak
+    peak_flops_per_s: Num  # effective peak: FLOPs / compute time (the dtype's peak if only one)
+    attainable_flops_per_s: Num  # FLOPs / t_lower
+
+    @property
+    def utilization(self) -> dict[str, Num]:
+        """Share of each resource's capacity used when running at t_lower."""
+        return {r: _out(np.asarray(t) / self.t_lower_s) for r, t in self.time_s.items()}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict (arrays become lists, NaN becomes None)."""
+        from .report import jsonable  # report depends on evaluate, not the other way round
+
+        return jsonable({
+            "hardware": self.hardware,
+            "name": self.cost.name,
+            "flops": self.flops,
+            "flops_by_dtype": dict(self.flops_by_dtype),
+            "bytes": dict(self.bytes),
+            "link_bytes": dict(self.link_bytes),
+            "intensity": dict(self.intensity),
+            "ridge": dict(self.ridge),
+            "time_s": dict(self.time_s),
+            "t_lower_s": self.t_lower_s,
+            "t_upper_s": self.t_upper_s,
+            "bound": self.bound,
+            "peak_flops_per_s": self.peak_flops_per_s,
+            "attainable_flops_per_s": self.attainable_flops_per_s,
+            "utilization": self.utilization,
+        })  # fmt: skip
+
+
+def evaluate(cost: Cost, hw: Chip | str) -> Estimate:
+    """Bound a Cost on a chip (a Chip, a catalog id or alias, or a chip file path)."""
+    chip = load_chip(hw)
+    times: dict[str, Num] = {}
+
+    compute_time: Num = 0.0
+    for dt, flops in cost.flops.items():
+        compute_time = compute_time + np.asarray(flops) / chip.peak_flops(dt)
+    times[COMPUTE] = compute_time
+
+    for level in chip.memory:  # chip order: outermost first
+        if level.name in cost.bytes:
+            times[level.name] = np.asarray(cost.bytes[level.name]) / level.bandwidth_Bps
+    for name in cost.bytes:
+        chip.level(name)  # raises for a level the chip lacks
+    for name in sorted(set(cost.link_bytes) | set(cost.link_steps)):
+        link = chip.link(name)
+        steps = np.asarray(cost.link_steps.get(name, 0.0))
+        times[name] = steps * link.latency_s + np.asarray(cost.link_bytes.get(name, 0.0)) / link.bandwidth_Bps
+
+    names = list(times)
+    stack = np.stack(np.broadcast_arrays(*(np.asarray(t, dtype=float) for t in times.values())))
+    t_lower = stack.max(axis=0)
+    t_upper = stack.sum(axis=0)
+    bound = np.asarray(names)[stack.argmax(axis=0)]
+
+    flops = np.asarray(cost.total_flops, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        peak = np.where(np.asarray(compute_time) > 0, flops / np.asarray(compute_time), np.nan)
+        if not cost.flops:
+            peak = np.asarray(np.nan)
+        intensity: dict[str, Num] = {}
+        ridge: dict[str, Num] = {}
+        for name, traffic in [*cost.bytes.items(), *cost.link_bytes.items()]:
+            intensity[name] = _out(flops / np.asarray(traffic))
+            ridge[name] = _out(peak / chip.bandwidth_Bps(name))
+        attainable = np.where(t_lower > 0, flops / t_lower, 0.0)
+
+    return Estimate(
+        hardware=chip.id, cost=cost, flops=_out(flops),
+        flops_by_dtype={k: _out(v) for k, v in cost.flops.items()},
+        bytes={k: _out(v) for k, v in cost.bytes.items()},
+        link_bytes={k: _out(v) for k, v in cost.link_bytes.items()},
+        time_s={k: _out(v) for k, v in times.items()},
+        t_lower_s=_out(t_lower), t_upper_s=_out(t_upper), bound=_out(bound),
+        intensity=intensity, ridge=ridge, peak_flops_per_s=_out(peak),
+        attainable_flops_per_s=_out(attainable),
+    )  # fmt: skip

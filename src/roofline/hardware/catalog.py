@@ -1,0 +1,225 @@
+"""Load and validate chip files: the built-in catalog (one TOML file per SKU) or a user's own.
+
+Validation is strict so a typo in a file fails loudly, naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from ..cost import LINKS, MEMORY_LEVELS
+from ..dtypes import dtype_names
+from ..errors import RooflineError, unknown
+from .model import Chip, Link, MemoryLevel, Peak
+
+CATALOG_DIR = Path(__file__).with_name("catalog")
+SCHEMA_VERSION = 1
+
+_TOP_KEYS = {"schema_version", "id", "name", "vendor", "aliases", "form_factor", "tdp_w",
+             "notes", "peak", "memory", "link"}  # fmt: skip
+_PEAK_KEYS = {"flops_per_s", "source", "estimated"}
+_MEMORY_KEYS = {"name", "technology", "capacity_bytes", "bandwidth_Bps", "source", "estimated",
+                "units", "unit_capacity_bytes"}  # fmt: skip
+_LINK_KEYS = {"name", "bandwidth_Bps", "latency_s", "domain_size", "in_switch_reduction",
+              "source", "latency_source"}  # fmt: skip
+
+
+class _Reader:
+    """Typed access to one table of a chip file; errors name the file and the field."""
+
+    def __init__(self, path: str, prefix: str, table: Any, allowed: set[str]) -> None:
+        self.path, self.prefix = path, prefix
+        if not isinstance(table, dict):
+            raise self.error("", f"must be a table, got {type(table).__name__}")
+        extra = sorted(set(table) - allowed)
+        if extra:
+            raise self.error(extra[0], f"unknown field (allowed: {', '.join(sorted(allowed))})")
+        self.table = table
+
+    def error(self, key: str, message: str) -> RooflineError:
+        where = ".".join(p for p in (self.prefix, key) if p) or "(top level)"
+        return RooflineError(f"{self.path}: field '{where}': {message}")
+
+    def string(self, key: str, required: bool = True) -> str:
+        value = self.table.get(key)
+        if value is None and not required:
+            return ""
+        if not isinstance(value, str) or not value.strip():
+            raise self.error(key, "required non-empty string")
+        return value
+
+    def number(self, key: str, required: bool = True, integer: bool = False) -> float | None:
+        value = self.table.get(key)
+        if value is None and not required:
+            return None
+        ok_type = isinstance(value, int) if integer else isinstance(value, (int, float))
+        if isinstance(value, bool) or not ok_type:
+            kind = "a positive integer" if integer else "a positive number"
+            raise self.error(key, f"must be {kind}, got {value!r}")
+        if not math.isfinite(value) or value <= 0:
+            raise self.error(key, f"must be positive and finite, got {value!r}")
+        return float(value)
+
+    def flag(self, key: str) -> bool:
+        value = self.table.get(key, False)
+        if not isinstance(value, bool):
+            raise self.error(key, f"must be true or false, got {value!r}")
+        return value
+
+
+def _req(x: float | None) -> float:
+    assert x is not None  # guaranteed by required=True
+    return x
+
+
+def parse_chip(data: dict[str, Any], path: str) -> Chip:
+    """Validate the parsed TOML of a chip file and build a Chip."""
+    top = _Reader(path, "", data, _TOP_KEYS)
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise top.error("schema_version", f"must be {SCHEMA_VERSION}")
+    chip_id = top.string("id")
+    if chip_id != chip_id.lower() or " " in chip_id:
+        raise top.error("id", f"must be lower-case without spaces, got {chip_id!r}")
+    aliases = data.get("aliases", [])
+    if not isinstance(aliases, list) or not all(isinstance(a, str) and a for a in aliases):
+        raise top.error("aliases", "must be a list of non-empty strings")
+
+    peaks_table = data.get("peak")
+    if not isinstance(peaks_table, dict) or not peaks_table:
+        raise top.error("peak", "at least one [peak.<dtype>] table is required")
+    allowed_dtypes = dtype_names()
+    peaks: dict[str, Peak] = {}
+    for key, table in peaks_table.items():
+        if key not in allowed_dtypes:
+            raise top.error(f"peak.{key}", f"unknown dtype (allowed: {', '.join(allowed_dtypes)})")
+        r = _Reader(path, f"peak.{key}", table, _PEAK_KEYS)
+        peaks[key] = Peak(key, _req(r.number("flops_per_s")), r.string("source"), r.flag("estimated"))
+
+    levels_list = data.get("memory")
+    if not isinstance(levels_list, list) or not levels_list:
+        raise top.error("memory", "at least one [[memory]] entry (the first named 'hbm') is required")
+    memory: list[MemoryLevel] = []
+    for i, table in enumerate(levels_list):
+        r = _Reader(path, f"memory[{i}]", table, _MEMORY_KEYS)
+        name = r.string("name")
+        if name not in MEMORY_LEVELS:
+            raise r.error("name", f"unknown level {name!r} (allowed: {', '.join(MEMORY_LEVELS)})")
+        if any(m.name == name for m in memory):
+            raise r.error("name", f"level {name!r} appears twice")
+        if i == 0 and name != "hbm":
+            raise r.error("name", "the first memory level must be 'hbm' (main memory)")
+        units = r.number("units", required=False, integer=True)
+        unit_cap = r.number("unit_capacity_bytes", required=False)
+        capacity = r.number("capacity_bytes", required=False)
+        if (units is None) != (unit_cap is None):
+            raise r.error("units", "give both 'units' and 'unit_capacity_bytes', or neither")
+        if units is not None and unit_cap is not None:
+            capacity = capacity or units * unit_cap
+        if capacity is None:
+            raise r.error("capacity_bytes", "required (or 'units' with 'unit_capacity_bytes')")
+        memory.append(MemoryLevel(
+            name=name, technology=r.string("technology", required=False) or name,
+            bandwidth_Bps=_req(r.number("bandwidth_Bps")), capacity_bytes=capacity,
+            source=r.string("source"), estimated=r.flag("estimated"),
+            units=None if units is None else int(units), unit_capacity_bytes=unit_cap,
+        ))  # fmt: skip
+    order = [m.name for m in memory]
+    if order != sorted(order, key=MEMORY_LEVELS.index):
+        raise top.error("memory", f"levels must be ordered outermost first: {', '.join(MEMORY_LEVELS)}")
+
+    links_table = data.get("link", {})
+    if not isinstance(links_table, dict):
+        raise top.error("link", "must be a table of [link.scale-up] / [link.scale-out]")
+    links: dict[str, Link] = {}
+    for key, table in links_table.items():
+        if key not in LINKS:
+            raise top.error(f"link.{key}", f"unknown link (allowed: {', '.join(LINKS)})")
+        r = _Reader(path, f"link.{key}", table, _LINK_KEYS)
+        domain = r.number("domain_size", required=False, integer=True)
+        links[key] = Link(
+            name=key, technology=r.string("name"), bandwidth_Bps=_req(r.number("bandwidth_Bps")),
+            latency_s=_req(r.number("latency_s")), source=r.string("source"),
+            latency_source=r.string("latency_source", required=False),
+            domain_size=None if domain is None else int(domain),
+            in_switch_reduction=r.flag("in_switch_reduction"),
+        )  # fmt: skip
+
+    tdp = top.number("tdp_w", required=False)
+    return Chip(
+        id=chip_id, name=top.string("name"), vendor=top.string("vendor"), peaks=peaks,
+        memory=tuple(memory), links=links, aliases=tuple(a.lower() for a in aliases),
+        form_factor=top.string("form_factor", required=False), tdp_w=tdp,
+        notes=top.string("notes", required=False), origin=path,
+    )  # fmt: skip
+
+
+def load_chip_file(path: str | Path) -> Chip:
+    """Read and validate one chip TOML file."""
+    p = Path(path)
+    if not p.is_file():
+        raise RooflineError(f"chip file not found: {p}")
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise RooflineError(f"{p}: not valid TOML: {exc}") from None
+    return parse_chip(data, str(p))
+
+
+def _catalog_files() -> dict[str, Path]:
+    return {p.stem: p for p in sorted(CATALOG_DIR.glob("*.toml"))}
+
+
+@cache
+def _catalog() -> dict[str, Chip]:
+    chips = {}
+    for stem, path in _catalog_files().items():
+        chip = load_chip_file(path)
+        if chip.id != stem:
+            raise RooflineError(f"{path}: field 'id': must equal the file name {stem!r}")
+        chips[chip.id] = chip
+    return chips
+
+
+@cache
+def _aliases() -> dict[str, str]:
+    table: dict[str, str] = {}
+    for chip in _catalog().values():
+        for alias in chip.aliases:
+            if alias in table or alias in _catalog():
+                raise RooflineError(f"{chip.origin}: alias {alias!r} is already taken")
+            table[alias] = chip.id
+    return table
+
+
+def list_chips() -> list[str]:
+    """Ids of the built-in catalog."""
+    return list(_catalog_files())
+
+
+def _looks_like_path(name: str) -> bool:
+    return name.endswith(".toml") or "/" in name or "\\" in name
+
+
+@cache
+def _load_by_id(chip_id: str) -> Chip:
+    return load_chip_file(_catalog_files()[chip_id])
+
+
+def load_chip(name: str | Chip) -> Chip:
+    """A Chip from a catalog id, an alias (case-insensitive) or a path to a TOML file."""
+    if isinstance(name, Chip):
+        return name
+    text = str(name).strip()
+    if _looks_like_path(text):
+        return load_chip_file(text)
+    key = text.lower()
+    if key in _catalog_files():  # fast path: one file, no full catalog scan
+        return _load_by_id(key)
+    aliases = _aliases()
+    if key in aliases:
+        return _catalog()[aliases[key]]
+    raise unknown("chip", text, [*_catalog_files(), *aliases])

@@ -1,0 +1,76 @@
+"""Elementwise work: norms, softmax, activations, residual adds (seed 000 §2.3).
+
+FLOPs = c·N for c operations per element (a stated small constant per kind, below);
+bytes = N·(n_in·s_in + s_out): every input read once and the output written once.
+Intensity ≈ c / (2s): a constant, so these ops sit far left of every ridge point.
+The reduction in a norm or softmax reads its row once more only if it does not fit on chip;
+we count the single-pass (fused-row) lower bound. Norm weights (one vector) are ignored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..cost import Cost
+from ..derivation import Sym, Term
+from ..dtypes import DType
+from ..dtypes import dtype as lookup_dtype
+from ..errors import unknown
+from ._common import size
+
+
+@dataclass(frozen=True)
+class ElementwiseKind:
+    ops_per_element: float
+    inputs: int
+    note: str
+
+
+# Operation counts per output element (the convention, written once):
+KINDS: dict[str, ElementwiseKind] = {
+    "generic": ElementwiseKind(1, 1, "one operation per element"),
+    "add": ElementwiseKind(1, 2, "x + y (residual add)"),
+    "mul": ElementwiseKind(1, 2, "x · y"),
+    "relu": ElementwiseKind(1, 1, "max(x, 0)"),
+    "silu": ElementwiseKind(4, 1, "x / (1 + exp(-x)): neg, exp, add, div"),
+    "gelu": ElementwiseKind(8, 1, "tanh approximation: ~8 ops"),
+    "swiglu": ElementwiseKind(5, 2, "silu(a) · b: 4 + 1 ops, two inputs"),
+    "rmsnorm": ElementwiseKind(4, 1, "square, sum, scale by rsqrt, scale by weight"),
+    "layernorm": ElementwiseKind(7, 1, "mean, subtract, square, sum, normalise, scale, shift"),
+    "softmax": ElementwiseKind(5, 1, "max, subtract, exp, sum, divide"),
+}
+
+
+def elementwise(
+    n: object,
+    kind: str = "generic",
+    dtype: str | DType = "bf16",
+    out_dtype: str | DType | None = None,
+    ops_per_element: float | None = None,
+    inputs: int | None = None,
+    compute_dtype: str | DType | None = None,
+) -> Cost:
+    """N elements through an elementwise op; `ops_per_element` / `inputs` override the kind.
+
+    The compute dtype defaults to the input dtype. On GPUs that peak is the tensor-core one,
+    higher than the vector units these ops use, so the time bound stays valid but loose;
+    it rarely matters because these ops are memory-bound by a wide margin.
+    """
+    if kind not in KINDS:
+        raise unknown("elementwise kind", kind, KINDS)
+    spec = KINDS[kind]
+    x = lookup_dtype(dtype)
+    o = lookup_dtype(out_dtype) if out_dtype is not None else x
+    c = lookup_dtype(compute_dtype) if compute_dtype is not None else x
+    N = size("N", n)
+    ops = size("c", spec.ops_per_element if ops_per_element is None else ops_per_element,
+               "ops per element")  # fmt: skip
+    n_in = size("n_in", spec.inputs if inputs is None else inputs, "inputs")
+    flops = ops * N
+    hbm = N * (n_in * Sym("s_in", x.bytes) + Sym("s_out", o.bytes))
+    return Cost(
+        flops={c.peak: flops.value},
+        bytes={"hbm": hbm.value},
+        terms=(Term("FLOPs", flops), Term("HBM bytes", hbm)),
+        name=kind,
+    )

@@ -1,0 +1,61 @@
+"""Matrix products: matmul [M,K]x[K,N], GEMV (M = 1) and the dot product (M = N = 1).
+
+Counting convention: a multiply-add is 2 FLOPs, so FLOPs = 2·M·N·K (seed 000 §2.1).
+HBM traffic is the untiled lower bound: each operand read once, the output written once:
+bytes = M·K·s_x + K·N·s_w + M·N·s_o with a separate element size per operand, so
+weight-only quantization (int8 / int4 weights, bf16 activations) is the same formula.
+The compute dtype defaults to the activation dtype: weight-only int4 computes at bf16 peak.
+"""
+
+from __future__ import annotations
+
+from ..cost import Cost
+from ..derivation import Sym, Term
+from ..dtypes import DType
+from ..dtypes import dtype as lookup_dtype
+from ._common import size
+
+
+def matmul(
+    m: object,
+    k: object,
+    n: object,
+    dtype: str | DType = "bf16",
+    weight_dtype: str | DType | None = None,
+    out_dtype: str | DType | None = None,
+    compute_dtype: str | DType | None = None,
+    name: str = "matmul",
+) -> Cost:
+    """X[M,K] (activations) x W[K,N] (weights) -> Y[M,N]; sizes may be numpy arrays.
+
+    >>> from roofline import evaluate
+    >>> est = evaluate(matmul(128, 8192, 8192), "h100")
+    >>> round(est.intensity["hbm"], 1), est.bound
+    (124.1, 'hbm')
+    """
+    x = lookup_dtype(dtype)
+    w = lookup_dtype(weight_dtype) if weight_dtype is not None else x
+    o = lookup_dtype(out_dtype) if out_dtype is not None else x
+    c = lookup_dtype(compute_dtype) if compute_dtype is not None else x
+    M, K, N = size("M", m), size("K", k), size("N", n)
+    sx, sw, so = Sym("s_x", x.bytes), Sym("s_w", w.bytes), Sym("s_o", o.bytes)
+    flops = 2 * M * N * K
+    hbm = M * K * sx + K * N * sw + M * N * so
+    return Cost(
+        flops={c.peak: flops.value},
+        bytes={"hbm": hbm.value},
+        terms=(Term("FLOPs", flops), Term("HBM bytes", hbm)),
+        name=name,
+    )
+
+
+def gemv(k: object, n: object, dtype: str | DType = "bf16",
+         weight_dtype: str | DType | None = None, out_dtype: str | DType | None = None,
+         compute_dtype: str | DType | None = None) -> Cost:  # fmt: skip
+    """One token through a [K,N] weight: matmul with M = 1; intensity ≈ 2/s_w."""
+    return matmul(1, k, n, dtype, weight_dtype, out_dtype, compute_dtype, name="gemv")
+
+
+def dot(n: object, dtype: str | DType = "bf16") -> Cost:
+    """x · y for two length-N vectors: matmul with M = N = 1; intensity ≈ 1/s (0.5 for bf16)."""
+    return matmul(1, n, 1, dtype, name="dot")

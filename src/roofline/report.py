@@ -1,0 +1,165 @@
+"""Turn results into text tables for people and JSON-ready dicts for programs."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .units import format_bytes, format_si, format_time
+
+if TYPE_CHECKING:
+    from .evaluate import Estimate
+    from .hardware import Chip
+
+
+def jsonable(obj: Any) -> Any:
+    """Recursively convert numpy values to lists / scalars and non-finite floats to None."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        return jsonable(obj.item())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A plain aligned text table (first column left-aligned, the rest right-aligned)."""
+    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
+
+    def line(cells: Sequence[str]) -> str:
+        out = [str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in
+               enumerate(zip(cells, widths, strict=True))]  # fmt: skip
+        return "  ".join(out).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(headers), rule, *(line(r) for r in rows)])
+
+
+def _num(x: Any, unit: str = "") -> str:
+    arr = np.asarray(x, dtype=float)
+    if arr.ndim:
+        return f"[{arr.size} values]"
+    v = float(arr)
+    return "-" if not math.isfinite(v) else format_si(v, unit)
+
+
+def estimate_text(est: Estimate, explain: bool = False) -> str:
+    """Human summary of one scalar Estimate: per-resource table, bound, derivation."""
+    title = f"{est.cost.name or 'cost'} on {est.hardware}"
+    rows = []
+    for resource, t in est.time_s.items():
+        traffic = est.bytes.get(resource, est.link_bytes.get(resource))
+        rows.append([
+            resource + (" <- bound" if resource == est.bound else ""),
+            format_time(float(t)),
+            f"{100 * float(t) / float(est.t_lower_s):.1f}%" if est.t_lower_s else "-",
+            "-" if traffic is None else format_bytes(float(traffic)),
+            _num(est.intensity.get(resource, math.nan)),
+            _num(est.ridge.get(resource, math.nan)),
+        ])  # fmt: skip
+    lines = [
+        title,
+        f"FLOPs {format_si(float(est.flops))}"
+        + "".join(f"  [{dt}]" for dt in est.flops_by_dtype),
+        "",
+        table(["resource", "time", "of bound", "bytes", "FLOP/byte", "ridge"], rows),
+        "",
+        f"bound: {est.bound} ({_kind(str(est.bound))})",
+        f"time lower bound (perfect overlap) t_lower = {format_time(float(est.t_lower_s))}",
+        f"time with no overlap               t_upper = {format_time(float(est.t_upper_s))}",
+        f"attainable {format_si(float(est.attainable_flops_per_s), 'FLOP/s')}"
+        f" of peak {_num(est.peak_flops_per_s, 'FLOP/s')}"
+        + (f" ({100 * float(est.attainable_flops_per_s) / float(est.peak_flops_per_s):.1f}%)"
+           if math.isfinite(float(est.peak_flops_per_s)) else ""),
+    ]  # fmt: skip
+    if explain:
+        lines += ["", "derivation:", *(f"  {line}" for line in est.cost.explain())]
+        lines += [f"  {line}" for line in _time_derivation(est)]
+    return "\n".join(lines)
+
+
+def _time_derivation(est: Estimate) -> list[str]:
+    """How each resource time follows from the counts and the chip's figures."""
+    from .hardware import load_chip
+
+    chip = load_chip(est.hardware)
+    out = []
+    for resource, t in est.time_s.items():
+        if resource == "compute":
+            parts = [f"{format_si(float(f))} / {format_si(chip.peak_flops(dt), 'FLOP/s')} [{dt}]"
+                     for dt, f in est.flops_by_dtype.items()]  # fmt: skip
+            formula = "FLOPs / peak"
+        elif resource in est.bytes:
+            parts = [f"{format_bytes(float(est.bytes[resource]))} / "
+                     f"{format_si(chip.bandwidth_Bps(resource), 'B/s')}"]
+            formula = "bytes / bandwidth"
+        else:
+            link = chip.link(resource)
+            steps = float(est.cost.link_steps.get(resource, 0.0))
+            parts = [f"{steps:g} · {format_time(link.latency_s)} + "
+                     f"{format_bytes(float(est.link_bytes.get(resource, 0.0)))} / "
+                     f"{format_si(link.bandwidth_Bps, 'B/s')}"]
+            formula = "steps · alpha + bytes / bandwidth"
+        out.append(f"t_{resource} = {formula} = {' + '.join(parts)} = {format_time(float(t))}")
+    return out
+
+
+def _kind(resource: str) -> str:
+    if resource == "compute":
+        return "compute-bound"
+    if resource in ("scale-up", "scale-out"):
+        return "communication-bound"
+    return "memory-bound"
+
+
+def chip_text(chip: Chip) -> str:
+    """Human view of a chip: peaks, memory levels, links, ridge points, sources."""
+    from .cost import LINKS
+
+    lines = [f"{chip.name} ({chip.id})", f"vendor {chip.vendor}; {chip.form_factor}"
+             + (f"; {chip.tdp_w:g} W" if chip.tdp_w else ""), ""]  # fmt: skip
+    est = " (estimate)"
+    lines.append(table(["peak (dense)", "FLOP/s", "source"], [
+        [p.dtype, format_si(p.flops_per_s, "FLOP/s"), p.source + (est if p.estimated else "")]
+        for p in chip.peaks.values()]))  # fmt: skip
+    lines.append("")
+    lines.append(table(["memory", "capacity", "bandwidth", "source"], [
+        [f"{m.name} ({m.technology})", format_bytes(m.capacity_bytes or math.nan),
+         format_si(m.bandwidth_Bps, "B/s"), m.source + (est if m.estimated else "")]
+        for m in chip.memory]))  # fmt: skip
+    if chip.links:
+        lines.append("")
+        lines.append(table(["link", "per direction", "alpha", "domain", "source"], [
+            [f"{lk.name} ({lk.technology})", format_si(lk.bandwidth_Bps, "B/s"),
+             format_time(lk.latency_s), str(lk.domain_size or "-"),
+             lk.source + (f"; latency: {lk.latency_source}" if lk.latency_source else "")]
+            for lk in chip.links.values()]))  # fmt: skip
+    resources = [m.name for m in chip.memory] + [k for k in LINKS if k in chip.links]
+    lines.append("")
+    lines.append("ridge points I* = peak / bandwidth (FLOP/byte):")
+    lines.append(table(["dtype", *resources], [
+        [dt, *(f"{chip.ridge(dt, r):.4g}" for r in resources)] for dt in chip.peaks]))  # fmt: skip
+    if chip.notes:
+        lines += ["", f"notes: {chip.notes}"]
+    lines.append(f"file: {chip.origin}")
+    return "\n".join(lines)
+
+
+def chip_dict(chip: Chip) -> dict[str, Any]:
+    """JSON view of a chip with its ridge points."""
+    from dataclasses import asdict
+
+    from .cost import LINKS
+
+    resources = [m.name for m in chip.memory] + [k for k in LINKS if k in chip.links]
+    data = asdict(chip)
+    data["ridge"] = {dt: {r: chip.ridge(dt, r) for r in resources} for dt in chip.peaks}
+    return jsonable(data)

@@ -1,0 +1,74 @@
+"""SI vocabulary: parse sizes and counts at the edges, format numbers for people.
+
+Inside the package every quantity is in SI base units (FLOP, byte, second, FLOP/s, byte/s).
+Decimal prefixes mean powers of 1000 (1 TB/s = 1e12 B/s); binary ones say so (KiB, MiB, GiB).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from .errors import RooflineError
+
+_DECIMAL = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_BINARY = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40}
+_SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKMGTP]i?)?\s*([Bb])?\s*$")
+
+
+def parse_bytes(text: str, what: str = "size") -> float:
+    """Parse a byte size such as '64MiB', '1.5GB', '4096' or '2e9' into bytes."""
+    m = _SIZE_RE.match(str(text))
+    if not m or (m.group(3) == "b"):
+        raise RooflineError(
+            f"{what}: cannot read {text!r} as a byte size (use e.g. 4096, 64KiB, 16MB, 1.5GiB)"
+        )
+    number, prefix = float(m.group(1)), m.group(2) or ""
+    scale = _BINARY.get(prefix) if prefix.endswith("i") else _DECIMAL.get(prefix)
+    if scale is None:
+        raise RooflineError(f"{what}: unknown unit prefix {prefix!r} in {text!r}")
+    value = number * scale
+    if value <= 0:
+        raise RooflineError(f"{what}: must be positive, got {text!r}")
+    return value
+
+
+def parse_count(text: str, what: str = "value") -> int:
+    """Parse a positive whole count such as '8192' or '1e6' (no unit suffixes)."""
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        raise RooflineError(f"{what}: expected a positive whole number, got {text!r}") from None
+    if not math.isfinite(value) or value != int(value) or value < 1:
+        raise RooflineError(f"{what}: expected a positive whole number, got {text!r}")
+    return int(value)
+
+
+_PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
+
+
+def format_si(value: float, unit: str = "", digits: int = 3) -> str:
+    """Format with a decimal SI prefix: format_si(9.894e14, 'FLOP/s') -> '989 TFLOP/s'."""
+    if not math.isfinite(value):
+        return f"{value} {unit}".strip()
+    if value == 0:
+        return f"0 {unit}".strip()
+    for scale, prefix in _PREFIXES:
+        if abs(value) >= scale:
+            return f"{value / scale:.{digits}g} {prefix}{unit}".strip()
+    return f"{value:.{digits}g} {unit}".strip()
+
+
+def format_bytes(value: float, digits: int = 3) -> str:
+    """Format a byte count with a decimal prefix: 80e9 -> '80 GB'."""
+    return format_si(value, "B", digits)
+
+
+def format_time(seconds: float, digits: int = 3) -> str:
+    """Format a duration: 1.01e-3 -> '1.01 ms'."""
+    if not math.isfinite(seconds):
+        return str(seconds)
+    for scale, unit in [(1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")]:
+        if abs(seconds) >= scale:
+            return f"{seconds / scale:.{digits}g} {unit}"
+    return "0 s" if seconds == 0 else f"{seconds / 1e-9:.{digits}g} ns"
