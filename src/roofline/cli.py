@@ -38,7 +38,7 @@ def _count(what: str) -> Callable[[str], int]:
     return parse
 
 
-def _emit(data: dict[str, Any] | list[Any], as_json: bool, text: str) -> None:
+def _emit(data: dict[str, Any], as_json: bool, text: str) -> None:
     print(json.dumps(jsonable(data), indent=2) if as_json else text)
 
 
@@ -48,8 +48,8 @@ def _cmd_hw_list(args: argparse.Namespace) -> None:
              c.peaks else "-", format_bytes(c.memory[0].capacity_bytes or 0),
              format_si(c.memory[0].bandwidth_Bps, "B/s"), ", ".join(c.aliases)]
             for c in chips]  # fmt: skip
-    data = [{"id": c.id, "name": c.name, "aliases": list(c.aliases), "vendor": c.vendor}
-            for c in chips]  # fmt: skip
+    data = {"chips": [{"id": c.id, "name": c.name, "vendor": c.vendor, "aliases": list(c.aliases)}
+                      for c in chips]}  # fmt: skip
     _emit(data, args.json, table(["id", "name", "bf16 dense", "memory", "bandwidth",
                                   "aliases"], rows))  # fmt: skip
 

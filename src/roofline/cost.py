@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .derivation import Num, Term
+from .derivation import Num, Sym, Term
 
 MEMORY_LEVELS = ("hbm", "l2", "sram")  # outermost first; `hbm` is the chip's main memory
 LINKS = ("scale-up", "scale-out")
@@ -71,14 +71,19 @@ class Cost:
     def __mul__(self, factor: Num) -> Cost:
         if isinstance(factor, Cost):
             return NotImplemented
+        return self.scaled(factor)
+
+    def scaled(self, factor: Num, symbol: str = "n") -> Cost:
+        """The work repeated `factor` times; the derivation shows it as `symbol·(...)`."""
         if np.any(np.asarray(factor) < 0):
             raise ValueError("a Cost can only be scaled by a non-negative factor")
+        times = Sym(symbol, factor)
         return Cost(
             flops=_scale(self.flops, factor),
             bytes=_scale(self.bytes, factor),
             link_bytes=_scale(self.link_bytes, factor),
             link_steps=_scale(self.link_steps, factor),
-            terms=self.terms,
+            terms=tuple(Term(t.name, times * t.expr) for t in self.terms),
             name=self.name,
         )
 

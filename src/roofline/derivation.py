@@ -14,7 +14,7 @@ from typing import Any, Union
 
 import numpy as np
 
-Num = Union[float, np.ndarray[Any, Any]]
+Num = float | np.ndarray[Any, Any]
 Operand = Union["Expr", float, int]
 
 _PRECEDENCE = {"+": 1, "-": 1, "·": 2, "/": 2}

@@ -95,7 +95,8 @@ def evaluate(cost: Cost, hw: Chip | str) -> Estimate:
     for name in sorted(set(cost.link_bytes) | set(cost.link_steps)):
         link = chip.link(name)
         steps = np.asarray(cost.link_steps.get(name, 0.0))
-        times[name] = steps * link.latency_s + np.asarray(cost.link_bytes.get(name, 0.0)) / link.bandwidth_Bps
+        traffic = np.asarray(cost.link_bytes.get(name, 0.0))
+        times[name] = steps * link.latency_s + traffic / link.bandwidth_Bps
 
     names = list(times)
     stack = np.stack(np.broadcast_arrays(*(np.asarray(t, dtype=float) for t in times.values())))
@@ -104,14 +105,14 @@ def evaluate(cost: Cost, hw: Chip | str) -> Estimate:
     bound = np.asarray(names)[stack.argmax(axis=0)]
 
     flops = np.asarray(cost.total_flops, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         peak = np.where(np.asarray(compute_time) > 0, flops / np.asarray(compute_time), np.nan)
         if not cost.flops:
             peak = np.asarray(np.nan)
         intensity: dict[str, Num] = {}
         ridge: dict[str, Num] = {}
-        for name, traffic in [*cost.bytes.items(), *cost.link_bytes.items()]:
-            intensity[name] = _out(flops / np.asarray(traffic))
+        for name, moved in [*cost.bytes.items(), *cost.link_bytes.items()]:
+            intensity[name] = _out(flops / np.asarray(moved))
             ridge[name] = _out(peak / chip.bandwidth_Bps(name))
         attainable = np.where(t_lower > 0, flops / t_lower, 0.0)
 

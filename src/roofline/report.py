@@ -31,12 +31,14 @@ def jsonable(obj: Any) -> Any:
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A plain aligned text table (first column left-aligned, the rest right-aligned)."""
+    """A plain aligned text table: numeric columns right-aligned, text columns left-aligned."""
     widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
+    numeric = [i > 0 and all(str(r[i])[:1] in "0123456789-[." for r in rows)
+               for i in range(len(headers))]  # fmt: skip
 
     def line(cells: Sequence[str]) -> str:
-        out = [str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in
-               enumerate(zip(cells, widths, strict=True))]  # fmt: skip
+        out = [str(c).rjust(w) if num else str(c).ljust(w)
+               for c, w, num in zip(cells, widths, numeric, strict=True)]  # fmt: skip
         return "  ".join(out).rstrip()
 
     rule = "  ".join("-" * w for w in widths)

@@ -56,8 +56,8 @@ class _Reader:
         value = self.table.get(key)
         if value is None and not required:
             return None
-        ok_type = isinstance(value, int) if integer else isinstance(value, (int, float))
-        if isinstance(value, bool) or not ok_type:
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or (integer and not isinstance(value, int))):  # fmt: skip
             kind = "a positive integer" if integer else "a positive number"
             raise self.error(key, f"must be {kind}, got {value!r}")
         if not math.isfinite(value) or value <= 0:
@@ -97,11 +97,12 @@ def parse_chip(data: dict[str, Any], path: str) -> Chip:
         if key not in allowed_dtypes:
             raise top.error(f"peak.{key}", f"unknown dtype (allowed: {', '.join(allowed_dtypes)})")
         r = _Reader(path, f"peak.{key}", table, _PEAK_KEYS)
-        peaks[key] = Peak(key, _req(r.number("flops_per_s")), r.string("source"), r.flag("estimated"))
+        peaks[key] = Peak(key, _req(r.number("flops_per_s")), r.string("source"),
+                          r.flag("estimated"))  # fmt: skip
 
     levels_list = data.get("memory")
     if not isinstance(levels_list, list) or not levels_list:
-        raise top.error("memory", "at least one [[memory]] entry (the first named 'hbm') is required")
+        raise top.error("memory", "at least one [[memory]] entry (first: 'hbm') is required")
     memory: list[MemoryLevel] = []
     for i, table in enumerate(levels_list):
         r = _Reader(path, f"memory[{i}]", table, _MEMORY_KEYS)
@@ -129,7 +130,8 @@ def parse_chip(data: dict[str, Any], path: str) -> Chip:
         ))  # fmt: skip
     order = [m.name for m in memory]
     if order != sorted(order, key=MEMORY_LEVELS.index):
-        raise top.error("memory", f"levels must be ordered outermost first: {', '.join(MEMORY_LEVELS)}")
+        outer_first = ", ".join(MEMORY_LEVELS)
+        raise top.error("memory", f"levels must be ordered outermost first: {outer_first}")
 
     links_table = data.get("link", {})
     if not isinstance(links_table, dict):

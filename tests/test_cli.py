@@ -1,0 +1,112 @@
+"""The CLI: JSON shape, human output, one-line errors with exit code 2."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from roofline.cli import main
+
+OP_KEYS = {"hardware", "flops", "bytes", "intensity", "time_s", "t_lower_s", "t_upper_s", "bound",
+           "attainable_flops_per_s", "ridge"}
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_matmul_json(capsys):
+    code, out, _ = run(capsys, "op", "matmul", "--hw", "h100", "--m", "128", "--k", "8192",
+                       "--n", "8192", "--json")
+    data = json.loads(out)
+    assert code == 0 and set(data) >= OP_KEYS
+    assert data["hardware"] == "h100-sxm"
+    assert data["flops"] == 2 * 128 * 8192 * 8192
+    assert data["bound"] == "hbm"
+    assert set(data["time_s"]) == {"compute", "hbm"}
+    assert data["intensity"]["hbm"] == pytest.approx(124.12, rel=1e-4)
+    assert data["ridge"]["hbm"] == pytest.approx(295.3, rel=1e-3)
+    assert data["t_lower_s"] <= data["t_upper_s"]
+
+
+def test_weight_only_int4(capsys):
+    _, out, _ = run(capsys, "op", "matmul", "--m", "16", "--k", "8192", "--n", "8192",
+                    "--weight-dtype", "int4", "--json")
+    data = json.loads(out)
+    assert data["flops_by_dtype"] == {"bf16": 2 * 16 * 8192 * 8192}
+    assert data["bytes"]["hbm"] == 16 * 8192 * 2 + 8192 * 8192 * 0.5 + 16 * 8192 * 2
+
+
+def test_human_output_and_explain(capsys):
+    code, out, _ = run(capsys, "op", "gemv", "--k", "4096", "--n", "4096", "--explain")
+    assert code == 0
+    assert "bound: hbm (memory-bound)" in out
+    assert "FLOPs = 2·M·N·K = 2·1·4096·4096" in out
+    assert "t_hbm = bytes / bandwidth" in out
+
+
+@pytest.mark.parametrize("argv", [
+    ["op", "dot", "--n", "1000000", "--json"],
+    ["op", "elementwise", "--n", "1e6", "--kind", "softmax", "--json"],
+    ["op", "matmul", "--m", "1", "--k", "2", "--n", "3", "--hw", "mi300x", "--json"],
+])
+def test_other_ops_json(capsys, argv):
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and set(json.loads(out)) >= OP_KEYS
+
+
+def test_hw_list_and_show(capsys):
+    code, out, _ = run(capsys, "hw", "list")
+    assert code == 0 and "h100-sxm" in out and "tpu-v5e" in out
+    code, out, _ = run(capsys, "hw", "list", "--json")
+    assert {c["id"] for c in json.loads(out)["chips"]} >= {"h100-sxm", "mi300x", "tpu-7x"}
+    code, out, _ = run(capsys, "hw", "show", "h100")
+    assert code == 0 and "989 TFLOP/s" in out and "ridge points" in out and "source" in out
+    code, out, _ = run(capsys, "hw", "show", "h100", "--json")
+    data = json.loads(out)
+    assert data["ridge"]["bf16"]["hbm"] == pytest.approx(295.3, rel=1e-3)
+    assert data["peaks"]["bf16"]["source"]
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["op", "matmul", "--hw", "h1000", "--m", "1", "--k", "1", "--n", "1"], "unknown chip"),
+    (["op", "matmul", "--m", "0", "--k", "1", "--n", "1"], "--m"),
+    (["op", "matmul", "--m", "-4", "--k", "1", "--n", "1"], "--m"),
+    (["op", "matmul", "--m", "abc", "--k", "1", "--n", "1"], "--m"),
+    (["op", "matmul", "--m", "1", "--k", "1", "--n", "1", "--dtype", "bf17"], "unknown dtype"),
+    (["op", "matmul", "--m", "1", "--k", "1", "--n", "1", "--hw", "a100", "--dtype", "fp8"],
+     "no fp8 peak"),
+    (["op", "matmul", "--m", "1", "--k", "1"], "--n"),
+    (["op", "elementwise", "--n", "5", "--kind", "bogus"], "--kind"),
+    (["op", "nosuchop"], "nosuchop"),
+    (["hw", "show", "tpu-v9"], "unknown chip"),
+    (["op", "matmul", "--m", "1", "--k", "1", "--n", "1", "--hw", "missing.toml"], "not found"),
+])
+def test_bad_input_one_line_exit_2(capsys, argv, needle):
+    with pytest.raises(SystemExit) as info:
+        code = main(argv)
+        raise SystemExit(code)
+    _, err = capsys.readouterr()
+    assert info.value.code == 2
+    assert needle in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_malformed_chip_file(capsys, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("this is = = not toml")
+    code, _, err = run(capsys, "op", "dot", "--n", "10", "--hw", str(bad))
+    assert code == 2 and str(bad) in err and err.count("\n") == 1
+
+
+def test_console_entry_point_runs_without_heavy_imports():
+    code = ("import sys, roofline.cli; "
+            "heavy = [m for m in ('matplotlib', 'torch', 'jax', 'pandas') if m in sys.modules]; "
+            "assert not heavy, heavy")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    proc = subprocess.run([sys.executable, "-m", "roofline", "op", "dot", "--n", "10", "--json"],
+                          capture_output=True, text=True, check=True)
+    assert json.loads(proc.stdout)["bound"] == "hbm"

@@ -1,0 +1,44 @@
+import numpy as np
+import pytest
+
+from roofline import Cost, matmul
+
+
+def test_add_merges_per_key():
+    a = Cost(flops={"bf16": 10.0}, bytes={"hbm": 4.0}, name="a")
+    b = Cost(flops={"bf16": 5.0, "fp8": 2.0}, bytes={"l2": 1.0}, link_bytes={"scale-up": 3.0},
+             link_steps={"scale-up": 2.0}, name="b")
+    c = a + b
+    assert dict(c.flops) == {"bf16": 15.0, "fp8": 2.0}
+    assert dict(c.bytes) == {"hbm": 4.0, "l2": 1.0}
+    assert dict(c.link_bytes) == {"scale-up": 3.0}
+    assert dict(c.link_steps) == {"scale-up": 2.0}
+    assert c.total_flops == 17.0
+    assert c.name == "a + b"
+
+
+def test_sum_and_scale():
+    layer = matmul(16, 64, 64)
+    total = sum([layer, layer, layer])
+    scaled = 3 * layer
+    assert total.total_flops == scaled.total_flops == 3 * layer.total_flops
+    assert total.bytes["hbm"] == pytest.approx(scaled.bytes["hbm"])
+    assert (layer * 2).explain()[0] == "FLOPs = n·2·M·N·K = 2·2·16·64·64 = 2.621e+05"
+    assert layer.scaled(80, "layers").explain()[1].startswith(
+        "HBM bytes = layers·(M·K·s_x + K·N·s_w + M·N·s_o) = 80·(16·64·2")
+
+
+def test_scale_by_array_broadcasts():
+    c = matmul(16, 64, 64) * np.array([1.0, 2.0, 4.0])
+    np.testing.assert_allclose(c.flops["bf16"], np.array([1, 2, 4]) * 2 * 16 * 64 * 64)
+
+
+def test_negative_scale_rejected():
+    with pytest.raises(ValueError, match="non-negative"):
+        matmul(1, 1, 1) * -1.0
+
+
+def test_costs_do_not_alias():
+    a = Cost(flops={"bf16": 1.0})
+    _ = a + a
+    assert dict(a.flops) == {"bf16": 1.0}
