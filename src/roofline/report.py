@@ -123,32 +123,38 @@ def _kind(resource: str) -> str:
 
 
 def chip_text(chip: Chip) -> str:
-    """Human view of a chip: peaks, memory levels, links, ridge points, sources."""
+    """Human view of a chip: peaks, memory levels, links, ridge points, numbered sources."""
     from .cost import LINKS
+
+    sources: list[str] = []
+
+    def ref(text: str, estimated: bool = False) -> str:
+        sources.append(text + (" (estimate)" if estimated else ""))
+        return f"[{len(sources)}]" + ("*" if estimated else "")
 
     lines = [f"{chip.name} ({chip.id})", f"vendor {chip.vendor}; {chip.form_factor}"
              + (f"; {chip.tdp_w:g} W" if chip.tdp_w else ""), ""]  # fmt: skip
-    est = " (estimate)"
     lines.append(table(["peak (dense)", "FLOP/s", "source"], [
-        [p.dtype, format_si(p.flops_per_s, "FLOP/s"), p.source + (est if p.estimated else "")]
+        [p.dtype, format_si(p.flops_per_s, "FLOP/s"), ref(p.source, p.estimated)]
         for p in chip.peaks.values()]))  # fmt: skip
     lines.append("")
     lines.append(table(["memory", "capacity", "bandwidth", "source"], [
         [f"{m.name} ({m.technology})", format_bytes(m.capacity_bytes or math.nan),
-         format_si(m.bandwidth_Bps, "B/s"), m.source + (est if m.estimated else "")]
+         format_si(m.bandwidth_Bps, "B/s"), ref(m.source, m.estimated)]
         for m in chip.memory]))  # fmt: skip
     if chip.links:
         lines.append("")
-        lines.append(table(["link", "per direction", "alpha", "domain", "source"], [
+        lines.append(table(["link (per direction)", "bandwidth", "alpha", "domain", "source"], [
             [f"{lk.name} ({lk.technology})", format_si(lk.bandwidth_Bps, "B/s"),
              format_time(lk.latency_s), str(lk.domain_size or "-"),
-             lk.source + (f"; latency: {lk.latency_source}" if lk.latency_source else "")]
+             ref(lk.source) + (" " + ref(lk.latency_source) if lk.latency_source else "")]
             for lk in chip.links.values()]))  # fmt: skip
     resources = [m.name for m in chip.memory] + [k for k in LINKS if k in chip.links]
-    lines.append("")
-    lines.append("ridge points I* = peak / bandwidth (FLOP/byte):")
+    lines += ["", "ridge points I* = peak / bandwidth (FLOP/byte):"]
     lines.append(table(["dtype", *resources], [
         [dt, *(f"{chip.ridge(dt, r):.4g}" for r in resources)] for dt in chip.peaks]))  # fmt: skip
+    lines += ["", "sources (* = estimate, not a vendor figure):"]
+    lines += [f"  [{i}] {text}" for i, text in enumerate(sources, 1)]
     if chip.notes:
         lines += ["", f"notes: {chip.notes}"]
     lines.append(f"file: {chip.origin}")
