@@ -47,11 +47,11 @@ def _cmd_hw_list(args: argparse.Namespace) -> None:
     rows = [[c.id, c.name, format_si(c.peaks["bf16"].flops_per_s, "FLOP/s") if "bf16" in
              c.peaks else "-", format_bytes(c.memory[0].capacity_bytes or 0),
              format_si(c.memory[0].bandwidth_Bps, "B/s"), ", ".join(c.aliases)]
-            for c in chips]  # fmt: skip
+            for c in chips]
     data = {"chips": [{"id": c.id, "name": c.name, "vendor": c.vendor, "aliases": list(c.aliases)}
-                      for c in chips]}  # fmt: skip
+                      for c in chips]}
     _emit(data, args.json, table(["id", "name", "bf16 dense", "memory", "bandwidth",
-                                  "aliases"], rows))  # fmt: skip
+                                  "aliases"], rows))
 
 
 def _cmd_hw_show(args: argparse.Namespace) -> None:
@@ -84,7 +84,7 @@ def _cmd_dot(args: argparse.Namespace) -> None:
 
 def _cmd_elementwise(args: argparse.Namespace) -> None:
     _run_op(args, elementwise(args.n, args.kind, ops_per_element=args.ops_per_element,
-                              inputs=args.inputs, **_dtypes(args)))  # fmt: skip
+                              inputs=args.inputs, **_dtypes(args)))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -107,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     dts = ", ".join(dtype_names())
 
     def op_parser(name: str, help_text: str, func: Callable[[argparse.Namespace], None],
-                  dtypes: Sequence[str]) -> argparse.ArgumentParser:  # fmt: skip
+                  dtypes: Sequence[str]) -> argparse.ArgumentParser:
         q = op_sub.add_parser(name, help=help_text, description=help_text)
         q.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
         q.add_argument("--dtype", default="bf16", help=f"input/activation dtype ({dts})")
@@ -126,16 +126,16 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--k", required=True, type=_count("--k"), help="contraction dimension")
     q.add_argument("--n", required=True, type=_count("--n"), help="columns of W")
     q = op_parser("gemv", "one token through W[K,N] (matmul with M = 1)", _cmd_gemv,
-                  ["weight", "out"])  # fmt: skip
+                  ["weight", "out"])
     q.add_argument("--k", required=True, type=_count("--k"), help="input features")
     q.add_argument("--n", required=True, type=_count("--n"), help="output features")
     q = op_parser("dot", "dot product of two length-N vectors", _cmd_dot, [])
     q.add_argument("--n", required=True, type=_count("--n"), help="vector length")
     q = op_parser("elementwise", "norm / softmax / activation / add over N elements",
-                  _cmd_elementwise, ["out"])  # fmt: skip
+                  _cmd_elementwise, ["out"])
     q.add_argument("--n", required=True, type=_count("--n"), help="number of elements")
     q.add_argument("--kind", default="generic", choices=list(ELEMENTWISE_KINDS),
-                   help="preset operation count and inputs per element")  # fmt: skip
+                   help="preset operation count and inputs per element")
     q.add_argument("--ops-per-element", type=float, help="override the preset's ops per element")
     q.add_argument("--inputs", type=_count("--inputs"), help="override the number of inputs")
     return p

@@ -50,7 +50,7 @@ _ALIASES = {
     "fp8_e5m2": "fp8", "fp8-e5m2": "fp8", "e5m2": "fp8", "float8_e5m2": "fp8",
     "mxfp6": "fp6",
     "fp4_e2m1": "fp4", "nvfp4": "fp4", "mxfp4": "fp4", "e2m1": "fp4",
-}  # fmt: skip
+}
 
 
 def dtype(name: str | DType) -> DType:

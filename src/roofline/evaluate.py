@@ -74,7 +74,7 @@ class Estimate:
             "peak_flops_per_s": self.peak_flops_per_s,
             "attainable_flops_per_s": self.attainable_flops_per_s,
             "utilization": self.utilization,
-        })  # fmt: skip
+        })
 
 
 def evaluate(cost: Cost, hw: Chip | str) -> Estimate:
@@ -125,4 +125,4 @@ def evaluate(cost: Cost, hw: Chip | str) -> Estimate:
         t_lower_s=_out(t_lower), t_upper_s=_out(t_upper), bound=_out(bound),
         intensity=intensity, ridge=ridge, peak_flops_per_s=_out(peak),
         attainable_flops_per_s=_out(attainable),
-    )  # fmt: skip
+    )

@@ -34,11 +34,11 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """A plain aligned text table: numeric columns right-aligned, text columns left-aligned."""
     widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
     numeric = [i > 0 and all(str(r[i])[:1] in "0123456789-[." for r in rows)
-               for i in range(len(headers))]  # fmt: skip
+               for i in range(len(headers))]
 
     def line(cells: Sequence[str]) -> str:
         out = [str(c).rjust(w) if num else str(c).ljust(w)
-               for c, w, num in zip(cells, widths, numeric, strict=True)]  # fmt: skip
+               for c, w, num in zip(cells, widths, numeric, strict=True)]
         return "  ".join(out).rstrip()
 
     rule = "  ".join("-" * w for w in widths)
@@ -66,7 +66,7 @@ def estimate_text(est: Estimate, explain: bool = False) -> str:
             "-" if traffic is None else format_bytes(float(traffic)),
             _num(est.intensity.get(resource, math.nan)),
             _num(est.ridge.get(resource, math.nan)),
-        ])  # fmt: skip
+        ])
     lines = [
         title,
         f"FLOPs {format_si(float(est.flops))}"
@@ -81,7 +81,7 @@ def estimate_text(est: Estimate, explain: bool = False) -> str:
         f" of peak {_num(est.peak_flops_per_s, 'FLOP/s')}"
         + (f" ({100 * float(est.attainable_flops_per_s) / float(est.peak_flops_per_s):.1f}%)"
            if math.isfinite(float(est.peak_flops_per_s)) else ""),
-    ]  # fmt: skip
+    ]
     if explain:
         lines += ["", "derivation:", *(f"  {line}" for line in est.cost.explain())]
         lines += [f"  {line}" for line in _time_derivation(est)]
@@ -97,7 +97,7 @@ def _time_derivation(est: Estimate) -> list[str]:
     for resource, t in est.time_s.items():
         if resource == "compute":
             parts = [f"{format_si(float(f))} / {format_si(chip.peak_flops(dt), 'FLOP/s')} [{dt}]"
-                     for dt, f in est.flops_by_dtype.items()]  # fmt: skip
+                     for dt, f in est.flops_by_dtype.items()]
             formula = "FLOPs / peak"
         elif resource in est.bytes:
             parts = [f"{format_bytes(float(est.bytes[resource]))} / "
@@ -133,26 +133,26 @@ def chip_text(chip: Chip) -> str:
         return f"[{len(sources)}]" + ("*" if estimated else "")
 
     lines = [f"{chip.name} ({chip.id})", f"vendor {chip.vendor}; {chip.form_factor}"
-             + (f"; {chip.tdp_w:g} W" if chip.tdp_w else ""), ""]  # fmt: skip
+             + (f"; {chip.tdp_w:g} W" if chip.tdp_w else ""), ""]
     lines.append(table(["peak (dense)", "FLOP/s", "source"], [
         [p.dtype, format_si(p.flops_per_s, "FLOP/s"), ref(p.source, p.estimated)]
-        for p in chip.peaks.values()]))  # fmt: skip
+        for p in chip.peaks.values()]))
     lines.append("")
     lines.append(table(["memory", "capacity", "bandwidth", "source"], [
         [f"{m.name} ({m.technology})", format_bytes(m.capacity_bytes or math.nan),
          format_si(m.bandwidth_Bps, "B/s"), ref(m.source, m.estimated)]
-        for m in chip.memory]))  # fmt: skip
+        for m in chip.memory]))
     if chip.links:
         lines.append("")
         lines.append(table(["link (per direction)", "bandwidth", "alpha", "domain", "source"], [
             [f"{lk.name} ({lk.technology})", format_si(lk.bandwidth_Bps, "B/s"),
              format_time(lk.latency_s), str(lk.domain_size or "-"),
              ref(lk.source) + (" " + ref(lk.latency_source) if lk.latency_source else "")]
-            for lk in chip.links.values()]))  # fmt: skip
+            for lk in chip.links.values()]))
     resources = [m.name for m in chip.memory] + [k for k in LINKS if k in chip.links]
     lines += ["", "ridge points I* = peak / bandwidth (FLOP/byte):"]
     lines.append(table(["dtype", *resources], [
-        [dt, *(f"{chip.ridge(dt, r):.4g}" for r in resources)] for dt in chip.peaks]))  # fmt: skip
+        [dt, *(f"{chip.ridge(dt, r):.4g}" for r in resources)] for dt in chip.peaks]))
     lines += ["", "sources (* = estimate, not a vendor figure):"]
     lines += [f"  [{i}] {text}" for i, text in enumerate(sources, 1)]
     if chip.notes:

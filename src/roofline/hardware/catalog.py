@@ -20,12 +20,12 @@ CATALOG_DIR = Path(__file__).with_name("catalog")
 SCHEMA_VERSION = 1
 
 _TOP_KEYS = {"schema_version", "id", "name", "vendor", "aliases", "form_factor", "tdp_w",
-             "notes", "peak", "memory", "link"}  # fmt: skip
+             "notes", "peak", "memory", "link"}
 _PEAK_KEYS = {"flops_per_s", "source", "estimated"}
 _MEMORY_KEYS = {"name", "technology", "capacity_bytes", "bandwidth_Bps", "source", "estimated",
-                "units", "unit_capacity_bytes"}  # fmt: skip
+                "units", "unit_capacity_bytes"}
 _LINK_KEYS = {"name", "bandwidth_Bps", "latency_s", "domain_size", "in_switch_reduction",
-              "source", "latency_source"}  # fmt: skip
+              "source", "latency_source"}
 
 
 class _Reader:
@@ -57,7 +57,7 @@ class _Reader:
         if value is None and not required:
             return None
         if (isinstance(value, bool) or not isinstance(value, (int, float))
-                or (integer and not isinstance(value, int))):  # fmt: skip
+                or (integer and not isinstance(value, int))):
             kind = "a positive integer" if integer else "a positive number"
             raise self.error(key, f"must be {kind}, got {value!r}")
         if not math.isfinite(value) or value <= 0:
@@ -98,7 +98,7 @@ def parse_chip(data: dict[str, Any], path: str) -> Chip:
             raise top.error(f"peak.{key}", f"unknown dtype (allowed: {', '.join(allowed_dtypes)})")
         r = _Reader(path, f"peak.{key}", table, _PEAK_KEYS)
         peaks[key] = Peak(key, _req(r.number("flops_per_s")), r.string("source"),
-                          r.flag("estimated"))  # fmt: skip
+                          r.flag("estimated"))
 
     levels_list = data.get("memory")
     if not isinstance(levels_list, list) or not levels_list:
@@ -127,7 +127,7 @@ def parse_chip(data: dict[str, Any], path: str) -> Chip:
             bandwidth_Bps=_req(r.number("bandwidth_Bps")), capacity_bytes=capacity,
             source=r.string("source"), estimated=r.flag("estimated"),
             units=None if units is None else int(units), unit_capacity_bytes=unit_cap,
-        ))  # fmt: skip
+        ))
     order = [m.name for m in memory]
     if order != sorted(order, key=MEMORY_LEVELS.index):
         outer_first = ", ".join(MEMORY_LEVELS)
@@ -148,7 +148,7 @@ def parse_chip(data: dict[str, Any], path: str) -> Chip:
             latency_source=r.string("latency_source", required=False),
             domain_size=None if domain is None else int(domain),
             in_switch_reduction=r.flag("in_switch_reduction"),
-        )  # fmt: skip
+        )
 
     tdp = top.number("tdp_w", required=False)
     return Chip(
@@ -156,7 +156,7 @@ def parse_chip(data: dict[str, Any], path: str) -> Chip:
         memory=tuple(memory), links=links, aliases=tuple(a.lower() for a in aliases),
         form_factor=top.string("form_factor", required=False), tdp_w=tdp,
         notes=top.string("notes", required=False), origin=path,
-    )  # fmt: skip
+    )
 
 
 def load_chip_file(path: str | Path) -> Chip:

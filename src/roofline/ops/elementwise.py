@@ -64,7 +64,7 @@ def elementwise(
     c = lookup_dtype(compute_dtype) if compute_dtype is not None else x
     N = size("N", n)
     ops = size("c", spec.ops_per_element if ops_per_element is None else ops_per_element,
-               "ops per element")  # fmt: skip
+               "ops per element")
     n_in = size("n_in", spec.inputs if inputs is None else inputs, "inputs")
     flops = ops * N
     hbm = N * (n_in * Sym("s_in", x.bytes) + Sym("s_out", o.bytes))

@@ -51,7 +51,7 @@ def matmul(
 
 def gemv(k: object, n: object, dtype: str | DType = "bf16",
          weight_dtype: str | DType | None = None, out_dtype: str | DType | None = None,
-         compute_dtype: str | DType | None = None) -> Cost:  # fmt: skip
+         compute_dtype: str | DType | None = None) -> Cost:
     """One token through a [K,N] weight: matmul with M = 1; intensity ≈ 2/s_w."""
     return matmul(1, k, n, dtype, weight_dtype, out_dtype, compute_dtype, name="gemv")
 
