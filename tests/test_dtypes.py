@@ -26,3 +26,29 @@ def test_unknown_dtype_suggests():
 
 def test_names_unique():
     assert len(dtype_names()) == len(set(dtype_names()))
+
+
+@pytest.mark.parametrize(("name", "bits", "peak"), [
+    ("int4-g128", 4 + 16 / 128, "int4"),
+    ("int4-g32-sbf16", 4 + 16 / 32, "int4"),
+    ("int8-g64", 8 + 16 / 64, "int8"),
+    ("nvfp4", 4 + 8 / 16, "fp4"),
+    ("mxfp4", 4 + 8 / 32, "fp4"),
+    ("fp8-g128-sfp32", 8 + 32 / 128, "fp8"),
+])
+def test_group_quantized_formats_count_their_scales(name, bits, peak):
+    d = dtype(name)
+    assert d.bits == pytest.approx(bits)
+    assert d.peak == peak
+
+
+@pytest.mark.parametrize(("name", "needle"), [
+    ("bf16-g128", "8-bit or narrower"), ("int4-g0", "at least 1"), ("int4-g32-sxyz", "xyz"),
+])
+def test_bad_group_formats(name, needle):
+    with pytest.raises(RooflineError, match=needle):
+        dtype(name)
+
+
+def test_scale_only_types_are_not_compute_types():
+    assert "e8m0" not in dtype_names()

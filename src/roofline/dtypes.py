@@ -1,21 +1,27 @@
 """One registry of data types: storage bits per element and the peak each computes at.
 
 Weights, activations, KV cache and outputs each carry their own dtype; the compute dtype
-selects which of a chip's peaks applies. int4 / fp4 are 4 bits = 0.5 byte per element
-(group-wise scales, where used, are counted by the op, not here).
+selects which of a chip's peaks applies. int4 / fp4 are 4 bits = 0.5 byte per element.
+
+Group-wise quantized formats are dtypes too: ``int4-g128`` is int4 with one fp16 scale per
+128 elements, so it stores 4 + 16/128 = 4.125 bits per element and every op that counts
+bytes counts the scales without knowing about them. Spelling: ``<dtype>-g<group>[-s<scale>]``
+(scale dtype default fp16), e.g. ``int8-g64``, ``fp4-g16-sfp8`` (= ``nvfp4``),
+``fp4-g32-se8m0`` (= ``mxfp4``).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-from .errors import unknown
+from .errors import RooflineError, unknown
 
 
 @dataclass(frozen=True)
 class DType:
     name: str
-    bits: int
+    bits: float  # storage bits per element, including amortised group scales
     peak: str  # key into a chip's peak table (tf32 is stored as 32-bit but computes at tf32)
     description: str
 
@@ -37,7 +43,8 @@ _REGISTRY: dict[str, DType] = {
         DType("int8", 8, "int8", "8-bit integer"),
         DType("fp6", 6, "fp6", "6-bit float (MX e2m3 / e3m2)"),
         DType("int4", 4, "int4", "4-bit integer"),
-        DType("fp4", 4, "fp4", "4-bit float (e2m1; NVFP4 / MXFP4 element)"),
+        DType("fp4", 4, "fp4", "4-bit float (e2m1 element)"),
+        DType("e8m0", 8, "none", "8-bit power-of-two scale (MX formats); storage only"),
     ]
 }
 
@@ -48,9 +55,15 @@ _ALIASES = {
     "float16": "fp16", "half": "fp16", "f16": "fp16",
     "fp8_e4m3": "fp8", "fp8-e4m3": "fp8", "e4m3": "fp8", "float8_e4m3fn": "fp8",
     "fp8_e5m2": "fp8", "fp8-e5m2": "fp8", "e5m2": "fp8", "float8_e5m2": "fp8",
-    "mxfp6": "fp6",
-    "fp4_e2m1": "fp4", "nvfp4": "fp4", "mxfp4": "fp4", "e2m1": "fp4",
+    "fp4_e2m1": "fp4", "e2m1": "fp4",
+    "nvfp4": "fp4-g16-sfp8",  # NVIDIA: e2m1 with an e4m3 scale per 16 elements
+    "mxfp4": "fp4-g32-se8m0",  # OCP MX: e2m1 with an e8m0 scale per 32 elements
+    "mxfp6": "fp6-g32-se8m0",
+    "mxfp8": "fp8-g32-se8m0",
 }
+
+
+_GROUPED = re.compile(r"^(?P<base>[a-z0-9_]+)-g(?P<group>[0-9]+)(?:-s(?P<scale>[a-z0-9_]+))?$")
 
 
 def dtype(name: str | DType) -> DType:
@@ -59,11 +72,26 @@ def dtype(name: str | DType) -> DType:
         return name
     key = str(name).strip().lower()
     key = _ALIASES.get(key, key)
-    if key not in _REGISTRY:
-        raise unknown("dtype", str(name), list(_REGISTRY) + list(_ALIASES))
-    return _REGISTRY[key]
+    if key in _REGISTRY:
+        return _REGISTRY[key]
+    grouped = _GROUPED.match(key)
+    if grouped:
+        return _group_quantized(grouped["base"], int(grouped["group"]), grouped["scale"] or "fp16")
+    raise unknown("dtype", str(name), [*_REGISTRY, *_ALIASES, "<dtype>-g<group>[-s<scale>]"])
+
+
+def _group_quantized(base_name: str, group: int, scale_name: str) -> DType:
+    base, scale = dtype(base_name), dtype(scale_name)
+    if base.bits > 8 or _GROUPED.match(base.name):
+        raise RooflineError(f"dtype {base_name}-g{group}: group-wise scales apply to 8-bit or "
+                            "narrower element types (int8, fp8, fp6, int4, fp4)")
+    if group < 1:
+        raise RooflineError(f"dtype {base_name}-g{group}: group size must be at least 1")
+    name = f"{base.name}-g{group}" + ("" if scale.name == "fp16" else f"-s{scale.name}")
+    return DType(name, base.bits + scale.bits / group, base.peak,
+                 f"{base.name} with one {scale.name} scale per {group} elements")
 
 
 def dtype_names() -> list[str]:
-    """Canonical dtype names, widest first."""
-    return list(_REGISTRY)
+    """Canonical names of the dtypes a chip can compute in, widest first."""
+    return [name for name, d in _REGISTRY.items() if d.peak == name]
