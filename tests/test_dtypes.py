@@ -7,7 +7,7 @@ from roofline.dtypes import dtype_names
 @pytest.mark.parametrize(
     ("name", "nbytes"),
     [("fp64", 8), ("fp32", 4), ("tf32", 4), ("bf16", 2), ("fp16", 2), ("fp8", 1), ("int8", 1),
-     ("int4", 0.5), ("fp4", 0.5), ("fp6", 0.75), ("bfloat16", 2), ("E4M3", 1), ("nvfp4", 0.5)],
+     ("int4", 0.5), ("fp4", 0.5), ("fp6", 0.75), ("bfloat16", 2), ("E4M3", 1), ("nvfp4", 0.5625)],
 )
 def test_bytes_per_element(name, nbytes):
     assert dtype(name).bytes == nbytes
