@@ -183,3 +183,9 @@ class Term:
 
     def render(self) -> str:
         return self.expr.derivation(self.name)
+
+
+def define(terms: list[Term], label: str, symbol: str, expr: Expr) -> Sym:
+    """Record `label symbol = expr` as a derivation step; later formulas use just `symbol`."""
+    terms.append(Term(f"{label} {symbol}", expr))
+    return Sym(symbol, expr.value)

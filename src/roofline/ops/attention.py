@@ -1,0 +1,217 @@
+"""Attention: one function for prefill, decode, training shapes; naive, Flash and decode kernels.
+
+Shapes: Q [B, Lq, H, d], K [B, Lkv, Hkv, d], V [B, Lkv, Hkv, d_v]; the queries are the last
+Lq of the Lkv positions (prefill: Lq = Lkv; decode: Lq = 1, or k for speculative decoding).
+G = H / Hkv query heads share one KV head (MHA: G = 1, GQA: G > 1, MQA: Hkv = 1).
+
+Counting conventions (seed 000 §2.4, seed 003 §5):
+- score pairs per head P: non-causal Lq·Lkv; causal Lq·Lkv − Lq·(Lq − 1)/2 (only keys at or
+  before the query, so N(N+1)/2 ≈ N²/2 for prefill: causal halves the score work); a causal
+  sliding window W caps each query at the W most recent keys (itself included).
+- FLOPs = 2·B·H·P·(d + d_v) for QKᵀ and PV (a multiply-add is 2 FLOPs) plus c = 5 FLOPs per
+  score for softmax (max, subtract, exp, sum, divide), counted at the same peak.
+- HBM bytes: Q read once and O written once, plus the K/V traffic of the implementation:
+  naive  K and V read once; S and P materialised as dense [Lq, Lkv] matrices per head in the
+         activation dtype (S written, read by softmax, P written, read by PV: 4 passes; a
+         causal mask does not shrink a dense matrix). Intensity ≈ d/s, independent of N.
+  flash  S and P stay on chip; the query rows of one KV head (G·Lq rows, GQA packed) are cut
+         into blocks of Br rows and K/V are re-read once per block, up to the keys the block
+         can see: Br = M / (s·(d + d_v)) for SRAM size M (the Q tile and the O accumulator stay
+         resident), so traffic is Θ(N²d²/M) (FlashAttention IO analysis).
+  decode K/V read exactly once per KV head (split-KV flash decoding: all query rows of a KV
+         head in one tile). Batching does not raise decode intensity: every sequence reads its
+         own cache (DESIGN §4 item 3); GQA (G) and multi-token queries (k) do.
+The softmax statistics (logsumexp, fp32 per row) are ignored: O(B·H·Lq) bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..cost import Cost
+from ..derivation import Call, Expr, Num, Sym, Term, define
+from ..dtypes import DType
+from ..dtypes import dtype as lookup_dtype
+from ..errors import RooflineError
+from ._common import size
+
+IMPLEMENTATIONS = ("naive", "flash", "decode")
+SOFTMAX_FLOPS_PER_SCORE = 5.0
+
+
+def score_pairs(q_len: Any, kv_len: Any, causal: bool = True, window: Any = None,
+                terms: list[Term] | None = None) -> Expr:
+    """(query, key) pairs per head and sequence that attention actually scores."""
+    Lq, Lkv = size("Lq", q_len, "q_len"), size("Lkv", kv_len, "kv_len")
+    if np.any(np.asarray(Lq.value) > np.asarray(Lkv.value)):
+        raise RooflineError("q_len must not exceed kv_len (queries are the last q_len positions)")
+    if window is None:
+        return Lq * Lkv - Lq * (Lq - 1) / 2 if causal else Lq * Lkv
+    W = size("W", window, "window")
+    if not causal:
+        raise RooflineError("a sliding window applies to causal attention (set causal=True)")
+    # queries see min(W, past + i) keys, i = 1..Lq: n1 of them see fewer than W
+    steps = [] if terms is None else terms
+    past = define(steps, "cached keys before the first query", "L_past", Lkv - Lq)
+    n1 = define(steps, "queries that see fewer than W keys", "n_short",
+                Call("clip0_Lq", lambda v: np.clip(v, 0, Lq.value), W - past))
+    return n1 * past + n1 * (n1 + 1) / 2 + (Lq - n1) * W
+
+
+def attention(
+    batch: Any,
+    q_len: Any,
+    kv_len: Any,
+    heads: Any,
+    kv_heads: Any = None,
+    head_dim: Any = 128,
+    v_head_dim: Any = None,
+    causal: bool = True,
+    window: Any = None,
+    impl: str = "flash",
+    dtype: str | DType = "bf16",
+    kv_dtype: str | DType | None = None,
+    out_dtype: str | DType | None = None,
+    sram_bytes: Any = None,
+    block_q: Any = None,
+    kv_shared: bool = False,
+    name: str = "attention",
+) -> Cost:
+    """Attention cost; every size may be a numpy array (a sweep is one call).
+
+    `sram_bytes` (M, the on-chip SRAM one kernel block can use, e.g.
+    ``load_chip("h100").level("sram").unit_capacity_bytes``) or `block_q` (Br directly) is
+    required for impl="flash". `kv_shared` means V is part of the K cache (MLA's latent
+    cache), so only d elements per token are stored and read.
+
+    >>> c = attention(1, 1, 4096, heads=64, kv_heads=8, head_dim=128, impl="decode")
+    >>> round(c.bytes["hbm"] / 2**20, 2)   # the 16 MiB KV cache of seed 003 §5 (+ Q and O)
+    16.03
+    """
+    if impl not in IMPLEMENTATIONS:
+        raise RooflineError(f"unknown attention impl {impl!r} (allowed: {', '.join(IMPLEMENTATIONS)}"
+                            "; MLA has its own function, mla_attention)")
+    x = lookup_dtype(dtype)
+    kv = lookup_dtype(kv_dtype) if kv_dtype is not None else x
+    o = lookup_dtype(out_dtype) if out_dtype is not None else x
+    B, H = size("B", batch, "batch"), size("H", heads, "heads")
+    Hkv = size("Hkv", heads if kv_heads is None else kv_heads, "kv_heads")
+    if np.any(np.mod(np.asarray(H.value), np.asarray(Hkv.value)) != 0):
+        raise RooflineError(f"heads ({heads}) must be a multiple of kv_heads ({kv_heads})")
+    d = size("d", head_dim, "head_dim")
+    dv = size("d_v", head_dim if v_head_dim is None else v_head_dim, "v_head_dim")
+    Lq, Lkv = size("Lq", q_len, "q_len"), size("Lkv", kv_len, "kv_len")
+    terms: list[Term] = []
+    pairs = define(terms, "score pairs per head", "P",
+                   score_pairs(q_len, kv_len, causal, window, terms))
+    s, s_kv, s_o = Sym("s", x.bytes), Sym("s_kv", kv.bytes), Sym("s_o", o.bytes)
+
+    matmul_flops = 2 * B * H * pairs * (d + dv)
+    softmax_flops = Sym("c_softmax", SOFTMAX_FLOPS_PER_SCORE) * B * H * pairs
+    flops = matmul_flops + softmax_flops
+    q_and_o = B * Lq * H * (d * s + dv * s_o)
+    kv_row = d * s_kv if kv_shared else (d + dv) * s_kv  # bytes per cached token per KV head
+
+    if impl == "naive":
+        kv_bytes = B * Lkv * Hkv * kv_row
+        scores = Sym("passes", 4.0) * B * H * Lq * Lkv * s
+        hbm = q_and_o + kv_bytes + scores
+        terms += [Term("K/V bytes", kv_bytes), Term("S/P bytes (materialised)", scores)]
+    else:
+        visible = define(terms, "keys visible per query", "L_vis", pairs / Lq)
+        if impl == "decode":
+            kv_bytes = B * Hkv * visible * kv_row
+            terms.append(Term("K/V bytes (each cache read once)", kv_bytes))
+        else:
+            br = define(terms, "Q rows per block", "Br", _block_rows(sram_bytes, block_q, d, dv, x))
+            group = define(terms, "query heads per KV head", "G", H / Hkv)
+            blocks = define(terms, "Q blocks per KV head", "n_blk",
+                            Call("ceil", np.ceil, group * Lq / br))
+            kv_bytes = B * Hkv * blocks * visible * kv_row
+            terms.append(Term("K/V bytes (re-read per Q block)", kv_bytes))
+        hbm = q_and_o + kv_bytes
+
+    terms += [Term("FLOPs", flops), Term("HBM bytes", hbm)]
+    if impl == "flash":
+        naive = attention(batch, q_len, kv_len, heads, kv_heads, head_dim, v_head_dim, causal,
+                          window, "naive", x, kv, o, kv_shared=kv_shared)
+        saved = Sym("naive", naive.bytes["hbm"]) - Sym("flash", hbm.value)
+        terms.append(Term("HBM bytes saved vs naive", saved))
+    return Cost(flops={x.peak: flops.value}, bytes={"hbm": hbm.value}, terms=tuple(terms),
+                name=name)
+
+
+def _block_rows(sram_bytes: Any, block_q: Any, d: Sym, dv: Sym, x: DType) -> Expr:
+    if block_q is not None:
+        return size("Br", block_q, "block_q")
+    if sram_bytes is None:
+        raise RooflineError("flash attention needs the on-chip SRAM size: pass sram_bytes "
+                            "(e.g. the chip's sram unit_capacity_bytes) or block_q")
+    M = size("M", sram_bytes, "sram_bytes")
+    rows = Call("floor", np.floor, M / (Sym("s", x.bytes) * (d + dv)))
+    if np.any(np.asarray(rows.value) < 1):
+        raise RooflineError("sram_bytes is too small to hold one query row and its output")
+    return rows
+
+
+def kv_cache_bytes(tokens: Any, kv_heads: Any, head_dim: Any, v_head_dim: Any = None,
+                   kv_dtype: str | DType = "bf16", kv_shared: bool = False) -> Num:
+    """Bytes of K/V cache for `tokens` cached tokens in one layer (all sequences together)."""
+    T, Hkv, d = size("T", tokens, "tokens"), size("Hkv", kv_heads, "kv_heads"), size(
+        "d", head_dim, "head_dim")
+    dv = size("d_v", head_dim if v_head_dim is None else v_head_dim, "v_head_dim")
+    s = Sym("s_kv", lookup_dtype(kv_dtype).bytes)
+    return (T * Hkv * (d if kv_shared else d + dv) * s).value
+
+
+# --- Multi-head latent attention (DeepSeek-V2 / V3) -----------------------------------------
+
+
+def mla_attention(
+    batch: Any,
+    q_len: Any,
+    kv_len: Any,
+    heads: Any = 128,
+    kv_lora_rank: Any = 512,
+    qk_rope_dim: Any = 64,
+    qk_nope_dim: Any = 128,
+    v_head_dim: Any = 128,
+    form: str = "absorbed",
+    causal: bool = True,
+    impl: str | None = None,
+    dtype: str | DType = "bf16",
+    kv_dtype: str | DType | None = None,
+    out_dtype: str | DType | None = None,
+    sram_bytes: Any = None,
+    block_q: Any = None,
+) -> Cost:
+    """MLA attention. The cache holds kv_lora_rank + qk_rope_dim elements per token per layer
+    (576 for DeepSeek-V3), shared by all heads.
+
+    absorbed (decode): W_UK is folded into the query and W_UV into the output projection, so
+      attention runs as MQA over the latent cache: one KV "head" of dim r + rope for scores,
+      whose first r elements are also the values (kv_shared): FLOPs per score 2·(r+rope) + 2·r.
+    expanded (prefill): K and V are decompressed per head (the up-projection matmuls belong to
+      the model graph), then ordinary MHA with head_dim = nope + rope and v_head_dim.
+    """
+    if form == "absorbed":
+        r = size("r", kv_lora_rank, "kv_lora_rank")
+        rope = size("rope", qk_rope_dim, "qk_rope_dim")
+        return attention(batch, q_len, kv_len, heads, 1, r.value + rope.value, r.value, causal,
+                         None, impl or "decode", dtype, kv_dtype, out_dtype, sram_bytes,
+                         block_q, kv_shared=True, name="mla (absorbed)")
+    if form == "expanded":
+        nope = size("nope", qk_nope_dim, "qk_nope_dim")
+        rope = size("rope", qk_rope_dim, "qk_rope_dim")
+        return attention(batch, q_len, kv_len, heads, heads, nope.value + rope.value,
+                         v_head_dim, causal, None, impl or "flash", dtype, kv_dtype, out_dtype,
+                         sram_bytes, block_q, name="mla (expanded)")
+    raise RooflineError(f"unknown MLA form {form!r} (allowed: absorbed, expanded)")
+
+
+def mla_cache_elements(kv_lora_rank: Any = 512, qk_rope_dim: Any = 64) -> Num:
+    """Cached elements per token per layer: the latent c_kv plus the shared RoPE key."""
+    return (size("r", kv_lora_rank, "kv_lora_rank")
+            + size("rope", qk_rope_dim, "qk_rope_dim")).value

@@ -1,0 +1,195 @@
+"""Attention: seed golden numbers, relations, and an explicit-numpy oracle on small shapes."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from roofline import RooflineError, evaluate, load_chip
+from roofline.ops.attention import (
+    SOFTMAX_FLOPS_PER_SCORE,
+    attention,
+    kv_cache_bytes,
+    mla_attention,
+    mla_cache_elements,
+    score_pairs,
+)
+
+H100 = load_chip("h100")
+M_H100 = H100.level("sram").unit_capacity_bytes
+
+
+def matmul_flops(cost, batch, heads, pairs, d, dv):
+    return cost.total_flops - SOFTMAX_FLOPS_PER_SCORE * batch * heads * pairs
+
+
+# --- seed 003 §5: GQA decode, 64 query heads, 8 KV heads, d = 128, 4096 cached tokens ------
+
+
+@pytest.mark.parametrize("batch", [1, 32])
+def test_seed_003_decode_case(batch):
+    cost = attention(batch, 1, 4096, heads=64, kv_heads=8, head_dim=128, impl="decode")
+    kv = 2 * 8 * 4096 * 128 * 2
+    assert kv == 16 * 2**20  # 16 MiB per layer per sequence
+    assert cost.bytes["hbm"] == batch * (kv + 2 * 64 * 128 * 2)  # + Q and O, 16 KiB each
+    assert matmul_flops(cost, batch, 64, 4096, 128, 128) == batch * 134_217_728  # 134 MFLOP
+    est = evaluate(cost, H100)
+    # ≈ 8 FLOP/byte, and batching 32 sequences does NOT raise it (DESIGN §4 item 3)
+    assert est.intensity["hbm"] == pytest.approx(8.06, abs=0.01)
+    assert est.bound == "hbm"
+    # one layer: 16 MiB / 3.35 TB/s = 5.0 us (DESIGN §4 item 7: not 4.8 us)
+    assert est.t_lower_s == pytest.approx(batch * 5.02e-6, rel=0.01)
+
+
+def test_decode_intensity_grows_with_gqa_and_speculative_tokens_not_batch():
+    def ai(**kw):
+        args = dict(batch=1, q_len=1, kv_len=8192, heads=64, kv_heads=8, impl="decode")
+        args.update(kw)
+        return evaluate(attention(**args), H100).intensity["hbm"]
+
+    base = ai()
+    assert ai(batch=64) == pytest.approx(base)
+    assert ai(kv_heads=1) == pytest.approx(8 * base, rel=0.02)  # MQA: 64 heads share one
+    assert ai(kv_heads=64) == pytest.approx(base / 8, rel=0.02)  # MHA
+    assert ai(q_len=4) == pytest.approx(4 * base, rel=0.02)  # speculative k = 4
+    assert ai(kv_dtype="fp8") == pytest.approx(2 * base, rel=0.02)  # fp8 KV halves the bytes
+
+
+def test_naive_intensity_about_d_over_s():
+    # seed 000 §2.4.1 / seed 001: I_naive ≈ d/s = 64 for d = 128 in bf16, independent of N
+    # once N >> d (the Q, K, V, O traffic is O(N·d) against O(N²) for S and P)
+    for n in [8192, 32768, 131072]:
+        est = evaluate(attention(1, n, n, 32, 32, 128, causal=False, impl="naive"), H100)
+        assert est.intensity["hbm"] == pytest.approx(64, rel=0.03)
+        assert est.bound == "hbm"
+
+
+def test_flash_saves_about_m_over_d2():
+    # seed 000 §2.4.2: flash traffic Θ(N²d²/M): below naive by ~M/d² (M in elements)
+    n, d = 32768, 128
+    naive = attention(1, n, n, 8, 8, d, causal=False, impl="naive").bytes["hbm"]
+    flash = attention(1, n, n, 8, 8, d, causal=False, impl="flash", sram_bytes=M_H100)
+    m_elements = M_H100 / 2
+    assert naive / flash.bytes["hbm"] == pytest.approx(m_elements / d**2, rel=0.15)
+    est = evaluate(flash, H100)
+    assert est.bound == "compute"  # flash at long N is compute-bound on H100
+    assert flash.explain()[-1].startswith("HBM bytes saved vs naive = naive - flash")
+
+
+def test_flash_traffic_falls_with_sram_and_never_below_one_pass():
+    sizes = np.array([16e3, 64e3, 228 * 1024, 1e6, 1e9])
+    cost = attention(2, 4096, 4096, 16, 4, 128, impl="flash", sram_bytes=sizes)
+    hbm = cost.bytes["hbm"]
+    assert np.all(np.diff(hbm) <= 0)
+    decode_like = attention(2, 4096, 4096, 16, 4, 128, impl="decode").bytes["hbm"]
+    assert hbm[-1] == pytest.approx(decode_like)  # SRAM holding everything: one pass
+
+
+def test_causal_halves_score_work():
+    n = 8192
+    full = attention(1, n, n, 8, 8, 128, causal=False, impl="naive").total_flops
+    causal = attention(1, n, n, 8, 8, 128, causal=True, impl="naive").total_flops
+    assert causal / full == pytest.approx((n + 1) / (2 * n))
+
+
+def test_sliding_window_caps_keys():
+    assert score_pairs(1, 100_000, True, window=4096).value == 4096
+    long = attention(1, 1, 131072, 32, 8, 128, impl="decode", window=4096)
+    short = attention(1, 1, 4096, 32, 8, 128, impl="decode")
+    assert long.bytes["hbm"] == pytest.approx(short.bytes["hbm"])
+
+
+def test_mla_cache_and_absorbed_decode():
+    assert mla_cache_elements(512, 64) == 576  # DeepSeek-V3
+    kv = 576 * 2 * 4096
+    absorbed = mla_attention(1, 1, 4096, heads=128)
+    assert absorbed.bytes["hbm"] == kv + 128 * (576 + 512) * 2  # cache read once + Q + O
+    # 128 heads share one latent cache: intensity far above GQA decode
+    assert evaluate(absorbed, H100).intensity["hbm"] > 200
+    expanded = mla_attention(1, 4096, 4096, heads=128, form="expanded", sram_bytes=M_H100)
+    pairs = 4096 * 4097 / 2
+    assert expanded.total_flops == pytest.approx(128 * pairs * (2 * (192 + 128) + 5))
+    assert kv_cache_bytes(4096, 1, 576, kv_shared=True) == kv
+
+
+@pytest.mark.parametrize(("kwargs", "needle"), [
+    ({"heads": 10, "kv_heads": 4}, "multiple of kv_heads"),
+    ({"impl": "paged"}, "unknown attention impl"),
+    ({"impl": "flash"}, "needs the on-chip SRAM size"),
+    ({"q_len": 10, "kv_len": 5}, "must not exceed kv_len"),
+    ({"head_dim": 0}, "head_dim"),
+    ({"causal": False, "window": 64}, "applies to causal"),
+])
+def test_bad_attention_input(kwargs, needle):
+    args = dict(batch=1, q_len=1, kv_len=128, heads=8, kv_heads=8, impl="decode")
+    args.update(kwargs)
+    with pytest.raises(RooflineError, match=needle):
+        attention(**args)
+
+
+# --- oracle: explicit numpy attention on small shapes ---------------------------------------
+
+
+def oracle(b, lq, lkv, h, hkv, d, dv, causal, window, br):
+    """Run attention with numpy, counting multiply-adds and element loads independently."""
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((b, lq, h, d))
+    k = rng.standard_normal((b, lkv, hkv, d))
+    v = rng.standard_normal((b, lkv, hkv, dv))
+    qpos = np.arange(lkv - lq, lkv)[:, None]
+    kpos = np.arange(lkv)[None, :]
+    mask = np.ones((lq, lkv), bool)
+    if causal:
+        mask &= kpos <= qpos
+    if window is not None:
+        mask &= kpos > qpos - window
+    g = h // hkv
+    macs = 0
+    out = np.zeros((b, lq, h, dv))
+    for head in range(h):
+        kh, vh = k[:, :, head // g], v[:, :, head // g]
+        s = np.einsum("bqd,bkd->bqk", q[:, :, head], kh)
+        s = np.where(mask, s, -np.inf)
+        p = np.exp(s - s.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        out[:, :, head] = np.einsum("bqk,bkd->bqd", p, vh)
+        macs += b * int(mask.sum()) * (d + dv)  # one multiply-add per unmasked score element
+    assert np.all(np.isfinite(out))
+    # flash loads (non-causal, no window): packed GQA rows in blocks of br, K/V tile per block
+    blocks = -(-(g * lq) // br)
+    flash_kv = b * hkv * blocks * lkv * (d + dv)
+    return 2 * macs, int(mask.sum()), flash_kv, q.size, out.size, k.size + v.size
+
+
+shapes = st.tuples(st.integers(1, 3), st.integers(1, 24), st.integers(0, 24),
+                   st.sampled_from([(4, 4), (4, 2), (4, 1), (6, 3)]), st.integers(1, 16),
+                   st.integers(1, 16), st.booleans(), st.one_of(st.none(), st.integers(1, 30)),
+                   st.integers(1, 40))
+
+
+@given(shapes)
+def test_attention_matches_numpy_oracle(shape):
+    b, lq, extra, (h, hkv), d, dv, causal, window, br = shape
+    window = window if causal else None
+    lkv = lq + extra
+    flops, pairs, flash_kv, q_el, o_el, kv_el = oracle(b, lq, lkv, h, hkv, d, dv, causal,
+                                                        window, br)
+    cost = attention(b, lq, lkv, h, hkv, d, dv, causal=causal, window=window, impl="naive",
+                     dtype="fp32")
+    assert score_pairs(lq, lkv, causal, window).value == pairs
+    assert matmul_flops(cost, b, h, pairs, d, dv) == pytest.approx(flops)
+    naive_bytes = 4 * (q_el + o_el + kv_el + 4 * b * h * lq * lkv)
+    assert cost.bytes["hbm"] == pytest.approx(naive_bytes)
+    if not causal and window is None:
+        flash = attention(b, lq, lkv, h, hkv, d, dv, causal=False, impl="flash", dtype="fp32",
+                          block_q=br)
+        assert flash.bytes["hbm"] == pytest.approx(4 * (q_el + o_el + flash_kv))
+
+
+def test_vectorized_attention_equals_scalar():
+    kv = np.array([512, 4096, 32768])
+    vec = attention(4, 1, kv, 32, 8, 128, impl="decode")
+    for i, n in enumerate(kv):
+        one = attention(4, 1, int(n), 32, 8, 128, impl="decode")
+        assert vec.bytes["hbm"][i] == one.bytes["hbm"]
+        assert vec.total_flops[i] == one.total_flops
