@@ -91,8 +91,9 @@ def attention(
     16.03
     """
     if impl not in IMPLEMENTATIONS:
-        raise RooflineError(f"unknown attention impl {impl!r} (allowed: {', '.join(IMPLEMENTATIONS)}"
-                            "; MLA has its own function, mla_attention)")
+        allowed = ", ".join(IMPLEMENTATIONS)
+        raise RooflineError(f"unknown attention impl {impl!r} (allowed: {allowed}; "
+                            "MLA has its own function, mla_attention)")
     x = lookup_dtype(dtype)
     kv = lookup_dtype(kv_dtype) if kv_dtype is not None else x
     o = lookup_dtype(out_dtype) if out_dtype is not None else x
