@@ -110,3 +110,38 @@ def test_console_entry_point_runs_without_heavy_imports():
     proc = subprocess.run([sys.executable, "-m", "roofline", "op", "dot", "--n", "10", "--json"],
                           capture_output=True, text=True, check=True)
     assert json.loads(proc.stdout)["bound"] == "hbm"
+
+
+def test_attention_cli_seed_003_case(capsys):
+    code, out, _ = run(capsys, "op", "attention", "--q-len", "1", "--kv-len", "4096",
+                       "--heads", "64", "--kv-heads", "8", "--impl", "decode", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["bound"] == "hbm"
+    assert data["intensity"]["hbm"] == pytest.approx(8.06, abs=0.01)
+
+
+def test_attention_flash_uses_chip_sram_and_explains(capsys):
+    code, out, _ = run(capsys, "op", "attention", "--q-len", "8192", "--heads", "32",
+                       "--kv-heads", "8", "--impl", "naive", "--explain")
+    assert code == 0
+    assert "why: t_hbm" in out and "what would move it" in out
+    assert "FlashAttention (S, P stay on chip)" in out
+    code, out, _ = run(capsys, "op", "attention", "--q-len", "8192", "--heads", "32",
+                       "--json", "--explain")
+    data = json.loads(out)
+    assert any("floor(233472 /" in line for line in data["derivation"])  # H100 SMEM per SM
+    assert {"label", "speedup", "bound"} <= set(data["what_if"][0])
+
+
+def test_mla_cli(capsys):
+    code, out, _ = run(capsys, "op", "mla", "--q-len", "1", "--kv-len", "32768", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["name"] == "mla (absorbed)"
+    code, out, _ = run(capsys, "op", "mla", "--q-len", "4096", "--form", "expanded", "--json")
+    assert json.loads(out)["name"] == "mla (expanded)"
+
+
+def test_flash_on_chip_without_sram_is_clear(capsys):
+    code, _, err = run(capsys, "op", "attention", "--q-len", "128", "--heads", "8",
+                       "--hw", "gaudi2")
+    assert code == 2 and "no sram level" in err and err.count("\n") == 1

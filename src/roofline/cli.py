@@ -10,17 +10,27 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from . import __version__
-from .cost import Cost
 from .dtypes import dtype_names
 from .errors import RooflineError
 from .evaluate import evaluate
-from .hardware import list_chips, load_chip
+from .hardware import Chip, list_chips, load_chip
+from .levers import (
+    ATTENTION_LEVERS,
+    ELEMENTWISE_LEVERS,
+    GEMV_LEVERS,
+    MATMUL_LEVERS,
+    Lever,
+    OpFunction,
+    what_if,
+)
 from .ops import ELEMENTWISE_KINDS, dot, elementwise, gemv, matmul
-from .report import chip_dict, chip_text, estimate_text, jsonable, table
-from .units import format_bytes, format_si, parse_count
+from .ops.attention import IMPLEMENTATIONS, attention, chip_sram_bytes, mla_attention
+from .report import chip_dict, chip_text, estimate_text, jsonable, table, what_if_text
+from .units import format_bytes, format_si, parse_bytes, parse_count
 
 
 class _Parser(argparse.ArgumentParser):
@@ -28,18 +38,21 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"roofline: error: {message} (try '{self.prog} --help')\n")
 
 
-def _count(what: str) -> Callable[[str], int]:
-    def parse(text: str) -> int:
+def _typed(parse: Callable[[str, str], Any], what: str) -> Callable[[str], Any]:
+    def convert(text: str) -> Any:
         try:
-            return parse_count(text, what)
+            return parse(text, what)
         except RooflineError as exc:  # argparse already names the option
             raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{what}: ")) from None
 
-    return parse
+    return convert
 
 
 def _emit(data: dict[str, Any], as_json: bool, text: str) -> None:
     print(json.dumps(jsonable(data), indent=2) if as_json else text)
+
+
+# --- hw ---------------------------------------------------------------------------------------
 
 
 def _cmd_hw_list(args: argparse.Namespace) -> None:
@@ -59,32 +72,163 @@ def _cmd_hw_show(args: argparse.Namespace) -> None:
     _emit(chip_dict(chip), args.json, chip_text(chip))
 
 
-def _run_op(args: argparse.Namespace, cost: Cost) -> None:
-    est = evaluate(cost, args.hw)
+# --- ops: one declaration per op --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Arg:
+    flag: str
+    help: str
+    kind: str = "count"  # count | bytes | float | str | flag | choice
+    default: Any = None
+    required: bool = False
+    choices: Sequence[str] = ()
+    dest: str | None = None
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str
+    help: str
+    function: OpFunction
+    args: list[Arg]
+    levers: list[Lever] = field(default_factory=list)
+    prepare: Callable[[dict[str, Any], Chip], dict[str, Any]] | None = None  # chip defaults
+
+
+def _dtype_args(*which: str) -> list[Arg]:
+    names = ", ".join(dtype_names())
+    table_ = {
+        "dtype": Arg("--dtype", f"activation / input dtype ({names}, int4-g128, nvfp4, ...)",
+                     "str", "bf16"),
+        "weight": Arg("--weight-dtype", "weight dtype (default: --dtype)", "str",
+                      dest="weight_dtype"),
+        "out": Arg("--out-dtype", "output dtype (default: --dtype)", "str", dest="out_dtype"),
+        "compute": Arg("--compute-dtype", "dtype whose peak applies (default: --dtype)", "str",
+                       dest="compute_dtype"),
+        "kv": Arg("--kv-dtype", "KV cache dtype (default: --dtype)", "str", dest="kv_dtype"),
+    }
+    return [table_[w] for w in which]
+
+
+def _flash_sram(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
+    """FlashAttention's SRAM budget M defaults to the chip's per-SM (per-core) SRAM."""
+    if kwargs.get("impl", "flash") == "flash" and kwargs.get("sram_bytes") is None \
+            and kwargs.get("block_q") is None:
+        kwargs["sram_bytes"] = chip_sram_bytes(chip)
+    return kwargs
+
+
+def _mla(**kwargs: Any) -> Any:
+    return mla_attention(**kwargs)
+
+
+ATTENTION_ARGS = [
+    Arg("--batch", "sequences", default=1), Arg("--q-len", "query tokens per sequence",
+                                                required=True, dest="q_len"),
+    Arg("--kv-len", "keys per sequence (context incl. the queries; default --q-len)",
+        dest="kv_len"),
+]
+
+OPS = [
+    OpSpec("matmul", "X[M,K] x W[K,N] -> Y[M,N]", matmul, [
+        Arg("--m", "rows of X (tokens)", required=True, dest="m"),
+        Arg("--k", "contraction dimension", required=True, dest="k"),
+        Arg("--n", "columns of W", required=True, dest="n"),
+        *_dtype_args("dtype", "weight", "out", "compute")], MATMUL_LEVERS),
+    OpSpec("gemv", "one token through W[K,N] (matmul with M = 1)", gemv, [
+        Arg("--k", "input features", required=True, dest="k"),
+        Arg("--n", "output features", required=True, dest="n"),
+        *_dtype_args("dtype", "weight", "out", "compute")], GEMV_LEVERS),
+    OpSpec("dot", "dot product of two length-N vectors", dot, [
+        Arg("--n", "vector length", required=True, dest="n"), *_dtype_args("dtype")]),
+    OpSpec("elementwise", "norm / softmax / activation / add over N elements", elementwise, [
+        Arg("--n", "number of elements", required=True, dest="n"),
+        Arg("--kind", "preset operation count and inputs per element", "choice", "generic",
+            choices=list(ELEMENTWISE_KINDS)),
+        Arg("--ops-per-element", "override the preset's ops per element", "float",
+            dest="ops_per_element"),
+        Arg("--inputs", "override the number of inputs", dest="inputs"),
+        *_dtype_args("dtype", "out", "compute")], ELEMENTWISE_LEVERS),
+    OpSpec("attention", "attention: prefill, decode (--q-len 1) or speculative (--q-len k)",
+           attention, [
+        *ATTENTION_ARGS,
+        Arg("--heads", "query heads", required=True),
+        Arg("--kv-heads", "KV heads (GQA / MQA; default --heads)", dest="kv_heads"),
+        Arg("--head-dim", "head dimension", default=128, dest="head_dim"),
+        Arg("--v-head-dim", "value head dimension (default --head-dim)", dest="v_head_dim"),
+        Arg("--no-causal", "full (bidirectional) attention", "flag", dest="no_causal"),
+        Arg("--window", "causal sliding window (keys)"),
+        Arg("--impl", "kernel", "choice", "flash", choices=IMPLEMENTATIONS),
+        Arg("--sram-bytes", "flash SRAM budget M (default: the chip's per-SM SRAM)", "bytes",
+            dest="sram_bytes"),
+        Arg("--block-q", "flash query-block rows Br (overrides --sram-bytes)", dest="block_q"),
+        *_dtype_args("dtype", "kv", "out")], ATTENTION_LEVERS, _flash_sram),
+    OpSpec("mla", "multi-head latent attention (DeepSeek-V2/V3)", _mla, [
+        *ATTENTION_ARGS,
+        Arg("--heads", "query heads", default=128),
+        Arg("--kv-lora-rank", "latent KV rank r", default=512, dest="kv_lora_rank"),
+        Arg("--qk-rope-dim", "RoPE key dimension", default=64, dest="qk_rope_dim"),
+        Arg("--qk-nope-dim", "non-RoPE query/key head dimension", default=128,
+            dest="qk_nope_dim"),
+        Arg("--v-head-dim", "value head dimension", default=128, dest="v_head_dim"),
+        Arg("--form", "absorbed (decode) or expanded (prefill)", "choice", "absorbed",
+            choices=("absorbed", "expanded")),
+        Arg("--no-causal", "full (bidirectional) attention", "flag", dest="no_causal"),
+        Arg("--impl", "kernel (default: decode for absorbed, flash for expanded)", "choice",
+            choices=IMPLEMENTATIONS),
+        Arg("--sram-bytes", "flash SRAM budget M (default: the chip's per-SM SRAM)", "bytes",
+            dest="sram_bytes"),
+        Arg("--block-q", "flash query-block rows Br", dest="block_q"),
+        *_dtype_args("dtype", "kv", "out")], ATTENTION_LEVERS,
+        lambda kw, chip: _flash_sram(kw, chip) if kw.get("impl") == "flash" or (
+            kw.get("impl") is None and kw.get("form") == "expanded") else kw),
+]
+
+
+def _add_arg(parser: argparse.ArgumentParser, arg: Arg) -> None:
+    dest = arg.dest or arg.flag.lstrip("-").replace("-", "_")
+    if arg.kind == "flag":
+        parser.add_argument(arg.flag, dest=dest, action="store_true", help=arg.help)
+        return
+    converters: dict[str, Any] = {"count": _typed(parse_count, arg.flag),
+                                  "bytes": _typed(parse_bytes, arg.flag),
+                                  "float": float, "str": str, "choice": str}
+    extra: dict[str, Any] = {"choices": list(arg.choices)} if arg.kind == "choice" else {}
+    parser.add_argument(arg.flag, dest=dest, type=converters[arg.kind], default=arg.default,
+                        required=arg.required, help=arg.help, **extra)
+
+
+def _op_kwargs(spec: OpSpec, args: argparse.Namespace) -> dict[str, Any]:
+    kwargs = {}
+    for arg in spec.args:
+        dest = arg.dest or arg.flag.lstrip("-").replace("-", "_")
+        value = getattr(args, dest)
+        if dest == "no_causal":
+            kwargs["causal"] = not value
+        elif value is not None:
+            kwargs[dest] = value
+    if "q_len" in kwargs and "kv_len" not in kwargs:
+        kwargs["kv_len"] = kwargs["q_len"]
+    return kwargs
+
+
+def _cmd_op(args: argparse.Namespace) -> None:
+    spec: OpSpec = args.spec
+    chip = load_chip(args.hw)
+    kwargs = _op_kwargs(spec, args)
+    if spec.prepare:
+        kwargs = spec.prepare(kwargs, chip)
+    cost = spec.function(**kwargs)
+    est = evaluate(cost, chip)
     data = est.to_dict()
     data["derivation"] = cost.explain()
-    _emit(data, args.json, estimate_text(est, explain=args.explain))
-
-
-def _dtypes(args: argparse.Namespace) -> dict[str, Any]:
-    return {"dtype": args.dtype, "out_dtype": args.out_dtype, "compute_dtype": args.compute_dtype}
-
-
-def _cmd_matmul(args: argparse.Namespace) -> None:
-    _run_op(args, matmul(args.m, args.k, args.n, weight_dtype=args.weight_dtype, **_dtypes(args)))
-
-
-def _cmd_gemv(args: argparse.Namespace) -> None:
-    _run_op(args, gemv(args.k, args.n, weight_dtype=args.weight_dtype, **_dtypes(args)))
-
-
-def _cmd_dot(args: argparse.Namespace) -> None:
-    _run_op(args, dot(args.n, args.dtype))
-
-
-def _cmd_elementwise(args: argparse.Namespace) -> None:
-    _run_op(args, elementwise(args.n, args.kind, ops_per_element=args.ops_per_element,
-                              inputs=args.inputs, **_dtypes(args)))
+    text = estimate_text(est, explain=args.explain, chip=chip)
+    if args.explain and spec.levers:
+        rows = what_if(spec.function, kwargs, chip, spec.levers, est)
+        data["what_if"] = [vars(r) for r in rows]
+        text += "\n\n" + what_if_text(est, rows)
+    _emit(data, args.json, text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -104,40 +248,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     op = sub.add_parser("op", help="bound one op on one chip")
     op_sub = op.add_subparsers(dest="op", required=True, parser_class=_Parser)
-    dts = ", ".join(dtype_names())
-
-    def op_parser(name: str, help_text: str, func: Callable[[argparse.Namespace], None],
-                  dtypes: Sequence[str]) -> argparse.ArgumentParser:
-        q = op_sub.add_parser(name, help=help_text, description=help_text)
+    for spec in OPS:
+        q = op_sub.add_parser(spec.name, help=spec.help, description=spec.help)
         q.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
-        q.add_argument("--dtype", default="bf16", help=f"input/activation dtype ({dts})")
-        if "weight" in dtypes:
-            q.add_argument("--weight-dtype", help="weight dtype (default: --dtype)")
-        if "out" in dtypes:
-            q.add_argument("--out-dtype", help="output dtype (default: --dtype)")
-            q.add_argument("--compute-dtype", help="dtype whose peak applies (default: --dtype)")
+        for arg in spec.args:
+            _add_arg(q, arg)
         q.add_argument("--json", action="store_true", help="print one JSON object")
-        q.add_argument("--explain", action="store_true", help="print the derivation")
-        q.set_defaults(func=func)
-        return q
-
-    q = op_parser("matmul", "X[M,K] x W[K,N] -> Y[M,N]", _cmd_matmul, ["weight", "out"])
-    q.add_argument("--m", required=True, type=_count("--m"), help="rows of X (tokens)")
-    q.add_argument("--k", required=True, type=_count("--k"), help="contraction dimension")
-    q.add_argument("--n", required=True, type=_count("--n"), help="columns of W")
-    q = op_parser("gemv", "one token through W[K,N] (matmul with M = 1)", _cmd_gemv,
-                  ["weight", "out"])
-    q.add_argument("--k", required=True, type=_count("--k"), help="input features")
-    q.add_argument("--n", required=True, type=_count("--n"), help="output features")
-    q = op_parser("dot", "dot product of two length-N vectors", _cmd_dot, [])
-    q.add_argument("--n", required=True, type=_count("--n"), help="vector length")
-    q = op_parser("elementwise", "norm / softmax / activation / add over N elements",
-                  _cmd_elementwise, ["out"])
-    q.add_argument("--n", required=True, type=_count("--n"), help="number of elements")
-    q.add_argument("--kind", default="generic", choices=list(ELEMENTWISE_KINDS),
-                   help="preset operation count and inputs per element")
-    q.add_argument("--ops-per-element", type=float, help="override the preset's ops per element")
-    q.add_argument("--inputs", type=_count("--inputs"), help="override the number of inputs")
+        q.add_argument("--explain", action="store_true",
+                       help="print the derivation and what would move the op")
+        q.set_defaults(func=_cmd_op, spec=spec)
     return p
 
 

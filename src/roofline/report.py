@@ -53,7 +53,7 @@ def _num(x: Any, unit: str = "") -> str:
     return "-" if not math.isfinite(v) else format_si(v, unit)
 
 
-def estimate_text(est: Estimate, explain: bool = False) -> str:
+def estimate_text(est: Estimate, explain: bool = False, chip: Chip | None = None) -> str:
     """Human summary of one scalar Estimate: per-resource table, bound, derivation."""
     title = f"{est.cost.name or 'cost'} on {est.hardware}"
     rows = []
@@ -84,15 +84,52 @@ def estimate_text(est: Estimate, explain: bool = False) -> str:
     ]
     if explain:
         lines += ["", "derivation:", *(f"  {line}" for line in est.cost.explain())]
-        lines += [f"  {line}" for line in _time_derivation(est)]
+        lines += [f"  {line}" for line in _time_derivation(est, chip)]
+        lines += [f"  {line}" for line in _intensity_derivation(est)]
+        lines += ["", f"why: {_why(est)}"]
     return "\n".join(lines)
 
 
-def _time_derivation(est: Estimate) -> list[str]:
+def _intensity_derivation(est: Estimate) -> list[str]:
+    out = []
+    for level, value in est.intensity.items():
+        traffic = est.bytes.get(level, est.link_bytes.get(level))
+        ridge = float(est.ridge[level])
+        side = "above" if float(value) >= ridge else "below"
+        out.append(f"I_{level} = FLOPs / bytes = {format_si(float(est.flops))} / "
+                   f"{format_bytes(float(traffic or 0))} = {float(value):.4g} FLOP/byte, "
+                   f"{side} the ridge I* = peak / bandwidth = {ridge:.4g}")
+    return out
+
+
+def _why(est: Estimate) -> str:
+    ranked = sorted(est.time_s.items(), key=lambda kv: -float(kv[1]))
+    (first, t1), rest = ranked[0], ranked[1:]
+    if not rest:
+        return f"{first} is the only resource used"
+    second, t2 = rest[0]
+    ratio = float(t1) / float(t2) if float(t2) > 0 else math.inf
+    return (f"t_{first} = {format_time(float(t1))} is the largest time, {ratio:.3g}x "
+            f"t_{second} = {format_time(float(t2))}: the op is {_kind(first)}; with perfect "
+            f"overlap it cannot finish faster than that")
+
+
+def what_if_text(est: Estimate, rows: Sequence[Any]) -> str:
+    """The levers table: what each change would do to attainable FLOP/s and the bound."""
+    if not rows:
+        return "what would move it: no lever applies"
+    body = [[r.label, f"{r.speedup:.3g}x", format_si(r.attainable_flops_per_s, "FLOP/s"),
+             format_time(r.t_lower_s), r.bound] for r in rows]
+    head = (f"what would move it (now {format_si(float(est.attainable_flops_per_s), 'FLOP/s')},"
+            f" {est.bound}-bound):")
+    return head + "\n" + table(["change", "work/s", "attainable", "t_lower", "bound"], body)
+
+
+def _time_derivation(est: Estimate, chip: Chip | None = None) -> list[str]:
     """How each resource time follows from the counts and the chip's figures."""
     from .hardware import load_chip
 
-    chip = load_chip(est.hardware)
+    chip = chip or load_chip(est.hardware)
     out = []
     for resource, t in est.time_s.items():
         if resource == "compute":

@@ -35,6 +35,7 @@ from ..derivation import Call, Expr, Num, Sym, Term, define
 from ..dtypes import DType
 from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError
+from ..hardware import Chip
 from ._common import size
 
 IMPLEMENTATIONS = ("naive", "flash", "decode")
@@ -155,6 +156,15 @@ def _block_rows(sram_bytes: Any, block_q: Any, d: Sym, dv: Sym, x: DType) -> Exp
     if np.any(np.asarray(rows.value) < 1):
         raise RooflineError("sram_bytes is too small to hold one query row and its output")
     return rows
+
+
+def chip_sram_bytes(chip: Chip) -> float:
+    """The SRAM one flash kernel block can use on a chip: its per-SM (per-core) SRAM."""
+    if not any(m.name == "sram" for m in chip.memory):
+        raise RooflineError(f"chip {chip.id!r} has no sram level: pass sram_bytes (--sram-bytes) "
+                            "or block_q (--block-q) for flash attention")
+    sram = chip.level("sram")
+    return float(sram.unit_capacity_bytes or sram.capacity_bytes or 0.0)
 
 
 def kv_cache_bytes(tokens: Any, kv_heads: Any, head_dim: Any, v_head_dim: Any = None,

@@ -1,0 +1,122 @@
+"""What would move an op: re-evaluate it with one thing changed and compare.
+
+A lever is a named change to an op's arguments (more tokens per weight read, a narrower
+dtype, FlashAttention, fewer KV heads, ...) or to its Cost (fusion drops the HBM round trip).
+Each is evaluated with the same op function and the same evaluator, so the advice is a
+number, not a rule of thumb: attainable FLOP/s (work per second) before and after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .cost import Cost
+from .dtypes import dtype as lookup_dtype
+from .errors import RooflineError
+from .evaluate import Estimate, evaluate
+from .hardware import Chip
+
+OpFunction = Callable[..., Cost]
+Change = Callable[[dict[str, Any], Cost, Chip], "dict[str, Any] | Cost | None"]
+
+
+@dataclass(frozen=True)
+class Lever:
+    label: str
+    change: Change  # new kwargs, a new Cost, or None where it does not apply
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    label: str
+    t_lower_s: float
+    bound: str
+    attainable_flops_per_s: float
+    speedup: float  # attainable FLOP/s after / before (> 1: the lever helps)
+
+
+def what_if(op: OpFunction, kwargs: Mapping[str, Any], chip: Chip, levers: list[Lever],
+            base: Estimate) -> list[WhatIf]:
+    """Evaluate each applicable lever; levers that do not apply or fail on this chip are skipped."""
+    rows = []
+    for lever in levers:
+        try:
+            changed = lever.change(dict(kwargs), base.cost, chip)
+            if changed is None:
+                continue
+            cost = changed if isinstance(changed, Cost) else op(**changed)
+            est = evaluate(cost, chip)
+        except RooflineError:  # e.g. the chip has no fp8 peak
+            continue
+        before = float(base.attainable_flops_per_s)
+        after = float(est.attainable_flops_per_s)
+        rows.append(WhatIf(lever.label, float(est.t_lower_s), str(est.bound), after,
+                           after / before if before > 0 else float("nan")))
+    return rows
+
+
+def _narrower(current: Any, target: str) -> bool:
+    return lookup_dtype(current or "bf16").bits > lookup_dtype(target).bits
+
+
+def _set(key: str, value: Any, when: Callable[[dict[str, Any]], bool] = lambda kw: True) -> Change:
+    def change(kw: dict[str, Any], cost: Cost, chip: Chip) -> dict[str, Any] | None:
+        return {**kw, key: value} if when(kw) else None
+
+    return change
+
+
+def _scale(key: str, factor: float, when: Callable[[dict[str, Any]], bool] = lambda kw: True
+           ) -> Change:
+    def change(kw: dict[str, Any], cost: Cost, chip: Chip) -> dict[str, Any] | None:
+        return {**kw, key: kw[key] * factor} if when(kw) else None
+
+    return change
+
+
+def _fused(kw: dict[str, Any], cost: Cost, chip: Chip) -> Cost:
+    return Cost(flops=cost.flops, name=cost.name)  # no HBM round trip at all
+
+
+def _flash(kw: dict[str, Any], cost: Cost, chip: Chip) -> dict[str, Any] | None:
+    if kw.get("impl") != "naive":
+        return None
+    from .ops.attention import chip_sram_bytes
+
+    return {**kw, "impl": "flash", "sram_bytes": kw.get("sram_bytes") or chip_sram_bytes(chip)}
+
+
+MATMUL_LEVERS = [
+    Lever("4x more tokens per weight read (batching)", _scale("m", 4)),
+    Lever("int8 weights (weight-only)",
+          _set("weight_dtype", "int8", lambda kw: _narrower(kw.get("weight_dtype")
+                                                            or kw.get("dtype"), "int8"))),
+    Lever("int4 weights, group-128 scales",
+          _set("weight_dtype", "int4-g128", lambda kw: _narrower(kw.get("weight_dtype")
+                                                                 or kw.get("dtype"), "int4"))),
+    Lever("fp8 activations and weights (fp8 peak)",
+          lambda kw, c, chip: {**kw, "dtype": "fp8", "weight_dtype": "fp8", "out_dtype": "bf16",
+                         "compute_dtype": None} if _narrower(kw.get("dtype"), "fp8") else None),
+]
+
+GEMV_LEVERS = MATMUL_LEVERS[1:]
+
+ELEMENTWISE_LEVERS = [
+    Lever("fused into its neighbour (no HBM round trip)", _fused),
+    Lever("fp8 input and output", _set("dtype", "fp8", lambda kw: _narrower(kw["dtype"], "fp8"))),
+]
+
+ATTENTION_LEVERS = [
+    Lever("FlashAttention (S, P stay on chip)", _flash),
+    Lever("fp8 KV cache",
+          _set("kv_dtype", "fp8", lambda kw: _narrower(kw.get("kv_dtype") or kw.get("dtype"),
+                                                       "fp8"))),
+    Lever("half the KV heads (more GQA sharing)",
+          _scale("kv_heads", 0.5, lambda kw: kw.get("kv_heads") is not None
+                 and kw["kv_heads"] % 2 == 0 and kw["heads"] % (kw["kv_heads"] // 2) == 0)),
+    Lever("4 query tokens per step (speculative decoding)",
+          _scale("q_len", 4, lambda kw: kw["q_len"] * 4 <= kw["kv_len"] and kw["q_len"] < 16)),
+    Lever("4x batch (sequences)", _scale("batch", 4)),
+]

@@ -1,0 +1,47 @@
+"""What would move an op: every lever is a re-evaluation, so its numbers must agree."""
+
+import pytest
+
+from roofline import evaluate, load_chip, matmul
+from roofline.levers import ATTENTION_LEVERS, ELEMENTWISE_LEVERS, MATMUL_LEVERS, what_if
+from roofline.ops import elementwise
+from roofline.ops.attention import attention
+
+H100 = load_chip("h100")
+
+
+def rows_by_label(op, kwargs, levers, chip=H100):
+    base = evaluate(op(**kwargs), chip)
+    return {r.label: r for r in what_if(op, kwargs, chip, levers, base)}, base
+
+
+def test_decode_attention_levers():
+    kw = dict(batch=1, q_len=1, kv_len=4096, heads=64, kv_heads=8, impl="decode")
+    rows, _ = rows_by_label(attention, kw, ATTENTION_LEVERS)
+    assert "FlashAttention (S, P stay on chip)" not in rows  # already not naive
+    assert rows["4x batch (sequences)"].speedup == pytest.approx(1.0)  # DESIGN §4 item 3
+    assert rows["fp8 KV cache"].speedup == pytest.approx(2.0, rel=0.01)
+    assert rows["4 query tokens per step (speculative decoding)"].speedup > 3.9
+
+
+def test_naive_attention_flash_lever():
+    kw = dict(batch=1, q_len=8192, kv_len=8192, heads=32, kv_heads=8, impl="naive")
+    rows, base = rows_by_label(attention, kw, ATTENTION_LEVERS)
+    flash = rows["FlashAttention (S, P stay on chip)"]
+    assert base.bound == "hbm" and flash.speedup > 4 and flash.bound == "compute"
+
+
+def test_matmul_levers_and_chip_without_fp8():
+    kw = dict(m=128, k=8192, n=8192)
+    rows, _ = rows_by_label(matmul, kw, MATMUL_LEVERS)
+    assert rows["4x more tokens per weight read (batching)"].bound == "compute"
+    assert rows["int8 weights (weight-only)"].speedup > 1.5
+    a100_rows, _ = rows_by_label(matmul, kw, MATMUL_LEVERS, load_chip("a100"))
+    assert "fp8 activations and weights (fp8 peak)" not in a100_rows  # no fp8 peak on A100
+
+
+def test_fusion_removes_memory_bound():
+    rows, _ = rows_by_label(elementwise, dict(n=10**7, kind="silu", dtype="bf16"),
+                               ELEMENTWISE_LEVERS)
+    fused = rows["fused into its neighbour (no HBM round trip)"]
+    assert fused.bound == "compute" and fused.speedup > 100
