@@ -12,7 +12,7 @@ from .dtypes import DType, dtype
 from .errors import RooflineError
 from .evaluate import Estimate, evaluate
 from .hardware import Chip, Link, MemoryLevel, Peak, list_chips, load_chip
-from .ops import dot, elementwise, gemv, matmul
+from .ops import attention, dot, elementwise, gemv, kv_cache_bytes, matmul, mla_attention
 
 __version__ = "0.1.0"
 
@@ -26,12 +26,15 @@ __all__ = [
     "Peak",
     "RooflineError",
     "Term",
+    "attention",
     "dot",
     "dtype",
     "elementwise",
     "evaluate",
     "gemv",
+    "kv_cache_bytes",
     "list_chips",
     "load_chip",
     "matmul",
+    "mla_attention",
 ]
