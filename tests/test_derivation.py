@@ -30,3 +30,9 @@ def test_call():
     e = Call("ceil", np.ceil, Sym("N", 10.0) / Sym("b", 4.0))
     assert e.value == 3.0
     assert e.formula() == "ceil(N / b)"
+
+
+def test_power():
+    e = Sym("E", 256.0) * (1 - (1 - Sym("k", 8.0) / Sym("E", 256.0)) ** Sym("T", 64.0))
+    assert e.formula() == "E·(1 - (1 - k / E)^T)"
+    assert e.value == 256 * (1 - (1 - 8 / 256) ** 64)

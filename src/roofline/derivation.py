@@ -17,7 +17,7 @@ import numpy as np
 Num = float | np.ndarray[Any, Any]
 Operand = Union["Expr", float, int]
 
-_PRECEDENCE = {"+": 1, "-": 1, "·": 2, "/": 2}
+_PRECEDENCE = {"+": 1, "-": 1, "·": 2, "/": 2, "^": 3}
 
 
 def _fmt_number(value: Num) -> str:
@@ -37,7 +37,7 @@ class Expr:
     __slots__ = ("value",)
     value: Num
 
-    precedence = 3
+    precedence = 4  # atoms bind tighter than any operator
 
     def formula(self) -> str:
         raise NotImplementedError
@@ -77,6 +77,9 @@ class Expr:
 
     def __rtruediv__(self, other: Operand) -> Expr:
         return _Bin("/", _lift(other), self)
+
+    def __pow__(self, other: Operand) -> Expr:
+        return _Bin("^", self, _lift(other))
 
 
 def _fmt_result(value: Num) -> str:
@@ -121,6 +124,7 @@ _OPS: dict[str, Callable[[Any, Any], Any]] = {
     "-": lambda a, b: a - b,
     "·": lambda a, b: a * b,
     "/": lambda a, b: a / b,
+    "^": lambda a, b: np.power(a, b),
 }
 
 
@@ -142,9 +146,9 @@ class _Bin(Expr):
             left = f"({left})"
         right = part(self.right)
         # a - (b + c) and a / (b · c) need brackets on the right even at equal precedence
-        if self.right.precedence < p or (self.right.precedence == p and self.op in "-/"):
+        if self.right.precedence < p or (self.right.precedence == p and self.op in "-/^"):
             right = f"({right})"
-        sep = self.op if self.op == "·" else f" {self.op} "
+        sep = self.op if self.op in "·^" else f" {self.op} "
         return f"{left}{sep}{right}"
 
     def formula(self) -> str:

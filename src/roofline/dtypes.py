@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .errors import RooflineError, unknown
 
@@ -95,3 +96,25 @@ def _group_quantized(base_name: str, group: int, scale_name: str) -> DType:
 def dtype_names() -> list[str]:
     """Canonical names of the dtypes a chip can compute in, widest first."""
     return [name for name, d in _REGISTRY.items() if d.peak == name]
+
+
+class Operands(NamedTuple):
+    """The dtypes of a matrix product: activations x, weights w, output o, compute c."""
+
+    x: DType
+    w: DType
+    o: DType
+    c: DType
+
+
+def operand_dtypes(dtype: str | DType, weight_dtype: str | DType | None = None,
+                   out_dtype: str | DType | None = None,
+                   compute_dtype: str | DType | None = None) -> Operands:
+    """Resolve operand dtypes; weights, output and compute default to the activation dtype
+    (so weight-only int8 / int4 computes at the activation dtype's peak)."""
+    def get(name: str | DType | None, default: DType) -> DType:
+        return default if name is None else lookup(name)
+
+    lookup = globals()["dtype"]  # the argument `dtype` shadows the function here
+    x = lookup(dtype)
+    return Operands(x, get(weight_dtype, x), get(out_dtype, x), get(compute_dtype, x))

@@ -21,3 +21,12 @@ def size(symbol: str, value: Any, what: str | None = None) -> Sym:
         raise RooflineError(f"{label}: must be a positive finite number, got {value!r}")
     v: Num = float(arr) if arr.ndim == 0 else arr
     return Sym(symbol, v)
+
+
+def whole(symbol: str, value: Any, what: str | None = None) -> Sym:
+    """A positive whole number (a count of tokens, experts, ...) as a derivation symbol."""
+    count = size(symbol, value, what)
+    arr = np.asarray(count.value)
+    if not np.all(arr == np.round(arr)):
+        raise RooflineError(f"{what or symbol}: must be a whole number, got {value!r}")
+    return count

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from ..cost import Cost
 from ..derivation import Sym, Term
-from ..dtypes import DType
-from ..dtypes import dtype as lookup_dtype
+from ..dtypes import DType, operand_dtypes
 from ._common import size
 
 
@@ -33,10 +32,7 @@ def matmul(
     >>> round(est.intensity["hbm"], 1), est.bound
     (124.1, 'hbm')
     """
-    x = lookup_dtype(dtype)
-    w = lookup_dtype(weight_dtype) if weight_dtype is not None else x
-    o = lookup_dtype(out_dtype) if out_dtype is not None else x
-    c = lookup_dtype(compute_dtype) if compute_dtype is not None else x
+    x, w, o, c = operand_dtypes(dtype, weight_dtype, out_dtype, compute_dtype)
     M, K, N = size("M", m), size("K", k), size("N", n)
     sx, sw, so = Sym("s_x", x.bytes), Sym("s_w", w.bytes), Sym("s_o", o.bytes)
     flops = 2 * M * N * K

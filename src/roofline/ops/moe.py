@@ -1,0 +1,170 @@
+"""Matmuls with many weight matrices: batched (one weight per batch element) and MoE experts.
+
+Counting conventions (a multiply-add is 2 FLOPs; HBM traffic is the untiled lower bound,
+every operand read once and every output written once, as for `matmul`):
+
+batched_matmul: X[B,M,K] x W[B,K,N] -> Y[B,M,N], each batch element with its own weight:
+    FLOPs = 2·B·M·N·K,  bytes = B·(M·K·s_x + K·N·s_w + M·N·s_o).
+    Nothing is shared between batch elements, so batching does not raise the intensity: with
+    M = 1 it stays ≈ 2/s_w whatever B is (seed 001 Problem 4: ≈ 2 for int8, ≈ 1 for bf16).
+    This is the MoE efficiency problem: tokens spread over many experts each meet a weight
+    matrix that few other tokens share.
+
+grouped_matmul: T tokens routed to `top_k` of E experts, each expert a [K,N] weight
+(one call per weight matrix of the expert MLP; fuse gate and up as N = 2·F if you like):
+    FLOPs count the ACTIVE experts only: 2·T·top_k·K·N.
+    Activations: each routed (token, expert) pair reads the token's K inputs and writes its
+    N outputs: T·top_k·(K·s_x + N·s_o) (the per-expert gather/scatter is not deduplicated).
+    Weights are read once per TOUCHED expert (one that got at least one token): E_t·K·N·s_w.
+
+Expected touched experts under uniform routing (each token picks top_k distinct experts,
+every top_k-subset equally likely, tokens independent):
+    P(a given expert is among one token's top_k) = C(E-1, top_k-1) / C(E, top_k) = top_k/E,
+    P(no token picks it) = (1 - top_k/E)^T,
+    E[E_t] = sum over the E experts of P(picked at least once) = E·(1 - (1 - top_k/E)^T)
+by linearity of expectation (the experts are not independent; linearity does not need it).
+Weight bytes are linear in E_t, so this gives the exact expected traffic, not an
+approximation. It tends to E for many tokens and is at most min(E, T·top_k).
+Real routers are not uniform; pass the measured `tokens_per_expert` to use real counts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..cost import Cost
+from ..derivation import Expr, Sym, Term
+from ..dtypes import DType, operand_dtypes
+from ..errors import RooflineError
+from ._common import size, whole
+
+
+def batched_matmul(
+    batch: object,
+    m: object,
+    k: object,
+    n: object,
+    dtype: str | DType = "bf16",
+    weight_dtype: str | DType | None = None,
+    out_dtype: str | DType | None = None,
+    compute_dtype: str | DType | None = None,
+) -> Cost:
+    """X[B,M,K] x W[B,K,N] -> Y[B,M,N] with a separate weight per batch element.
+
+    >>> from roofline import evaluate
+    >>> est = evaluate(batched_matmul(64, 1, 8192, 8192, "int8"), "h100")
+    >>> round(est.intensity["hbm"], 2), est.bound
+    (2.0, 'hbm')
+    """
+    x, w, o, c = operand_dtypes(dtype, weight_dtype, out_dtype, compute_dtype)
+    B, M, K, N = size("B", batch), size("M", m), size("K", k), size("N", n)
+    sx, sw, so = Sym("s_x", x.bytes), Sym("s_w", w.bytes), Sym("s_o", o.bytes)
+    flops = 2 * B * M * N * K
+    hbm = B * (M * K * sx + K * N * sw + M * N * so)
+    return Cost(
+        flops={c.peak: flops.value},
+        bytes={"hbm": hbm.value},
+        terms=(Term("FLOPs", flops), Term("HBM bytes", hbm)),
+        name="batched_matmul",
+    )
+
+
+def _counts(tokens_per_expert: object, experts: object) -> np.ndarray[Any, Any]:
+    try:
+        counts = np.asarray(tokens_per_expert, dtype=float)
+    except (TypeError, ValueError):
+        raise RooflineError("tokens_per_expert: expected an array of token counts, one per "
+                            f"expert, got {tokens_per_expert!r}") from None
+    if counts.ndim == 0 or counts.shape[-1] == 0:
+        raise RooflineError("tokens_per_expert: expected a 1-D array of length E (or an array "
+                            f"whose last axis is E), got shape {counts.shape}")
+    if not np.all(np.isfinite(counts)) or np.any(counts < 0):
+        raise RooflineError("tokens_per_expert: counts must be finite and >= 0")
+    if np.any(counts.sum(axis=-1) <= 0):
+        raise RooflineError("tokens_per_expert: at least one token must be routed")
+    if experts is not None:
+        e = np.asarray(experts, dtype=float)
+        if e.ndim != 0 or float(e) != counts.shape[-1]:
+            raise RooflineError(f"experts: {experts!r} does not match the last axis of "
+                                f"tokens_per_expert (length {counts.shape[-1]})")
+    return counts
+
+
+def grouped_matmul(
+    tokens: object,
+    k: object,
+    n: object,
+    experts: object,
+    top_k: object,
+    tokens_per_expert: object = None,
+    dtype: str | DType = "bf16",
+    weight_dtype: str | DType | None = None,
+    out_dtype: str | DType | None = None,
+    compute_dtype: str | DType | None = None,
+) -> Cost:
+    """T tokens through `top_k` of E experts, each expert a [K,N] weight (MoE layer).
+
+    Uniform routing gives the expected touched-expert count (module docstring). With
+    `tokens_per_expert` (length E, or any array whose last axis is E) the touched experts are
+    those with a count > 0 and T = sum / top_k; `tokens` and `experts` may then be None, and
+    if given must agree (counts summing to T·top_k, last axis of length E).
+
+    >>> c = grouped_matmul(64, 7168, 2048, experts=256, top_k=8)
+    >>> c.explain()[1]
+    'touched experts = E·(1 - (1 - top_k / E)^T) = 256·(1 - (1 - 8 / 256)^64) = 222.4'
+    """
+    x, w, o, c = operand_dtypes(dtype, weight_dtype, out_dtype, compute_dtype)
+    K, N = size("K", k), size("N", n)
+    TOPK = whole("top_k", top_k)
+    touched_term: Expr
+    if tokens_per_expert is None:
+        if tokens is None or experts is None:
+            raise RooflineError("tokens and experts are required unless tokens_per_expert "
+                                "is given")
+        T, E = size("T", tokens), whole("E", experts, "experts")
+        if np.any(np.asarray(TOPK.value) > np.asarray(E.value)):
+            raise RooflineError(f"top_k: at most the number of experts ({experts!r}), "
+                                f"got {top_k!r}")
+        touched_term = E * (1 - (1 - TOPK / E) ** T)
+        E_t = Sym("E_t", touched_term.value)
+    else:
+        counts = _counts(tokens_per_expert, experts)
+        if np.any(np.asarray(TOPK.value) > counts.shape[-1]):
+            raise RooflineError(f"top_k: at most the number of experts "
+                                f"({counts.shape[-1]}), got {top_k!r}")
+        routed = counts.sum(axis=-1)
+        if tokens is None:
+            t_value = routed / np.asarray(TOPK.value)
+            T = Sym("T", float(t_value) if t_value.ndim == 0 else t_value)
+        else:
+            T = size("T", tokens)
+            expected = np.asarray(T.value) * np.asarray(TOPK.value)
+            if not np.allclose(routed, expected, rtol=1e-9, atol=0):
+                raise RooflineError(
+                    f"tokens_per_expert: counts sum to {_show(routed)} but tokens·top_k = "
+                    f"{_show(expected)} (each token goes to exactly top_k experts)")
+        if np.any(counts > np.expand_dims(np.asarray(T.value), -1)):
+            raise RooflineError("tokens_per_expert: an expert got more than `tokens` tokens "
+                                "(a token's top_k experts are distinct)")
+        n_touched = np.count_nonzero(counts > 0, axis=-1).astype(float)
+        E_t = Sym("E_t", float(n_touched) if n_touched.ndim == 0 else n_touched)
+        touched_term = E_t
+    sx, sw, so = Sym("s_x", x.bytes), Sym("s_w", w.bytes), Sym("s_o", o.bytes)
+    flops = 2 * T * TOPK * K * N
+    hbm = T * TOPK * (K * sx + N * so) + E_t * K * N * sw
+    return Cost(
+        flops={c.peak: flops.value},
+        bytes={"hbm": hbm.value},
+        terms=(Term("FLOPs", flops), Term("touched experts", touched_term),
+               Term("HBM bytes", hbm)),
+        name="grouped_matmul",
+    )
+
+
+def _show(values: np.ndarray[Any, Any]) -> str:
+    flat = np.asarray(values, dtype=float).ravel()
+    if flat.size == 1:
+        return f"{flat[0]:g}"
+    return "[" + ", ".join(f"{v:g}" for v in flat[:4]) + (", ...]" if flat.size > 4 else "]")

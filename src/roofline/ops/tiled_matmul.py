@@ -1,0 +1,125 @@
+"""A tiled matmul: the traffic a GEMM moves when its tiles live on chip (seed 001 §2.4).
+
+X[M,K] x W[K,N] -> Y[M,N] computed in block tiles: each thread block owns a bm x bn tile of
+Y and walks K in steps of bk, staging a bm x bk tile of X and a bk x bn tile of W in on-chip
+SRAM (shared memory). Inside a block, each warp owns a wm x wn sub-tile of Y and reads its
+wm x bk slice of the X tile and bk x wn slice of the W tile from SRAM into registers.
+
+Counting conventions (a multiply-add is 2 FLOPs, so FLOPs = 2·M·N·K, as for `matmul`):
+
+- Tile loads (from `level`, "hbm" or "l2"): every block column (ceil(N/bn) of them) reads all
+  of X and every block row (ceil(M/bm)) reads all of W; Y is written once:
+  bytes = M·K·s_x·ceil(N/bn) + K·N·s_w·ceil(M/bm) + M·N·s_o.
+  Edge tiles count only the elements that exist (no padding is loaded). Nothing is assumed
+  to be reused between blocks through a cache: this is what the tile schedule forces.
+  When one tile covers the whole matrix (bm >= M, bn >= N) it is `matmul`'s untiled bytes.
+  For M, N, K large multiples of the tile the intensity tends to bm·bn/((bm + bn)·s) for a
+  single element size s, i.e. b/(2s) for square tiles: 64 / 128 / 256 FLOP/byte for bf16
+  tiles of 128 / 256 / 512, the seed's numbers.
+- With ``level="l2"`` the tile loads are served by L2, and HBM still sees each operand once
+  (`matmul`'s untiled bytes, the compulsory traffic: L2 is assumed to catch every re-read).
+- SRAM (``bytes["sram"]``): each staged tile is written into SRAM once (the same element
+  counts as the tile loads) and read by the warps: every warp column (ceil(N/wn) of them
+  over the whole matrix) reads all of X and every warp row (ceil(M/wm)) all of W:
+  sram = (M·K·s_x·ceil(N/bn) + K·N·s_w·ceil(M/bm)) + (M·K·s_x·ceil(N/wn) + K·N·s_w·ceil(M/wm)).
+  The output goes from registers to `level` (an epilogue staged through SRAM is not counted),
+  and register-level reuse inside a warp tile is free.
+  Warp tiles must divide block tiles (a block holds a whole number of warp tiles), which is
+  what makes ceil(N/wn) exact when N is not a multiple of bn.
+- bk sets the SRAM footprint per pipeline stage (bm·bk·s_x + bk·bn·s_w), not the traffic;
+  it is validated but does not enter the byte counts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..cost import Cost
+from ..derivation import Call, Expr, Sym, Term
+from ..dtypes import DType, operand_dtypes
+from ..errors import RooflineError
+from ._common import size
+
+LEVELS = ("hbm", "l2")
+
+
+def _tile(symbol: str, value: Any) -> Sym:
+    """A tile size: a positive whole number (or an array of them)."""
+    tile = size(symbol, value)
+    arr = np.asarray(tile.value)
+    if not np.all(arr == np.round(arr)):
+        raise RooflineError(f"{symbol}: tile sizes must be whole numbers, got {value!r}")
+    return tile
+
+
+def _divides(inner: Sym, outer: Sym) -> None:
+    a, b = np.asarray(inner.value), np.asarray(outer.value)
+    if np.any(a > b) or np.any(np.mod(b, a) != 0):
+        raise RooflineError(
+            f"{inner.name}: a warp tile must divide the block tile {outer.name} "
+            f"(so {inner.name} <= {outer.name}), got {inner.name}={inner.value!r}, "
+            f"{outer.name}={outer.value!r}"
+        )
+
+
+def _ceil(x: Expr) -> Expr:
+    return Call("ceil", np.ceil, x)
+
+
+def tiled_matmul(
+    m: object,
+    k: object,
+    n: object,
+    bm: object = 128,
+    bn: object = 128,
+    bk: object = 64,
+    wm: object = 64,
+    wn: object = 64,
+    dtype: str | DType = "bf16",
+    weight_dtype: str | DType | None = None,
+    out_dtype: str | DType | None = None,
+    compute_dtype: str | DType | None = None,
+    level: str = "hbm",
+) -> Cost:
+    """X[M,K] x W[K,N] with (bm, bn, bk) block tiles and (wm, wn) warp tiles; arrays broadcast.
+
+    >>> from roofline import evaluate
+    >>> c = tiled_matmul(8192, 8192, 8192, bm=128, bn=128)
+    >>> round(evaluate(c, "h100").intensity["hbm"], 1)
+    63.5
+    >>> c.terms[1].expr.formula()
+    'M·K·s_x·ceil(N / bn) + K·N·s_w·ceil(M / bm) + M·N·s_o'
+    """
+    if level not in LEVELS:
+        raise RooflineError(f"level: the tiles are loaded from one of {', '.join(LEVELS)}; "
+                            f"got {level!r}")
+    x, w, o, c = operand_dtypes(dtype, weight_dtype, out_dtype, compute_dtype)
+    M, K, N = size("M", m), size("K", k), size("N", n)
+    BM, BN, _BK = _tile("bm", bm), _tile("bn", bn), _tile("bk", bk)
+    WM, WN = _tile("wm", wm), _tile("wn", wn)
+    _divides(WM, BM)
+    _divides(WN, BN)
+    sx, sw, so = Sym("s_x", x.bytes), Sym("s_w", w.bytes), Sym("s_o", o.bytes)
+
+    flops = 2 * M * N * K
+    x_loads = M * K * sx * _ceil(N / BN)  # X re-read once per block column
+    w_loads = K * N * sw * _ceil(M / BM)  # W re-read once per block row
+    tiles = x_loads + w_loads + M * N * so
+    warp_reads = M * K * sx * _ceil(N / WN) + K * N * sw * _ceil(M / WM)
+    sram = x_loads + w_loads + warp_reads  # staged tiles written once, then read by warps
+    label = level.upper()
+    byte_counts = {level: tiles.value, "sram": sram.value}
+    terms = [Term("FLOPs", flops), Term(f"{label} bytes", tiles)]
+    if level != "hbm":
+        compulsory = M * K * sx + K * N * sw + M * N * so
+        byte_counts = {"hbm": compulsory.value, **byte_counts}
+        terms.insert(1, Term("HBM bytes", compulsory))
+    terms.append(Term("SRAM bytes", sram))
+    return Cost(
+        flops={c.peak: flops.value},
+        bytes=byte_counts,
+        terms=tuple(terms),
+        name="tiled_matmul",
+    )

@@ -1,0 +1,223 @@
+"""Batched and grouped (MoE) matmuls: seed Problem 4, routing relations, Monte Carlo oracles."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from roofline import RooflineError, evaluate, matmul
+from roofline.ops.moe import batched_matmul, grouped_matmul
+
+SIZES = {"bf16": 2, "fp8": 1, "int8": 1, "int4": 0.5, "fp32": 4}
+
+# --- batched_matmul ---------------------------------------------------------------------------
+
+
+def test_seed_problem_4_batched_int8_intensity_is_about_2():
+    # int8[B, D] x int8[B, D, F] -> int8[B, F]: AI = 2BDF / (BD + BDF + BF) ≈ 2
+    b, d, f = 64, 8192, 16384
+    c = batched_matmul(b, 1, d, f, dtype="int8")
+    assert c.flops == {"int8": 2 * b * d * f}
+    assert c.bytes == {"hbm": b * d + b * d * f + b * f}
+    est = evaluate(c, "h100")
+    assert est.intensity["hbm"] == pytest.approx(2 * b * d * f / (b * d + b * d * f + b * f))
+    assert est.intensity["hbm"] == pytest.approx(2.0, rel=1e-3)
+    assert est.bound == "hbm"
+
+
+@pytest.mark.parametrize(("weight", "expected"), [("bf16", 1.0), ("int8", 2.0), ("int4", 4.0)])
+def test_batched_intensity_is_2_over_s_w_whatever_the_batch(weight, expected):
+    batches = np.array([1, 8, 64, 1024])
+    est = evaluate(batched_matmul(batches, 1, 8192, 8192, weight_dtype=weight), "h100")
+    np.testing.assert_allclose(est.intensity["hbm"], expected, rtol=1e-3)
+    assert np.ptp(est.intensity["hbm"]) < 1e-9  # batching does not help
+
+
+@given(st.integers(1, 512), st.integers(1, 4096), st.integers(1, 4096), st.integers(1, 4096))
+def test_batched_is_batch_times_matmul(b, m, k, n):
+    c, one = batched_matmul(b, m, k, n, weight_dtype="int8"), matmul(m, k, n, weight_dtype="int8")
+    assert c.flops["bf16"] == pytest.approx(b * one.flops["bf16"], rel=1e-15)
+    assert c.bytes["hbm"] == pytest.approx(b * one.bytes["hbm"], rel=1e-15)
+
+
+def reference_batched(b, m, k, n, sx, sw, so):
+    """Y[b,i,j] += X[b,i,p] · W[b,p,j], looped; count multiply-adds and distinct elements."""
+    macs = 0
+    x_seen, w_seen, y_seen = set(), set(), set()
+    for bi in range(b):
+        for i in range(m):
+            for j in range(n):
+                for p in range(k):
+                    macs += 1
+                    x_seen.add((bi, i, p))
+                    w_seen.add((bi, p, j))
+                y_seen.add((bi, i, j))
+    return 2 * macs, len(x_seen) * sx + len(w_seen) * sw + len(y_seen) * so
+
+
+def test_batched_matches_loop_on_seeded_random_shapes():
+    rng = np.random.default_rng(7)
+    for _ in range(30):
+        b, m, k, n = (int(v) for v in rng.integers(1, 7, size=4))
+        x, w, o = rng.choice(list(SIZES), size=3)
+        flops, traffic = reference_batched(b, m, k, n, SIZES[x], SIZES[w], SIZES[o])
+        c = batched_matmul(b, m, k, n, dtype=x, weight_dtype=w, out_dtype=o)
+        assert c.flops == {x: flops}
+        assert c.bytes["hbm"] == traffic
+
+
+# --- grouped_matmul: golden and relations -------------------------------------------------
+
+
+def touched(tokens, experts, top_k):
+    return experts * (1 - (1 - top_k / experts) ** tokens)
+
+
+def test_grouped_counts_by_hand():
+    # DeepSeek-V3-like: 256 experts, top-8, 64 tokens, expert weight 7168 x 2048
+    t, k, n, e, top = 64, 7168, 2048, 256, 8
+    c = grouped_matmul(t, k, n, e, top)
+    e_t = touched(t, e, top)
+    assert c.flops == {"bf16": 2 * t * top * k * n}  # active experts only
+    assert c.bytes["hbm"] == pytest.approx(t * top * (k * 2 + n * 2) + e_t * k * n * 2)
+    assert [t.name for t in c.terms] == ["FLOPs", "touched experts", "HBM bytes"]
+    assert c.explain()[1] == ("touched experts = E·(1 - (1 - top_k / E)^T) = "
+                              "256·(1 - (1 - 8 / 256)^64) = 222.4")
+
+
+def test_one_expert_is_plain_matmul():
+    for t in [1, 17, 4096]:
+        g = grouped_matmul(t, 4096, 1024, 1, 1, weight_dtype="int4")
+        mm = matmul(t, 4096, 1024, weight_dtype="int4")
+        assert g.flops == mm.flops
+        assert g.bytes["hbm"] == pytest.approx(mm.bytes["hbm"], rel=1e-15)
+
+
+def test_top_k_equal_to_experts_touches_all():
+    c = grouped_matmul(3, 64, 64, experts=8, top_k=8)
+    assert c.terms[1].expr.value == 8
+
+
+def test_single_token_touches_exactly_top_k():
+    assert grouped_matmul(1, 64, 64, 64, 6).terms[1].expr.value == pytest.approx(6)
+
+
+def test_many_tokens_touch_every_expert():
+    values = grouped_matmul(np.array([10, 100, 1e3, 1e4]), 4096, 4096, 128, 2).terms[1].expr.value
+    assert np.all(np.diff(values) >= 0) and values[0] < values[1] < values[2]
+    assert values[-1] == pytest.approx(128, rel=1e-12)
+
+
+@given(st.integers(1, 10**6), st.integers(1, 512), st.data())
+def test_touched_bounds(tokens, experts, data):
+    top_k = data.draw(st.integers(1, experts))
+    e_t = grouped_matmul(tokens, 128, 128, experts, top_k).terms[1].expr.value
+    assert top_k * (1 - 1e-9) <= e_t <= min(experts, tokens * top_k) * (1 + 1e-12)
+    more = grouped_matmul(tokens + 1, 128, 128, experts, top_k).terms[1].expr.value
+    assert more >= e_t * (1 - 1e-12)  # more tokens never touch fewer experts
+
+
+@given(st.integers(1, 4096), st.integers(2, 256), st.data())
+def test_moe_bytes_between_dense_extremes(tokens, experts, data):
+    # weights: at least top_k experts' worth, at most all experts' worth
+    top_k = data.draw(st.integers(1, experts))
+    k, n = 1024, 512
+    c = grouped_matmul(tokens, k, n, experts, top_k)
+    acts = tokens * top_k * (k + n) * 2
+    assert acts + top_k * k * n * 2 * (1 - 1e-9) <= c.bytes["hbm"]
+    assert c.bytes["hbm"] <= acts + experts * k * n * 2 * (1 + 1e-12)
+
+
+# --- oracle: simulate uniform routing --------------------------------------------------------
+
+
+def route(rng, trials, tokens, experts, top_k):
+    """Each token picks top_k distinct experts uniformly: the first top_k of a random order."""
+    keys = rng.random((trials, tokens, experts))
+    picks = np.argpartition(keys, top_k - 1, axis=-1)[..., :top_k]
+    counts = np.zeros((trials, experts), dtype=int)
+    for t in range(tokens):
+        np.add.at(counts, (np.arange(trials)[:, None], picks[:, t]), 1)
+    return counts
+
+
+@pytest.mark.parametrize(("tokens", "experts", "top_k"),
+                         [(1, 8, 2), (4, 8, 2), (16, 64, 6), (64, 256, 8), (3, 5, 5), (40, 16, 1)])
+def test_expected_touched_matches_simulation(tokens, experts, top_k):
+    rng = np.random.default_rng(tokens * 1000 + experts)
+    counts = route(rng, min(4000, 500 + 2_000_000 // (tokens * experts)), tokens, experts, top_k)
+    assert np.all(counts.sum(axis=1) == tokens * top_k)
+    hits = (counts > 0).sum(axis=1)
+    formula = grouped_matmul(tokens, 64, 64, experts, top_k).terms[1].expr.value
+    stderr = hits.std() / np.sqrt(len(hits))
+    assert abs(hits.mean() - formula) <= 5 * stderr + 1e-9
+
+
+def test_given_counts_match_per_expert_matmuls():
+    # an MoE layer is one matmul per touched expert over the tokens routed to it
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        tokens, experts = int(rng.integers(1, 50)), int(rng.integers(1, 40))
+        top_k = int(rng.integers(1, experts + 1))
+        (counts,) = route(rng, 1, tokens, experts, top_k)
+        k, n = (int(v) for v in rng.integers(1, 5000, size=2))
+        g = grouped_matmul(tokens, k, n, experts, top_k, tokens_per_expert=counts,
+                           weight_dtype="int8", out_dtype="fp32")
+        parts = [matmul(int(c), k, n, weight_dtype="int8", out_dtype="fp32")
+                 for c in counts if c > 0]
+        assert g.flops["bf16"] == pytest.approx(sum(p.flops["bf16"] for p in parts), rel=1e-12)
+        assert g.bytes["hbm"] == pytest.approx(sum(p.bytes["hbm"] for p in parts), rel=1e-12)
+        assert g.terms[1].expr.value == np.count_nonzero(counts)
+
+
+def test_counts_infer_tokens_and_experts():
+    counts = [3, 0, 5, 2, 0, 0, 0, 0]
+    g = grouped_matmul(None, 4096, 1024, None, 2, tokens_per_expert=counts)
+    same = grouped_matmul(5, 4096, 1024, 8, 2, tokens_per_expert=counts)
+    assert g.flops == same.flops == {"bf16": 2 * 5 * 2 * 4096 * 1024}
+    assert g.bytes == same.bytes
+    assert g.terms[1].expr.value == 3
+
+
+def test_counts_last_axis_is_experts():
+    counts = np.array([[3, 0, 5, 2, 0, 0, 0, 0], [1, 1, 1, 1, 1, 1, 1, 3]])
+    g = grouped_matmul(5, 4096, 1024, 8, 2, tokens_per_expert=counts)
+    assert g.bytes["hbm"].shape == (2,)
+    for i in range(2):
+        one = grouped_matmul(5, 4096, 1024, 8, 2, tokens_per_expert=counts[i])
+        assert g.bytes["hbm"][i] == one.bytes["hbm"]
+    np.testing.assert_array_equal(g.terms[1].expr.value, [3, 8])
+
+
+def test_uniform_routing_is_vectorized():
+    tokens = np.array([1, 16, 256])
+    vec = grouped_matmul(tokens, 2048, 1408, 64, 6)
+    for i, t in enumerate(tokens):
+        one = grouped_matmul(int(t), 2048, 1408, 64, 6)
+        assert vec.bytes["hbm"][i] == pytest.approx(one.bytes["hbm"], rel=1e-15)
+
+
+@pytest.mark.parametrize(("args", "kwargs", "match"), [
+    ((4, 64, 64, 8, 2), {"tokens_per_expert": [3, 0, 5, 2, 0, 0, 0, 0]},
+     r"tokens_per_expert: counts sum to 10 but tokens·top_k = 8"),
+    ((5, 64, 64, 6, 2), {"tokens_per_expert": [3, 0, 5, 2, 0, 0, 0, 0]},
+     "experts: 6 does not match the last axis of tokens_per_expert"),
+    ((None, 64, 64, None, 2), {"tokens_per_expert": [3, -1, 5, 3]}, "finite and >= 0"),
+    ((None, 64, 64, None, 2), {"tokens_per_expert": [0, 0, 0]}, "at least one token"),
+    ((None, 64, 64, None, 2), {"tokens_per_expert": 5}, "1-D array of length E"),
+    ((None, 64, 64, None, 2), {"tokens_per_expert": [4, 0]}, "more than `tokens`"),
+    ((None, 64, 64, None, 3), {"tokens_per_expert": [3, 3]}, "top_k: at most the number"),
+    ((4, 64, 64, 8, 9), {}, r"top_k: at most the number of experts \(8\)"),
+    ((4, 64, 64, 8, 1.5), {}, "top_k: must be a whole number"),
+    ((4, 64, 64, 0, 1), {}, "experts"),
+    ((0, 64, 64, 8, 2), {}, "T"),
+    ((None, 64, 64, 8, 2), {}, "tokens and experts are required"),
+])
+def test_bad_input_rejected(args, kwargs, match):
+    with pytest.raises(RooflineError, match=match):
+        grouped_matmul(*args, **kwargs)
+
+
+def test_batched_bad_sizes_rejected():
+    with pytest.raises(RooflineError, match="B"):
+        batched_matmul(0, 1, 8, 8)
