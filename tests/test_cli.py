@@ -145,3 +145,44 @@ def test_flash_on_chip_without_sram_is_clear(capsys):
     code, _, err = run(capsys, "op", "attention", "--q-len", "128", "--heads", "8",
                        "--hw", "gaudi2")
     assert code == 2 and "no sram level" in err and err.count("\n") == 1
+
+
+def test_every_op_explains_with_levers(capsys):
+    from roofline.cli import OPS
+
+    argv = {
+        "matmul": ["--m", "64", "--k", "4096", "--n", "4096"],
+        "gemv": ["--k", "4096", "--n", "4096"],
+        "dot": ["--n", "4096"],
+        "elementwise": ["--n", "4096", "--kind", "silu"],
+        "tiled-matmul": ["--m", "4096", "--k", "4096", "--n", "4096"],
+        "batched-matmul": ["--batch", "8", "--k", "4096", "--n", "4096"],
+        "grouped-matmul": ["--tokens", "64", "--k", "4096", "--n", "1024", "--experts", "64",
+                           "--top-k", "4"],
+        "attention": ["--q-len", "2048", "--heads", "16", "--kv-heads", "4"],
+        "mla": ["--q-len", "1", "--kv-len", "8192"],
+    }
+    assert set(argv) == {spec.name for spec in OPS}
+    for name, args in argv.items():
+        code, out, _ = run(capsys, "op", name, *args, "--explain", "--json")
+        data = json.loads(out)
+        assert code == 0 and set(data) >= OP_KEYS, name
+        assert data["derivation"] and data["what_if"], name
+
+
+def test_critical_batch_and_quant_table(capsys):
+    code, out, _ = run(capsys, "critical-batch", "--hw", "h100", "--json")
+    assert json.loads(out)["critical_batch"] == pytest.approx(295.3, abs=0.1)
+    _, out, _ = run(capsys, "critical-batch", "--weight-dtype", "int8", "--json")
+    assert json.loads(out)["critical_batch"] == pytest.approx(147.7, abs=0.1)
+    _, out, _ = run(capsys, "critical-batch", "--dtype", "fp8", "--q-len", "4", "--json")
+    data = json.loads(out)
+    assert data["decode_critical_sequences"] == pytest.approx(data["critical_batch"] / 4)
+    _, out, _ = run(capsys, "critical-batch", "--explain")
+    assert "M* = s_w·P / (2·BW)" in out
+    code, out, _ = run(capsys, "quant-table", "--hw", "h100", "--json")
+    rows = {r["scheme"]: r for r in json.loads(out)["rows"]}
+    assert rows["int4-g128 weight-only"]["bytes_per_param"] == 0.515625
+    assert "nvfp4" not in rows  # H100 has no fp4 peak
+    code, out, _ = run(capsys, "quant-table", "--hw", "a100")
+    assert code == 0 and "fp8" not in out.replace("fp8 weight-only", "")

@@ -20,16 +20,22 @@ from .evaluate import evaluate
 from .hardware import Chip, list_chips, load_chip
 from .levers import (
     ATTENTION_LEVERS,
+    DOT_LEVERS,
     ELEMENTWISE_LEVERS,
     GEMV_LEVERS,
     MATMUL_LEVERS,
+    TILED_MATMUL_LEVERS,
     Lever,
     OpFunction,
     what_if,
 )
 from .ops import ELEMENTWISE_KINDS, dot, elementwise, gemv, matmul
 from .ops.attention import IMPLEMENTATIONS, attention, chip_sram_bytes, mla_attention
+from .ops.moe import batched_matmul, grouped_matmul
+from .ops.tiled_matmul import tiled_matmul
+from .quant import quant_table
 from .report import chip_dict, chip_text, estimate_text, jsonable, table, what_if_text
+from .solve import critical_batch_term, decode_critical_batch
 from .units import format_bytes, format_si, parse_bytes, parse_count
 
 
@@ -141,7 +147,7 @@ OPS = [
         Arg("--n", "output features", required=True, dest="n"),
         *_dtype_args("dtype", "weight", "out", "compute")], GEMV_LEVERS),
     OpSpec("dot", "dot product of two length-N vectors", dot, [
-        Arg("--n", "vector length", required=True, dest="n"), *_dtype_args("dtype")]),
+        Arg("--n", "vector length", required=True, dest="n"), *_dtype_args("dtype")], DOT_LEVERS),
     OpSpec("elementwise", "norm / softmax / activation / add over N elements", elementwise, [
         Arg("--n", "number of elements", required=True, dest="n"),
         Arg("--kind", "preset operation count and inputs per element", "choice", "generic",
@@ -150,6 +156,32 @@ OPS = [
             dest="ops_per_element"),
         Arg("--inputs", "override the number of inputs", dest="inputs"),
         *_dtype_args("dtype", "out", "compute")], ELEMENTWISE_LEVERS),
+    OpSpec("tiled-matmul", "matmul with (bm, bn, bk) block tiles in SRAM and (wm, wn) warp tiles",
+           tiled_matmul, [
+        Arg("--m", "rows of X (tokens)", required=True, dest="m"),
+        Arg("--k", "contraction dimension", required=True, dest="k"),
+        Arg("--n", "columns of W", required=True, dest="n"),
+        Arg("--bm", "block tile rows", default=128), Arg("--bn", "block tile columns", default=128),
+        Arg("--bk", "block tile depth", default=64),
+        Arg("--wm", "warp tile rows", default=64), Arg("--wn", "warp tile columns", default=64),
+        Arg("--level", "memory level the tiles are loaded from", "choice", "hbm",
+            choices=("hbm", "l2")),
+        *_dtype_args("dtype", "weight", "out", "compute")], TILED_MATMUL_LEVERS),
+    OpSpec("batched-matmul", "X[B,M,K] x W[B,K,N]: a separate weight per batch element",
+           batched_matmul, [
+        Arg("--batch", "batch elements (each with its own weight)", required=True),
+        Arg("--m", "rows per batch element", default=1, dest="m"),
+        Arg("--k", "contraction dimension", required=True, dest="k"),
+        Arg("--n", "output features", required=True, dest="n"),
+        *_dtype_args("dtype", "weight", "out", "compute")], GEMV_LEVERS),
+    OpSpec("grouped-matmul", "MoE experts: T tokens routed to top-k of E [K,N] experts",
+           grouped_matmul, [
+        Arg("--tokens", "tokens entering the MoE layer", required=True),
+        Arg("--k", "input features", required=True, dest="k"),
+        Arg("--n", "output features per expert", required=True, dest="n"),
+        Arg("--experts", "routed experts E", required=True),
+        Arg("--top-k", "experts per token", required=True, dest="top_k"),
+        *_dtype_args("dtype", "weight", "out", "compute")], MATMUL_LEVERS[1:]),
     OpSpec("attention", "attention: prefill, decode (--q-len 1) or speculative (--q-len k)",
            attention, [
         *ATTENTION_ARGS,
@@ -231,6 +263,51 @@ def _cmd_op(args: argparse.Namespace) -> None:
     _emit(data, args.json, text)
 
 
+def _cmd_critical_batch(args: argparse.Namespace) -> None:
+    chip = load_chip(args.hw)
+    dtypes = {"dtype": args.dtype, "weight_dtype": args.weight_dtype,
+              "out_dtype": args.out_dtype, "compute_dtype": args.compute_dtype}
+    term = critical_batch_term(chip, args.k, args.n, **dtypes)
+    tokens = float(term.expr.value)
+    sequences = float(decode_critical_batch(chip, args.k, args.n, q_len=args.q_len, **dtypes))
+    data = {"hardware": chip.id, "critical_batch": tokens,
+            "decode_critical_sequences": sequences, "q_len": args.q_len,
+            "derivation": [term.render()]}
+    shape = f"K = {args.k}, N = {args.n}" if args.k or args.n else "large K, N"
+    text = "\n".join([
+        f"critical batch on {chip.id} ({shape}; weights {args.weight_dtype or args.dtype}, "
+        f"activations {args.dtype}):",
+        f"  matmul turns compute-bound at M* = {tokens:.4g} tokens",
+        f"  decode weight GEMMs at {sequences:.4g} sequences ({args.q_len} token(s) each);"
+        " decode attention never does by batching",
+        *([f"  {term.render()}"] if args.explain else [])])
+    _emit(data, args.json, text)
+
+
+def _cmd_quant_table(args: argparse.Namespace) -> None:
+    chip = load_chip(args.hw)
+    rows = quant_table(chip, args.k, args.n)
+    body = [[r.scheme, r.notation, f"{r.bytes_per_param:.4g}",
+             format_si(r.peak_flops_per_s, "FLOP/s") + f" [{r.compute_dtype}]",
+             f"{float(r.critical_batch):.4g}"] for r in rows]
+    text = (f"quantization schemes on {chip.id} (critical batch in tokens, "
+            f"{'large K, N' if args.k is None else f'K = {args.k}, N = {args.n}'}):\n"
+            + table(["scheme", "notation", "bytes/param", "peak used", "critical batch"], body))
+    _emit({"hardware": chip.id, "rows": [vars(r) for r in rows]}, args.json, text)
+
+
+def _solver_parser(sub: Any, name: str, help_text: str,
+                   func: Callable[[argparse.Namespace], None]) -> argparse.ArgumentParser:
+    q = sub.add_parser(name, help=help_text, description=help_text)
+    q.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
+    q.add_argument("--k", type=_typed(parse_count, "--k"), help="weight rows (default: large)")
+    q.add_argument("--n", type=_typed(parse_count, "--n"), help="weight columns (default: large)")
+    q.add_argument("--json", action="store_true", help="print one JSON object")
+    q.add_argument("--explain", action="store_true", help="print the derivation")
+    q.set_defaults(func=func)
+    return q
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="roofline", description="Roofline bounds for ML work on accelerators.")
     p.add_argument("--version", action="version", version=f"roofline {__version__}")
@@ -257,6 +334,15 @@ def build_parser() -> argparse.ArgumentParser:
         q.add_argument("--explain", action="store_true",
                        help="print the derivation and what would move the op")
         q.set_defaults(func=_cmd_op, spec=spec)
+
+    q = _solver_parser(sub, "critical-batch", "tokens at which a matmul turns compute-bound",
+                       _cmd_critical_batch)
+    for arg in _dtype_args("dtype", "weight", "out", "compute"):
+        _add_arg(q, arg)
+    q.add_argument("--q-len", type=_typed(parse_count, "--q-len"), default=1,
+                   help="tokens per decoding sequence (speculative decoding: k)")
+    _solver_parser(sub, "quant-table", "bytes per parameter, peak and critical batch per "
+                   "quantization scheme", _cmd_quant_table)
     return p
 
 

@@ -101,7 +101,17 @@ MATMUL_LEVERS = [
                          "compute_dtype": None} if _narrower(kw.get("dtype"), "fp8") else None),
 ]
 
-GEMV_LEVERS = MATMUL_LEVERS[1:]
+GEMV_LEVERS = MATMUL_LEVERS[1:]  # one token: batching is a different op (matmul)
+
+TILED_MATMUL_LEVERS = [
+    Lever("2x larger block tiles (bm, bn)",
+          lambda kw, c, chip: {**kw, "bm": kw["bm"] * 2, "bn": kw["bn"] * 2}),
+    Lever("tiles re-read from L2 instead of HBM",
+          _set("level", "l2", lambda kw: kw.get("level", "hbm") == "hbm")),
+    *MATMUL_LEVERS,
+]
+
+DOT_LEVERS = [Lever("fp8 inputs", _set("dtype", "fp8", lambda kw: _narrower(kw["dtype"], "fp8")))]
 
 ELEMENTWISE_LEVERS = [
     Lever("fused into its neighbour (no HBM round trip)", _fused),

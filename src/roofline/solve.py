@@ -42,7 +42,8 @@ from .evaluate import COMPUTE, evaluate
 from .hardware import Chip, load_chip
 from .ops._common import size
 
-__all__ = ["critical_batch", "critical_shard_dim", "crossover", "decode_critical_batch"]
+__all__ = ["critical_batch", "critical_batch_term", "critical_shard_dim", "critical_shard_dim_term",
+           "crossover", "decode_critical_batch"]
 
 
 def _out(x: Any) -> Num:
@@ -122,7 +123,7 @@ def _positive(name: str, value: object) -> np.ndarray[Any, Any]:
 # --- matmul: the critical batch -----------------------------------------------------------
 
 
-def _critical_batch_term(
+def critical_batch_term(
     hw: Chip | str,
     k: object,
     n: object,
@@ -170,7 +171,7 @@ def critical_batch(
     >>> round(critical_batch("h100"), 1), round(critical_batch("h100", weight_dtype="int4"), 1)
     (295.3, 73.8)
     """
-    term = _critical_batch_term(hw, k, n, dtype, weight_dtype, out_dtype, compute_dtype)
+    term = critical_batch_term(hw, k, n, dtype, weight_dtype, out_dtype, compute_dtype)
     return _out(_bound(term.expr))
 
 
@@ -198,7 +199,7 @@ def decode_critical_batch(
     >>> round(decode_critical_batch("h100", q_len=4), 1)
     73.8
     """
-    term = _critical_batch_term(hw, k, n, dtype, weight_dtype, out_dtype, compute_dtype)
+    term = critical_batch_term(hw, k, n, dtype, weight_dtype, out_dtype, compute_dtype)
     per_sequence = term.expr / size("q_len", q_len)
     return _out(_bound(per_sequence))
 
@@ -206,7 +207,7 @@ def decode_critical_batch(
 # --- sharded contraction: the critical shard dimension --------------------------------------
 
 
-def _critical_shard_dim_term(hw: Chip | str, link: str, dtype: str | DType,
+def critical_shard_dim_term(hw: Chip | str, link: str, dtype: str | DType,
                              bytes_factor: object) -> Term:
     chip = load_chip(hw)
     d = lookup_dtype(dtype)
@@ -234,4 +235,4 @@ def critical_shard_dim(
     >>> round(critical_shard_dim("h100")), round(critical_shard_dim("h100", "scale-out"))
     (2199, 19788)
     """
-    return _out(_critical_shard_dim_term(hw, link, dtype, bytes_factor).expr.value)
+    return _out(critical_shard_dim_term(hw, link, dtype, bytes_factor).expr.value)
