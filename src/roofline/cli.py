@@ -335,11 +335,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="print the derivation and what would move the op")
         q.set_defaults(func=_cmd_op, spec=spec)
 
-    q = _solver_parser(sub, "critical-batch", "tokens at which a matmul turns compute-bound",
-                       _cmd_critical_batch)
+    cb = _solver_parser(sub, "critical-batch", "tokens at which a matmul turns compute-bound",
+                        _cmd_critical_batch)
     for arg in _dtype_args("dtype", "weight", "out", "compute"):
-        _add_arg(q, arg)
-    q.add_argument("--q-len", type=_typed(parse_count, "--q-len"), default=1,
+        _add_arg(cb, arg)
+    cb.add_argument("--q-len", type=_typed(parse_count, "--q-len"), default=1,
                    help="tokens per decoding sequence (speculative decoding: k)")
     _solver_parser(sub, "quant-table", "bytes per parameter, peak and critical batch per "
                    "quantization scheme", _cmd_quant_table)
