@@ -13,7 +13,10 @@ OP_KEYS = {"hardware", "flops", "bytes", "intensity", "time_s", "t_lower_s", "t_
 
 
 def run(capsys, *argv):
-    code = main(list(argv))
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse rejects bad flags itself
+        code = exc.code
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -161,6 +164,12 @@ def test_every_op_explains_with_levers(capsys):
                            "--top-k", "4"],
         "attention": ["--q-len", "2048", "--heads", "16", "--kv-heads", "4"],
         "mla": ["--q-len", "1", "--kv-len", "8192"],
+        "sharded-matmul": ["--m", "1024", "--k", "8192", "--n", "8192", "--shards", "8"],
+        "tp-layer": ["--seq-len", "4096", "--hidden", "8192", "--ffn", "28672", "--heads",
+                     "64", "--kv-heads", "8", "--tp", "8", "--link", "scale-out"],
+        **{kind.replace("-", ""): ["--bytes", "64MiB", "--ranks", "8"] for kind in
+           ["all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast",
+            "send-recv"]},
     }
     assert set(argv) == {spec.name for spec in OPS}
     for name, args in argv.items():
@@ -186,3 +195,51 @@ def test_critical_batch_and_quant_table(capsys):
     assert "nvfp4" not in rows  # H100 has no fp4 peak
     code, out, _ = run(capsys, "quant-table", "--hw", "a100")
     assert code == 0 and "fp8" not in out.replace("fp8 weight-only", "")
+
+
+def test_allreduce_cli(capsys):
+    code, out, _ = run(capsys, "op", "allreduce", "--hw", "h100", "--bytes", "8GiB",
+                       "--ranks", "8", "--json")
+    data = json.loads(out)
+    assert code == 0 and OP_KEYS - {"intensity", "ridge", "attainable_flops_per_s"} <= set(data)
+    assert data["busbw_Bps"] == pytest.approx(450e9, rel=1e-6)
+    assert data["algbw_Bps"] == pytest.approx(450e9 * 8 / 14, rel=1e-6)
+    assert data["latency_crossover_bytes"] == pytest.approx(8 * 1e-6 * 450e9)
+    _, out, _ = run(capsys, "op", "all-reduce", "--bytes", "4KiB", "--ranks", "8", "--json")
+    assert json.loads(out)["bound"] == "latency"
+    _, out, _ = run(capsys, "op", "allreduce", "--bytes", "1GiB", "--ranks", "16", "--json")
+    data = json.loads(out)
+    assert set(data["link_bytes"]) == {"scale-up", "scale-out"}  # 2 nodes of 8 on H100
+    _, out, _ = run(capsys, "op", "allreduce", "--bytes", "1GiB", "--ranks", "8", "--algo",
+                    "nvls", "--json")
+    assert json.loads(out)["busbw_Bps"] > 450e9
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["op", "allreduce", "--hw", "mi300x", "--bytes", "1GB", "--ranks", "8", "--algo", "nvls"],
+     "needs in-switch reduction"),
+    (["op", "allreduce", "--bytes", "12XB", "--ranks", "8"], "--bytes"),
+    (["op", "allreduce", "--bytes", "1GB", "--ranks", "12"], "multiple of the scale-up"),
+    (["op", "allgather", "--bytes", "1GB", "--ranks", "8", "--algo", "tree"],
+     "does not implement"),
+    (["op", "allreduce", "--hw", "l40s", "--bytes", "1GB", "--ranks", "2"], "no 'scale-up'"),
+])
+def test_collective_bad_input(capsys, argv, needle):
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and needle in err and err.count("\n") == 1
+
+
+def test_critical_dim_and_sharded_matmul_cli(capsys):
+    _, out, _ = run(capsys, "critical-dim", "--hw", "h100", "--json")
+    assert json.loads(out)["critical_shard_dim"] == pytest.approx(2199, abs=1)
+    _, out, _ = run(capsys, "critical-dim", "--hw", "h100", "--link", "scale-out", "--json")
+    assert json.loads(out)["critical_shard_dim"] == pytest.approx(19788, abs=1)
+    _, out, _ = run(capsys, "op", "sharded-matmul", "--m", "4096", "--k", "8192", "--n", "8192",
+                    "--shards", "2", "--link", "scale-out", "--json")
+    assert json.loads(out)["bound"] == "scale-out"
+    _, out, _ = run(capsys, "op", "tp-layer", "--batch", "8", "--seq-len", "4096", "--hidden",
+                    "8192", "--ffn", "28672", "--heads", "64", "--kv-heads", "8", "--tp", "8",
+                    "--json", "--explain")
+    data = json.loads(out)
+    assert data["bound"] == "compute"
+    assert any(r["label"] == "half the TP degree" for r in data["what_if"])

@@ -30,8 +30,12 @@ def test_link_time_is_alpha_plus_beta():
     chip = load_chip("h100")
     link = chip.link("scale-up")
     est = evaluate(Cost(link_bytes={"scale-up": 1e9}, link_steps={"scale-up": 14}), chip)
-    assert est.time_s["scale-up"] == pytest.approx(14 * link.latency_s + 1e9 / 450e9)
+    assert est.time_s["scale-up"] == pytest.approx(1e9 / 450e9)  # the bandwidth wall
+    assert est.time_s["latency"] == pytest.approx(14 * link.latency_s)  # the latency wall
+    assert est.t_upper_s == pytest.approx(14 * link.latency_s + 1e9 / 450e9)  # alpha-beta
     assert est.bound == "scale-up"
+    tiny = evaluate(Cost(link_bytes={"scale-up": 1e3}, link_steps={"scale-up": 14}), chip)
+    assert tiny.bound == "latency"
 
 
 def test_tie_goes_to_compute():
@@ -89,7 +93,8 @@ def test_no_flops_cost():
     est = evaluate(Cost(bytes={"hbm": 3.35e9}), "h100")
     assert est.t_lower_s == pytest.approx(1e-3)
     assert est.bound == "hbm"
-    assert est.to_dict()["ridge"] == {"hbm": None}
+    assert est.to_dict()["ridge"] == {} and est.intensity == {}
+    assert list(est.time_s) == ["hbm"]  # no compute resource for pure data movement
 
 
 costs = st.builds(

@@ -16,26 +16,44 @@ from typing import Any, NoReturn
 from . import __version__
 from .dtypes import dtype_names
 from .errors import RooflineError
-from .evaluate import evaluate
+from .evaluate import Estimate, evaluate
 from .hardware import Chip, list_chips, load_chip
 from .levers import (
     ATTENTION_LEVERS,
+    COLLECTIVE_LEVERS,
     DOT_LEVERS,
     ELEMENTWISE_LEVERS,
     GEMV_LEVERS,
     MATMUL_LEVERS,
     TILED_MATMUL_LEVERS,
+    TP_LAYER_LEVERS,
     Lever,
     OpFunction,
     what_if,
 )
 from .ops import ELEMENTWISE_KINDS, dot, elementwise, gemv, matmul
 from .ops.attention import IMPLEMENTATIONS, attention, chip_sram_bytes, mla_attention
+from .ops.collectives import (
+    ALGORITHMS,
+    COLLECTIVES,
+    busbw_factor,
+    collective,
+    latency_crossover_bytes,
+)
 from .ops.moe import batched_matmul, grouped_matmul
+from .ops.parallel import SHARDINGS, sharded_matmul, tp_layer
 from .ops.tiled_matmul import tiled_matmul
 from .quant import quant_table
-from .report import chip_dict, chip_text, estimate_text, jsonable, table, what_if_text
-from .solve import critical_batch_term, decode_critical_batch
+from .report import (
+    chip_dict,
+    chip_text,
+    estimate_text,
+    extra_text,
+    jsonable,
+    table,
+    what_if_text,
+)
+from .solve import critical_batch_term, critical_shard_dim_term, decode_critical_batch
 from .units import format_bytes, format_si, parse_bytes, parse_count
 
 
@@ -100,6 +118,8 @@ class OpSpec:
     args: list[Arg]
     levers: list[Lever] = field(default_factory=list)
     prepare: Callable[[dict[str, Any], Chip], dict[str, Any]] | None = None  # chip defaults
+    report: Callable[[dict[str, Any], Estimate, Chip], dict[str, Any]] | None = None  # extras
+    aliases: Sequence[str] = ()
 
 
 def _dtype_args(*which: str) -> list[Arg]:
@@ -127,6 +147,60 @@ def _flash_sram(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
 
 def _mla(**kwargs: Any) -> Any:
     return mla_attention(**kwargs)
+
+
+def _placement(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
+    """Groups larger than the chip's scale-up domain go hierarchical; NVLS needs the switch."""
+    link = kwargs.get("link", "scale-up")
+    if kwargs.get("domain_size") is None and link == "scale-up" and "scale-up" in chip.links:
+        kwargs["domain_size"] = chip.links["scale-up"].domain_size
+    if kwargs.get("algo") == "nvls" and not chip.link(link).in_switch_reduction:
+        raise RooflineError(f"--algo nvls needs in-switch reduction (NVLink SHARP), which "
+                            f"{chip.id!r}'s {link} link does not have (use ring or tree)")
+    return kwargs
+
+
+def _collective_report(kind: str) -> Callable[[dict[str, Any], Estimate, Chip],
+                                              dict[str, Any]]:
+    def report(kwargs: dict[str, Any], est: Estimate, chip: Chip) -> dict[str, Any]:
+        nbytes, ranks = kwargs["nbytes"], kwargs["ranks"]
+        algbw = nbytes / float(est.t_lower_s)
+        out = {"algbw_Bps": algbw, "busbw_Bps": algbw * float(busbw_factor(kind, ranks)),
+               "latency_crossover_bytes": None}
+        links = list(est.cost.link_bytes)
+        if len(links) == 1:  # one phase on one link: alpha·steps = bytes/W has one solution
+            link = chip.link(links[0])
+            out["latency_crossover_bytes"] = latency_crossover_bytes(
+                est.cost, nbytes, link.latency_s, link.bandwidth_Bps, links[0])
+        return out
+
+    return report
+
+
+def _collective_fn(kind: str) -> OpFunction:
+    def run(**kwargs: Any) -> Any:
+        return collective(kind, **kwargs)
+
+    return run
+
+
+COLLECTIVE_ARGS = [
+    Arg("--bytes", "message size as nccl-tests counts it (e.g. 64MiB, 1GB)", "bytes",
+        required=True, dest="nbytes"),
+    Arg("--ranks", "ranks in the group", required=True),
+    Arg("--link", "link the group sits on (a group larger than the scale-up domain also "
+        "uses scale-out)", "choice", "scale-up", choices=("scale-up", "scale-out")),
+    Arg("--algo", "algorithm", "choice", "ring", choices=ALGORITHMS),
+    Arg("--domain-size", "ranks per scale-up domain (default: the chip's)", dest="domain_size"),
+]
+PLACEMENT_ARGS = COLLECTIVE_ARGS[2:]
+
+COLLECTIVE_OPS = [
+    OpSpec(kind.replace("-", ""), f"{kind} of --bytes over --ranks ranks (alpha-beta model)",
+           _collective_fn(kind), COLLECTIVE_ARGS, COLLECTIVE_LEVERS, _placement,
+           _collective_report(kind), aliases=(kind,))
+    for kind in COLLECTIVES
+]
 
 
 ATTENTION_ARGS = [
@@ -182,6 +256,35 @@ OPS = [
         Arg("--experts", "routed experts E", required=True),
         Arg("--top-k", "experts per token", required=True, dest="top_k"),
         *_dtype_args("dtype", "weight", "out", "compute")], MATMUL_LEVERS[1:]),
+    OpSpec("sharded-matmul", "X[M,K] x W[K,N] sharded over chips: T_math vs T_comm per chip",
+           sharded_matmul, [
+        Arg("--m", "rows of X (tokens)", required=True, dest="m"),
+        Arg("--k", "contraction dimension (full, before sharding)", required=True, dest="k"),
+        Arg("--n", "columns of W (full)", required=True, dest="n"),
+        Arg("--shards", "chips sharing the matmul", required=True),
+        Arg("--shard", "which dimension is split", "choice", "contraction", choices=SHARDINGS),
+        Arg("--reduce", "how partial sums combine (contraction sharding)", "choice",
+            "all-reduce", choices=("all-reduce", "reduce-scatter")),
+        Arg("--no-gather", "output sharding: leave Y sharded (no all-gather)", "flag",
+            dest="no_gather"),
+        *PLACEMENT_ARGS, *_dtype_args("dtype", "weight", "out", "compute")], MATMUL_LEVERS[1:],
+        _placement),
+    OpSpec("tp-layer", "one decoder layer (forward) with Megatron tensor parallelism",
+           tp_layer, [
+        Arg("--batch", "sequences", default=1), Arg("--seq-len", "tokens per sequence",
+                                                    required=True, dest="seq_len"),
+        Arg("--hidden", "model width", required=True), Arg("--ffn", "MLP width", required=True),
+        Arg("--heads", "query heads", required=True),
+        Arg("--kv-heads", "KV heads (default --heads)", dest="kv_heads"),
+        Arg("--head-dim", "head dimension (default hidden / heads)", dest="head_dim"),
+        Arg("--tp", "tensor-parallel degree", default=1),
+        Arg("--no-gated", "plain (non-gated) MLP", "flag", dest="no_gated"),
+        Arg("--impl", "attention kernel", "choice", "flash", choices=IMPLEMENTATIONS),
+        Arg("--sram-bytes", "flash SRAM budget M (default: the chip's per-SM SRAM)", "bytes",
+            dest="sram_bytes"),
+        Arg("--block-q", "flash query-block rows Br", dest="block_q"),
+        *PLACEMENT_ARGS, *_dtype_args("dtype")], TP_LAYER_LEVERS,
+        lambda kw, chip: _placement(_flash_sram(kw, chip), chip)),
     OpSpec("attention", "attention: prefill, decode (--q-len 1) or speculative (--q-len k)",
            attention, [
         *ATTENTION_ARGS,
@@ -215,6 +318,7 @@ OPS = [
         *_dtype_args("dtype", "kv", "out")], ATTENTION_LEVERS,
         lambda kw, chip: _flash_sram(kw, chip) if kw.get("impl") == "flash" or (
             kw.get("impl") is None and kw.get("form") == "expanded") else kw),
+    *COLLECTIVE_OPS,
 ]
 
 
@@ -236,8 +340,8 @@ def _op_kwargs(spec: OpSpec, args: argparse.Namespace) -> dict[str, Any]:
     for arg in spec.args:
         dest = arg.dest or arg.flag.lstrip("-").replace("-", "_")
         value = getattr(args, dest)
-        if dest == "no_causal":
-            kwargs["causal"] = not value
+        if dest.startswith("no_"):  # --no-causal, --no-gather, --no-gated
+            kwargs[dest.removeprefix("no_")] = not value
         elif value is not None:
             kwargs[dest] = value
     if "q_len" in kwargs and "kv_len" not in kwargs:
@@ -256,6 +360,10 @@ def _cmd_op(args: argparse.Namespace) -> None:
     data = est.to_dict()
     data["derivation"] = cost.explain()
     text = estimate_text(est, explain=args.explain, chip=chip)
+    if spec.report:
+        extra = spec.report(kwargs, est, chip)
+        data.update(extra)
+        text += "\n" + extra_text(extra)
     if args.explain and spec.levers:
         rows = what_if(spec.function, kwargs, chip, spec.levers, est)
         data["what_if"] = [vars(r) for r in rows]
@@ -280,6 +388,26 @@ def _cmd_critical_batch(args: argparse.Namespace) -> None:
         f"  matmul turns compute-bound at M* = {tokens:.4g} tokens",
         f"  decode weight GEMMs at {sequences:.4g} sequences ({args.q_len} token(s) each);"
         " decode attention never does by batching",
+        *([f"  {term.render()}"] if args.explain else [])])
+    _emit(data, args.json, text)
+
+
+def _cmd_critical_dim(args: argparse.Namespace) -> None:
+    chip = load_chip(args.hw)
+    kind = args.reduce
+    factor = float(busbw_factor(kind, args.shards))  # link bytes per byte of partial sums
+    term = critical_shard_dim_term(chip, args.link, args.dtype, factor)
+    per_chip = float(term.expr.value)
+    data = {"hardware": chip.id, "link": args.link, "shards": args.shards, "reduce": kind,
+            "critical_shard_dim": per_chip, "critical_total_dim": per_chip * args.shards,
+            "derivation": [term.render()]}
+    link = chip.link(args.link)
+    text = "\n".join([
+        f"critical per-chip contraction shard on {chip.id} over {args.link} "
+        f"({link.technology}, {format_si(link.bandwidth_Bps, 'B/s')} per direction), "
+        f"{args.shards} shards, {kind} of the partial sums:",
+        f"  compute-bound when K / {args.shards} > {per_chip:.4g} "
+        f"(K > {per_chip * args.shards:.4g}); the batch cancels out",
         *([f"  {term.render()}"] if args.explain else [])])
     _emit(data, args.json, text)
 
@@ -326,7 +454,8 @@ def build_parser() -> argparse.ArgumentParser:
     op = sub.add_parser("op", help="bound one op on one chip")
     op_sub = op.add_subparsers(dest="op", required=True, parser_class=_Parser)
     for spec in OPS:
-        q = op_sub.add_parser(spec.name, help=spec.help, description=spec.help)
+        q = op_sub.add_parser(spec.name, help=spec.help, description=spec.help,
+                              aliases=list(spec.aliases))
         q.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
         for arg in spec.args:
             _add_arg(q, arg)
@@ -341,6 +470,17 @@ def build_parser() -> argparse.ArgumentParser:
         _add_arg(cb, arg)
     cb.add_argument("--q-len", type=_typed(parse_count, "--q-len"), default=1,
                    help="tokens per decoding sequence (speculative decoding: k)")
+    cd = sub.add_parser("critical-dim", help="per-chip shard of a contraction-sharded matmul "
+                        "above which it is compute-bound, not communication-bound")
+    cd.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
+    cd.add_argument("--link", default="scale-up", choices=["scale-up", "scale-out"])
+    cd.add_argument("--dtype", default="bf16", help="compute dtype (partial sums travel in it)")
+    cd.add_argument("--shards", type=_typed(parse_count, "--shards"), default=2,
+                    help="chips sharing the contraction (default 2, as in seed 001)")
+    cd.add_argument("--reduce", default="all-reduce", choices=["all-reduce", "reduce-scatter"])
+    cd.add_argument("--json", action="store_true", help="print one JSON object")
+    cd.add_argument("--explain", action="store_true", help="print the derivation")
+    cd.set_defaults(func=_cmd_critical_dim)
     _solver_parser(sub, "quant-table", "bytes per parameter, peak and critical batch per "
                    "quantization scheme", _cmd_quant_table)
     return p

@@ -2,10 +2,14 @@
 
 time per resource:  compute = sum over dtypes of FLOPs / peak(dtype)
                     memory level = bytes / bandwidth
-                    link = steps · alpha + bytes / bandwidth (per direction)
+                    link = bytes / bandwidth (per direction)
+                    latency = sum over links of message steps · alpha
 t_lower = max over resources (perfect overlap), t_upper = sum (no overlap), so
 t_lower <= t_upper <= (number of resources) · t_lower. The bound is the resource that sets
 t_lower (ties go to compute: at the ridge point an op counts as compute-bound).
+Latency is its own wall (seed 000 §4.1: compute roof, bandwidth roof, latency roof): a
+collective's alpha-beta time alpha·steps + bytes/beta lies between t_lower and t_upper, and
+tiny messages come out `latency`-bound.
 Everything broadcasts: array-valued Costs give array-valued Estimates.
 """
 
@@ -22,6 +26,7 @@ from .derivation import Num
 from .hardware import Chip, load_chip
 
 COMPUTE = "compute"
+LATENCY = "latency"
 
 
 def _out(x: Any) -> Any:
@@ -85,18 +90,21 @@ def evaluate(cost: Cost, hw: Chip | str) -> Estimate:
     compute_time: Num = 0.0
     for dt, flops in cost.flops.items():
         compute_time = compute_time + np.asarray(flops) / chip.peak_flops(dt)
-    times[COMPUTE] = compute_time
+    if cost.flops:  # pure data movement (a collective, a copy) has no compute resource
+        times[COMPUTE] = compute_time
 
     for level in chip.memory:  # chip order: outermost first
         if level.name in cost.bytes:
             times[level.name] = np.asarray(cost.bytes[level.name]) / level.bandwidth_Bps
     for name in cost.bytes:
         chip.level(name)  # raises for a level the chip lacks
+    latency: Num = 0.0
     for name in sorted(set(cost.link_bytes) | set(cost.link_steps)):
         link = chip.link(name)
-        steps = np.asarray(cost.link_steps.get(name, 0.0))
-        traffic = np.asarray(cost.link_bytes.get(name, 0.0))
-        times[name] = steps * link.latency_s + traffic / link.bandwidth_Bps
+        times[name] = np.asarray(cost.link_bytes.get(name, 0.0)) / link.bandwidth_Bps
+        latency = latency + np.asarray(cost.link_steps.get(name, 0.0)) * link.latency_s
+    if cost.link_steps:
+        times[LATENCY] = latency
 
     names = list(times)
     stack = np.stack(np.broadcast_arrays(*(np.asarray(t, dtype=float) for t in times.values())))
@@ -112,8 +120,9 @@ def evaluate(cost: Cost, hw: Chip | str) -> Estimate:
         intensity: dict[str, Num] = {}
         ridge: dict[str, Num] = {}
         for name, moved in [*cost.bytes.items(), *cost.link_bytes.items()]:
-            intensity[name] = _out(flops / np.asarray(moved))
-            ridge[name] = _out(peak / chip.bandwidth_Bps(name))
+            if cost.flops:  # FLOP per byte means nothing without FLOPs
+                intensity[name] = _out(flops / np.asarray(moved))
+                ridge[name] = _out(peak / chip.bandwidth_Bps(name))
         attainable = np.where(t_lower > 0, flops / t_lower, 0.0)
 
     return Estimate(

@@ -52,8 +52,9 @@ def what_if(op: OpFunction, kwargs: Mapping[str, Any], chip: Chip, levers: list[
             continue
         before = float(base.attainable_flops_per_s)
         after = float(est.attainable_flops_per_s)
-        rows.append(WhatIf(lever.label, float(est.t_lower_s), str(est.bound), after,
-                           after / before if before > 0 else float("nan")))
+        # work per second: FLOP/s where there is arithmetic, else the same work in less time
+        speedup = after / before if before > 0 else float(base.t_lower_s) / float(est.t_lower_s)
+        rows.append(WhatIf(lever.label, float(est.t_lower_s), str(est.bound), after, speedup))
     return rows
 
 
@@ -129,4 +130,21 @@ ATTENTION_LEVERS = [
     Lever("4 query tokens per step (speculative decoding)",
           _scale("q_len", 4, lambda kw: kw["q_len"] * 4 <= kw["kv_len"] and kw["q_len"] < 16)),
     Lever("4x batch (sequences)", _scale("batch", 4)),
+]
+
+COLLECTIVE_LEVERS = [
+    Lever("tree algorithm (log-depth latency)", _set("algo", "tree", lambda kw: kw.get(
+        "algo") == "ring")),
+    Lever("in-switch reduction (NVLS)", lambda kw, c, chip: {**kw, "algo": "nvls"} if kw.get(
+        "algo") != "nvls" and chip.links.get(kw.get("link", "scale-up")) is not None
+        and chip.link(kw.get("link", "scale-up")).in_switch_reduction else None),
+    Lever("fp8 payload (half the bytes)", lambda kw, c, chip: {**kw, "nbytes": kw["nbytes"] / 2}),
+]
+
+TP_LAYER_LEVERS = [
+    Lever("keep TP inside the scale-up domain",
+          _set("link", "scale-up", lambda kw: kw.get("link") == "scale-out")),
+    Lever("half the TP degree", lambda kw, c, chip: {**kw, "tp": kw["tp"] // 2}
+          if kw.get("tp", 1) >= 2 and kw["heads"] % (kw["tp"] // 2) == 0 else None),
+    COLLECTIVE_LEVERS[1],
 ]

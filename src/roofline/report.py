@@ -70,18 +70,20 @@ def estimate_text(est: Estimate, explain: bool = False, chip: Chip | None = None
     lines = [
         title,
         f"FLOPs {format_si(float(est.flops))}"
-        + "".join(f"  [{dt}]" for dt in est.flops_by_dtype),
+        + "".join(f"  [{dt}]" for dt in est.flops_by_dtype)
+        + ("" if est.flops_by_dtype else " (pure data movement)"),
         "",
         table(["resource", "time", "of bound", "bytes", "FLOP/byte", "ridge"], rows),
         "",
         f"bound: {est.bound} ({_kind(str(est.bound))})",
         f"time lower bound (perfect overlap) t_lower = {format_time(float(est.t_lower_s))}",
         f"time with no overlap               t_upper = {format_time(float(est.t_upper_s))}",
-        f"attainable {format_si(float(est.attainable_flops_per_s), 'FLOP/s')}"
-        f" of peak {_num(est.peak_flops_per_s, 'FLOP/s')}"
-        + (f" ({100 * float(est.attainable_flops_per_s) / float(est.peak_flops_per_s):.1f}%)"
-           if math.isfinite(float(est.peak_flops_per_s)) else ""),
     ]
+    if est.flops_by_dtype:
+        peak = float(est.peak_flops_per_s)
+        lines.append(f"attainable {format_si(float(est.attainable_flops_per_s), 'FLOP/s')}"
+                     f" of peak {format_si(peak, 'FLOP/s')}"
+                     f" ({100 * float(est.attainable_flops_per_s) / peak:.1f}%)")
     if explain:
         lines += ["", "derivation:", *(f"  {line}" for line in est.cost.explain())]
         lines += [f"  {line}" for line in _time_derivation(est, chip)]
@@ -114,14 +116,28 @@ def _why(est: Estimate) -> str:
             f"overlap it cannot finish faster than that")
 
 
+def extra_text(extra: dict[str, Any]) -> str:
+    """Extra per-op figures (collective bandwidths, crossovers) as aligned lines."""
+    labels = {"algbw_Bps": ("algbw (at t_lower, an upper bound)", "B/s"),
+              "busbw_Bps": ("busbw (nccl-tests definition)", "B/s"),
+              "latency_crossover_bytes": ("latency-bound below message size", "B")}
+    lines = []
+    for key, value in extra.items():
+        label, unit = labels.get(key, (key, ""))
+        shown = "-" if value is None else format_si(float(value), unit)
+        lines.append(f"{label}: {shown}")
+    return "\n".join(lines)
+
+
 def what_if_text(est: Estimate, rows: Sequence[Any]) -> str:
     """The levers table: what each change would do to attainable FLOP/s and the bound."""
     if not rows:
         return "what would move it: no lever applies"
     body = [[r.label, f"{r.speedup:.3g}x", format_si(r.attainable_flops_per_s, "FLOP/s"),
              format_time(r.t_lower_s), r.bound] for r in rows]
-    head = (f"what would move it (now {format_si(float(est.attainable_flops_per_s), 'FLOP/s')},"
-            f" {est.bound}-bound):")
+    now = (format_si(float(est.attainable_flops_per_s), "FLOP/s") if est.flops_by_dtype
+           else format_time(float(est.t_lower_s)))
+    head = f"what would move it (now {now}, {est.bound}-bound):"
     return head + "\n" + table(["change", "work/s", "attainable", "t_lower", "bound"], body)
 
 
@@ -140,13 +156,15 @@ def _time_derivation(est: Estimate, chip: Chip | None = None) -> list[str]:
             parts = [f"{format_bytes(float(est.bytes[resource]))} / "
                      f"{format_si(chip.bandwidth_Bps(resource), 'B/s')}"]
             formula = "bytes / bandwidth"
+        elif resource == "latency":
+            parts = [f"{float(steps):g} steps · {format_time(chip.link(name).latency_s)} [{name}]"
+                     for name, steps in est.cost.link_steps.items()]
+            formula = "message steps · alpha"
         else:
             link = chip.link(resource)
-            steps = float(est.cost.link_steps.get(resource, 0.0))
-            parts = [f"{steps:g} · {format_time(link.latency_s)} + "
-                     f"{format_bytes(float(est.link_bytes.get(resource, 0.0)))} / "
-                     f"{format_si(link.bandwidth_Bps, 'B/s')}"]
-            formula = "steps · alpha + bytes / bandwidth"
+            parts = [f"{format_bytes(float(est.link_bytes.get(resource, 0.0)))} / "
+                     f"{format_si(link.bandwidth_Bps, 'B/s')} per direction"]
+            formula = "bytes / bandwidth"
         out.append(f"t_{resource} = {formula} = {' + '.join(parts)} = {format_time(float(t))}")
     return out
 
@@ -156,6 +174,8 @@ def _kind(resource: str) -> str:
         return "compute-bound"
     if resource in ("scale-up", "scale-out"):
         return "communication-bound"
+    if resource == "latency":
+        return "latency-bound"
     return "memory-bound"
 
 

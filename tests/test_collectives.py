@@ -1,0 +1,212 @@
+"""Communication roofline: collectives, hierarchy, sharded matmul, TP layer (seed 001 §2.5)."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from roofline import Cost, RooflineError, evaluate, load_chip
+from roofline.ops.collectives import (
+    COLLECTIVES,
+    busbw_factor,
+    collective,
+    latency_crossover_bytes,
+)
+from roofline.ops.parallel import sharded_matmul, tp_layer
+from roofline.solve import critical_shard_dim
+
+H100 = load_chip("h100")
+NVLINK = H100.link("scale-up")
+
+
+def busbw(kind, nbytes, ranks, chip=H100, **kw):
+    est = evaluate(collective(kind, nbytes, ranks, **kw), chip)
+    return nbytes / est.t_lower_s * busbw_factor(kind, ranks), est
+
+
+# --- seed 001 §2.5 ---------------------------------------------------------------------------
+
+
+def test_seed_001_critical_shard_dims():
+    assert critical_shard_dim(H100, "scale-up") == pytest.approx(2199, abs=1)  # ≈ 2222 w/ 1e15
+    assert critical_shard_dim(H100, "scale-out") == pytest.approx(19788, abs=1)  # ≈ 20000
+
+
+def test_seed_001_hidden_8192_over_two_chips():
+    # D = 8192 split over 2 chips: D/2 = 4096 > 2200 inside a node, < 20000 across nodes
+    inside = evaluate(sharded_matmul(4096, 8192, 8192, 2), H100)
+    across = evaluate(sharded_matmul(4096, 8192, 8192, 2, link="scale-out"), H100)
+    assert inside.bound == "compute"
+    assert across.bound == "scale-out"
+    # the batch cancels: the verdict is the same at any M (large enough to ignore alpha)
+    for m in [256, 1024, 16384]:
+        assert evaluate(sharded_matmul(m, 8192, 8192, 2), H100).time_s["compute"] > \
+            evaluate(sharded_matmul(m, 8192, 8192, 2), H100).time_s["scale-up"]
+
+
+def test_critical_dim_agrees_with_the_sharded_matmul():
+    d_star = critical_shard_dim(H100, "scale-up")
+    for shard, bound in [(0.9 * d_star, "scale-up"), (1.1 * d_star, "compute")]:
+        est = evaluate(sharded_matmul(65536, 2 * shard, 65536, 2), H100)
+        times = {r: t for r, t in est.time_s.items() if r in ("compute", "scale-up")}
+        assert max(times, key=times.get) == bound
+
+
+# --- collectives -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [2, 4, 8, 64, 512])
+def test_ring_vs_tree_steps(n):
+    ring = collective("all-reduce", 1e6, n, "ring")
+    tree = collective("all-reduce", 1e6, n, "tree")
+    assert ring.link_steps["scale-up"] == 2 * (n - 1)
+    assert tree.link_steps["scale-up"] == 2 * np.ceil(np.log2(n))
+    assert ring.link_bytes["scale-up"] == pytest.approx(2 * (n - 1) / n * 1e6)
+    assert collective("broadcast", 1e6, n, "tree").link_steps["scale-up"] == np.ceil(np.log2(n))
+
+
+def test_8_rank_8gib_ring_allreduce_busbw_is_link_bandwidth():
+    bw, est = busbw("all-reduce", 8 * 2**30, 8)
+    assert bw == pytest.approx(NVLINK.bandwidth_Bps, rel=1e-9)
+    assert est.bound == "scale-up"
+
+
+@given(st.sampled_from(COLLECTIVES), st.integers(2, 256), st.floats(1e3, 1e11))
+def test_busbw_never_above_link_without_in_switch_reduction(kind, n, nbytes):
+    for algo in ["ring", "tree"]:
+        try:
+            bw, _ = busbw(kind, nbytes, n, algo=algo)
+        except RooflineError:
+            continue  # tree does not implement every collective
+        assert bw <= NVLINK.bandwidth_Bps * (1 + 1e-9)
+
+
+def test_nvls_exceeds_link_bandwidth_in_busbw_terms():
+    bw, _ = busbw("all-reduce", 8 * 2**30, 8, algo="nvls")
+    assert bw == pytest.approx(2 * 7 / 8 * NVLINK.bandwidth_Bps)
+
+
+def test_alpha_dominates_below_crossover():
+    n = 8
+    cost = collective("all-reduce", 1e6, n)
+    m_star = latency_crossover_bytes(cost, 1e6, NVLINK.latency_s, NVLINK.bandwidth_Bps,
+                                     "scale-up")
+    assert m_star == pytest.approx(n * NVLINK.latency_s * NVLINK.bandwidth_Bps)  # 3.6 MB
+    sizes = np.array([m_star / 10, m_star / 1.01, m_star * 1.01, m_star * 10])
+    est = evaluate(collective("all-reduce", sizes, n), H100)
+    assert list(est.bound) == ["latency", "latency", "scale-up", "scale-up"]
+
+
+def test_hierarchical_16_ranks_slower_by_the_inter_node_phase():
+    m = 1 * 2**30
+    eight = evaluate(collective("all-reduce", m, 8, domain_size=8), H100)
+    sixteen = evaluate(collective("all-reduce", m, 16, domain_size=8), H100)
+    out = H100.link("scale-out")
+    inter = 2 * (2 - 1) / 2 * (m / 8) / out.bandwidth_Bps + 2 * out.latency_s
+    assert sixteen.t_upper_s - eight.t_upper_s == pytest.approx(inter)
+    assert sixteen.t_lower_s >= eight.t_lower_s
+    assert sixteen.time_s["scale-up"] == pytest.approx(eight.time_s["scale-up"])
+    assert set(sixteen.cost.link_bytes) == {"scale-up", "scale-out"}
+
+
+def test_hierarchical_all_to_all_splits_peers():
+    c = collective("all-to-all", 64e6, 32, domain_size=8)
+    assert c.link_bytes["scale-up"] == pytest.approx(7 / 32 * 64e6)
+    assert c.link_bytes["scale-out"] == pytest.approx(24 / 32 * 64e6)
+
+
+def test_group_inside_domain_is_flat_and_sweeps_vectorize():
+    flat = collective("all-reduce", 1e8, 4, domain_size=8)
+    assert set(flat.link_bytes) == {"scale-up"}
+    sizes = np.array([1e3, 1e6, 1e9])
+    vec = evaluate(collective("all-gather", sizes, 8), H100)
+    for i, size in enumerate(sizes):
+        one = evaluate(collective("all-gather", float(size), 8), H100)
+        assert vec.t_lower_s[i] == pytest.approx(one.t_lower_s)
+        assert vec.bound[i] == one.bound
+
+
+@pytest.mark.parametrize(("call", "needle"), [
+    (lambda: collective("all-reduce", 1e6, 12, domain_size=8), "multiple of the scale-up"),
+    (lambda: collective("gather", 1e6, 8), "unknown collective"),
+    (lambda: collective("all-gather", 1e6, 8, "tree"), "does not implement"),
+    (lambda: collective("all-reduce", 0, 8), "bytes"),
+    (lambda: collective("all-reduce", 1e6, 8, link="pcie"), "unknown link"),
+])
+def test_bad_collectives(call, needle):
+    with pytest.raises(RooflineError, match=needle):
+        call()
+
+
+# --- oracle: simulate the ring schedules with real arrays ------------------------------------
+
+
+def simulate_ring_allreduce(n, elements):
+    """Ring reduce-scatter + all-gather on n ranks; counts messages and elements sent."""
+    rng = np.random.default_rng(n)
+    data = [rng.standard_normal(elements) for _ in range(n)]
+    expected = np.sum(data, axis=0)
+    chunks = [np.array_split(d.copy(), n) for d in data]
+    sent_msgs = np.zeros(n, int)
+    sent_elems = np.zeros(n, int)
+    for step in range(n - 1):  # reduce-scatter
+        outgoing = [(r, (r - step) % n, chunks[r][(r - step) % n].copy()) for r in range(n)]
+        for r, c, payload in outgoing:
+            chunks[(r + 1) % n][c] += payload
+            sent_msgs[r] += 1
+            sent_elems[r] += payload.size
+    for step in range(n - 1):  # all-gather of the reduced chunks
+        outgoing = [(r, (r + 1 - step) % n, chunks[r][(r + 1 - step) % n].copy())
+                    for r in range(n)]
+        for r, c, payload in outgoing:
+            chunks[(r + 1) % n][c] = payload
+            sent_msgs[r] += 1
+            sent_elems[r] += payload.size
+    for r in range(n):
+        np.testing.assert_allclose(np.concatenate(chunks[r]), expected)
+    return sent_msgs, sent_elems
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 8])
+def test_ring_allreduce_matches_a_simulated_ring(n):
+    elements = 40 * n
+    msgs, elems = simulate_ring_allreduce(n, elements)
+    cost = collective("all-reduce", elements * 4, n)  # fp32 elements
+    assert np.all(msgs == cost.link_steps["scale-up"])
+    assert np.all(elems * 4 == pytest.approx(cost.link_bytes["scale-up"]))
+
+
+# --- overlap and the TP layer ----------------------------------------------------------------
+
+
+@given(st.floats(1e6, 1e16), st.floats(1e3, 1e12))
+def test_two_resources_upper_at_most_twice_lower(flops, link_bytes):
+    # seed 001 §2.1.3: T_math + T_comms <= 2·max(T_math, T_comms)
+    est = evaluate(Cost(flops={"bf16": flops}, link_bytes={"scale-up": link_bytes}), H100)
+    assert est.t_lower_s <= est.t_upper_s <= 2 * est.t_lower_s * (1 + 1e-12)
+
+
+def test_tp_layer_inside_vs_across_nodes():
+    kw = dict(batch=8, seq_len=4096, hidden=8192, ffn=28672, heads=64, kv_heads=8, tp=8,
+              block_q=128)
+    inside = evaluate(tp_layer(**kw), H100)
+    across = evaluate(tp_layer(**kw, link="scale-out"), H100)
+    assert inside.bound == "compute" and across.bound == "scale-out"
+    tokens, hidden = 8 * 4096, 8192
+    expected = 2 * (2 * 7 / 8 * tokens * hidden * 2)  # two all-reduces of bf16 activations
+    assert inside.cost.link_bytes["scale-up"] == pytest.approx(expected)
+    assert inside.cost.link_steps["scale-up"] == 2 * 14
+
+
+def test_tp_layer_flops_split_evenly():
+    kw = dict(batch=2, seq_len=2048, hidden=4096, ffn=14336, heads=32, kv_heads=8, block_q=128)
+    one = tp_layer(**kw, tp=1)
+    four = tp_layer(**kw, tp=4)
+    # elementwise norms and residuals are replicated; everything else divides by tp
+    assert four.total_flops < one.total_flops / 3.9
+    assert "scale-up" not in one.link_bytes
+
+
+def test_tp_layer_rejects_bad_split():
+    with pytest.raises(RooflineError, match="divisible by tp"):
+        tp_layer(1, 128, 4096, 11008, 32, tp=3, block_q=128)
