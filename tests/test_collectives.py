@@ -210,3 +210,20 @@ def test_tp_layer_flops_split_evenly():
 def test_tp_layer_rejects_bad_split():
     with pytest.raises(RooflineError, match="divisible by tp"):
         tp_layer(1, 128, 4096, 11008, 32, tp=3, block_q=128)
+
+
+def test_system_places_groups_on_links():
+    from roofline import make_system
+
+    system = make_system("h100", chips=32)
+    assert (system.chips_per_domain, system.domains, system.chips) == (8, 4, 32)
+    assert system.link_for(8) == "scale-up" and system.link_for(16) == "scale-out"
+    est = evaluate(collective("all-reduce", 1e9, 32, domain_size=system.chips_per_domain),
+                   system)
+    assert est.hardware == "h100-sxm" and est.cost.link_steps["scale-out"] == 2 * 3
+    assert make_system("gb200").chips_per_domain == 72  # NVL72
+    assert make_system("l40s").chips_per_domain == 1  # no scale-up link
+    with pytest.raises(RooflineError, match="does not fit"):
+        system.link_for(64)
+    with pytest.raises(RooflineError, match="multiple of the scale-up domain"):
+        make_system("h100", chips=12)

@@ -11,8 +11,10 @@ from .derivation import Term
 from .dtypes import DType, dtype
 from .errors import RooflineError
 from .evaluate import Estimate, evaluate
-from .hardware import Chip, Link, MemoryLevel, Peak, list_chips, load_chip
+from .hardware import Chip, Link, MemoryLevel, Peak, System, list_chips, load_chip, make_system
 from .ops import attention, dot, elementwise, gemv, kv_cache_bytes, matmul, mla_attention
+from .ops.collectives import collective
+from .ops.parallel import sharded_matmul, tp_layer
 
 __version__ = "0.1.0"
 
@@ -25,8 +27,10 @@ __all__ = [
     "MemoryLevel",
     "Peak",
     "RooflineError",
+    "System",
     "Term",
     "attention",
+    "collective",
     "dot",
     "dtype",
     "elementwise",
@@ -35,6 +39,9 @@ __all__ = [
     "kv_cache_bytes",
     "list_chips",
     "load_chip",
+    "make_system",
     "matmul",
     "mla_attention",
+    "sharded_matmul",
+    "tp_layer",
 ]

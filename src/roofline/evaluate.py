@@ -23,7 +23,7 @@ import numpy as np
 
 from .cost import Cost
 from .derivation import Num
-from .hardware import Chip, load_chip
+from .hardware import Chip, System, load_chip
 
 COMPUTE = "compute"
 LATENCY = "latency"
@@ -82,8 +82,9 @@ class Estimate:
         })
 
 
-def evaluate(cost: Cost, hw: Chip | str) -> Estimate:
-    """Bound a Cost on a chip (a Chip, a catalog id or alias, or a chip file path)."""
+def evaluate(cost: Cost, hw: Chip | System | str) -> Estimate:
+    """Bound a per-chip Cost on a chip (a Chip, a System, a catalog id or alias, or a chip
+    file path)."""
     chip = load_chip(hw)
     times: dict[str, Num] = {}
 

@@ -211,10 +211,14 @@ def _load_by_id(chip_id: str) -> Chip:
     return load_chip_file(_catalog_files()[chip_id])
 
 
-def load_chip(name: str | Chip) -> Chip:
-    """A Chip from a catalog id, an alias (case-insensitive) or a path to a TOML file."""
+def load_chip(name: str | Chip | Any) -> Chip:
+    """A Chip from a catalog id, an alias (case-insensitive), a path to a TOML file, or the
+    chip of a System."""
     if isinstance(name, Chip):
         return name
+    inner = getattr(name, "chip", None)  # a System carries its chip
+    if isinstance(inner, Chip):
+        return inner
     text = str(name).strip()
     if _looks_like_path(text):
         return load_chip_file(text)

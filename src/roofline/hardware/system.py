@@ -1,0 +1,50 @@
+"""A System: many copies of one chip, grouped into scale-up domains joined by scale-out links.
+
+Costs stay per chip; the System says where a group of ranks sits: inside one scale-up domain
+(NVLink / ICI / Infinity Fabric) or spread over several (the scale-out NIC between them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import RooflineError
+from .catalog import load_chip
+from .model import Chip
+
+
+@dataclass(frozen=True)
+class System:
+    chip: Chip
+    chips_per_domain: int
+    domains: int = 1
+
+    @property
+    def chips(self) -> int:
+        return self.chips_per_domain * self.domains
+
+    def link_for(self, ranks: int) -> str:
+        """The slowest link a group of `ranks` consecutive ranks has to cross."""
+        if ranks > self.chips:
+            raise RooflineError(f"a group of {ranks} ranks does not fit in {self.chips} chips "
+                                f"({self.domains} x {self.chips_per_domain})")
+        return "scale-up" if ranks <= self.chips_per_domain else "scale-out"
+
+
+def make_system(hw: Chip | str, chips: int | None = None,
+                chips_per_domain: int | None = None) -> System:
+    """A System of `chips` chips (default: one scale-up domain) in domains of the chip's
+    scale-up domain size (default from the catalog; 1 for a chip without scale-up links)."""
+    chip = load_chip(hw)
+    if chips_per_domain is None:
+        up = chip.links.get("scale-up")
+        chips_per_domain = (up.domain_size or 1) if up else 1
+    if chips_per_domain < 1:
+        raise RooflineError(f"chips_per_domain must be at least 1, got {chips_per_domain}")
+    chips = chips_per_domain if chips is None else chips
+    if chips < 1:
+        raise RooflineError(f"chips must be at least 1, got {chips}")
+    if chips > chips_per_domain and chips % chips_per_domain:
+        raise RooflineError(f"chips ({chips}) must be a multiple of the scale-up domain size "
+                            f"({chips_per_domain})")
+    return System(chip, min(chips, chips_per_domain), max(1, chips // chips_per_domain))
