@@ -50,6 +50,8 @@ from .report import (
     estimate_text,
     extra_text,
     jsonable,
+    mfu_text,
+    model_text,
     table,
     what_if_text,
 )
@@ -412,6 +414,48 @@ def _cmd_critical_dim(args: argparse.Namespace) -> None:
     _emit(data, args.json, text)
 
 
+def _cmd_model(args: argparse.Namespace) -> None:
+    from .models import Parallel, Precision, analyze, decode, list_models, load_model, prefill
+    from .models import train as train_phase
+    from .models.params import param_counts
+
+    if args.model == "list":
+        rows, data = [], []
+        for name in list_models():
+            spec = load_model(name)
+            counts = param_counts(spec)
+            rows.append([name, spec.model_type, f"{counts.total / 1e9:.3g}B",
+                         f"{counts.active / 1e9:.3g}B" if counts.active < counts.total else "-",
+                         str(spec.layers), str(spec.hidden)])
+            data.append({"id": name, "model_type": spec.model_type, "params": counts.total,
+                         "active_params": counts.active, "source": spec.source})
+        _emit({"models": data}, args.json, table(["id", "type", "params", "active", "layers",
+                                                  "hidden"], rows))
+        return
+    if args.phase == "decode":
+        phase = decode(args.batch, args.context, args.k)
+    elif args.phase == "prefill":
+        phase = prefill(args.batch, args.prompt_len)
+    else:
+        phase = train_phase(args.batch, args.seq_len or args.prompt_len, args.recompute)
+    par = Parallel(tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep, cp=args.cp,
+                   microbatches=args.microbatches, fsdp=args.fsdp)
+    prec = Precision(weights=args.weight_dtype or args.dtype, activations=args.dtype,
+                     kv_cache=args.kv_dtype)
+    result = analyze(args.model, args.hw, phase, par, prec, impl=args.impl)
+    _emit(result.to_dict(), args.json, model_text(result, explain=args.explain))
+
+
+def _cmd_mfu(args: argparse.Namespace) -> None:
+    from .models.mfu import mfu
+
+    r = mfu(args.params, args.tokens_per_step, args.step_time_s, args.gpus, args.hw,
+            args.dtype, args.layers, args.hidden, args.seq_len, args.recompute)
+    if r.warning and not args.json:
+        print(f"roofline: warning: {r.warning}", file=sys.stderr)
+    _emit(vars(r), args.json, mfu_text(r))
+
+
 def _cmd_quant_table(args: argparse.Namespace) -> None:
     chip = load_chip(args.hw)
     rows = quant_table(chip, args.k, args.n)
@@ -481,6 +525,51 @@ def build_parser() -> argparse.ArgumentParser:
     cd.add_argument("--json", action="store_true", help="print one JSON object")
     cd.add_argument("--explain", action="store_true", help="print the derivation")
     cd.set_defaults(func=_cmd_critical_dim)
+    mp = sub.add_parser("model", help="bound a transformer's prefill / decode / training step",
+                        description="Bound one step of a model (catalog id, config.json, model "
+                        "directory or Hub id) on one chip; `roofline model list` shows the "
+                        "catalog.")
+    mp.add_argument("model", help="catalog id, config.json path, model directory, Hub id, or "
+                    "'list'")
+    mp.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
+    mp.add_argument("--phase", default="decode", choices=["prefill", "decode", "train"])
+    count = {"count": _typed(parse_count, "value")}
+    mp.add_argument("--batch", type=count["count"], default=1, help="sequences per step")
+    mp.add_argument("--prompt-len", type=count["count"], default=2048, help="prefill tokens")
+    mp.add_argument("--seq-len", type=count["count"], help="training sequence length")
+    mp.add_argument("--context", type=count["count"], default=4096,
+                    help="decode: tokens already in the KV cache")
+    mp.add_argument("--k", type=count["count"], default=1,
+                    help="decode: new tokens per step (speculative decoding)")
+    for name, text in [("tp", "tensor"), ("pp", "pipeline"), ("dp", "data"), ("ep", "expert"),
+                       ("cp", "context")]:
+        mp.add_argument(f"--{name}", type=count["count"], default=1, help=f"{text} parallel")
+    mp.add_argument("--microbatches", type=count["count"], default=1,
+                    help="pipeline micro-batches (bubble (m + pp - 1)/m)")
+    mp.add_argument("--fsdp", action="store_true", help="training: shard weights over dp")
+    mp.add_argument("--recompute", action="store_true", help="training: full recomputation")
+    mp.add_argument("--dtype", default="bf16", help="activation / compute dtype")
+    mp.add_argument("--weight-dtype", help="weights (e.g. int4-g128, fp8; default --dtype)")
+    mp.add_argument("--kv-dtype", help="KV cache dtype (default --dtype)")
+    mp.add_argument("--impl", default="flash", choices=IMPLEMENTATIONS, help="attention kernel")
+    mp.add_argument("--json", action="store_true", help="print one JSON object")
+    mp.add_argument("--explain", action="store_true", help="every op, not just every layer")
+    mp.set_defaults(func=_cmd_model)
+
+    mf = sub.add_parser("mfu", help="MFU / HFU of a measured training step")
+    mf.add_argument("--params", type=float, required=True, help="model parameters (e.g. 70e9)")
+    mf.add_argument("--tokens-per-step", type=float, required=True, dest="tokens_per_step")
+    mf.add_argument("--step-time-s", type=float, required=True, dest="step_time_s")
+    mf.add_argument("--gpus", type=count["count"], required=True, help="chips in the job")
+    mf.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
+    mf.add_argument("--dtype", default="bf16", help="dtype whose dense peak applies")
+    mf.add_argument("--layers", type=count["count"])
+    mf.add_argument("--hidden", type=count["count"])
+    mf.add_argument("--seq-len", type=count["count"], dest="seq_len")
+    mf.add_argument("--recompute", action="store_true", help="full activation recomputation")
+    mf.add_argument("--json", action="store_true", help="print one JSON object")
+    mf.set_defaults(func=_cmd_mfu)
+
     _solver_parser(sub, "quant-table", "bytes per parameter, peak and critical batch per "
                    "quantization scheme", _cmd_quant_table)
     return p

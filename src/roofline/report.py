@@ -228,3 +228,70 @@ def chip_dict(chip: Chip) -> dict[str, Any]:
     data = asdict(chip)
     data["ridge"] = {dt: {r: chip.ridge(dt, r) for r in resources} for dt in chip.peaks}
     return jsonable(data)
+
+
+def model_text(a: Any, explain: bool = False) -> str:
+    """Human view of a ModelAnalysis: per-layer (or, with explain, per-op) table, totals,
+    memory footprint."""
+    from .units import format_time as ft
+
+    p = a.phase
+    par = a.parallel
+    head = (f"{a.model} ({a.params_total / 1e9:.3g}B params"
+            + (f", {a.params_active / 1e9:.3g}B active" if a.params_active < a.params_total
+               else "") + f") on {a.hardware}, {p.kind}: batch {p.batch}, "
+            + (f"{p.q_len} new token(s) per sequence, context {p.kv_len}" if p.kind == "decode"
+               else f"{p.q_len} tokens per sequence")
+            + f"; tp {par.tp} pp {par.pp} dp {par.dp} ep {par.ep} cp {par.cp}"
+            + f"; weights {a.precision.weights}, activations {a.precision.activations}, "
+            f"KV {a.precision.kv}")
+    if explain:
+        rows = [[f"{op.group}: {op.name}", f"{op.count:g}", format_si(op.flops),
+                 format_bytes(op.hbm_bytes), "-" if not math.isfinite(op.intensity)
+                 else f"{op.intensity:.3g}", ft(op.t_lower_s), op.bound,
+                 f"{100 * op.share:.1f}%"] for op in a.ops]
+        body = table(["op (per chip, all layers)", "count", "FLOPs", "HBM bytes", "FLOP/B",
+                      "t_lower", "bound", "share"], rows)
+    else:
+        rows = [[lay.group, f"{lay.count:g}", format_si(lay.flops), format_bytes(lay.hbm_bytes),
+                 ft(lay.t_lower_s), lay.bound, f"{100 * lay.share:.1f}%"] for lay in a.layers]
+        rows += [[f"model: {op.name}", f"{op.count:g}", format_si(op.flops),
+                  format_bytes(op.hbm_bytes), ft(op.t_lower_s), op.bound,
+                  f"{100 * op.share:.1f}%"] for op in a.ops if op.group == "model"]
+        body = table(["layer (per chip)", "count", "FLOPs/layer", "HBM/layer", "t/layer",
+                      "bound", "share"], rows)
+    m = a.memory
+    lines = [head, "", body, "",
+             f"step t_lower = {ft(a.t_lower_s)} (ops in sequence, each at its own roof), "
+             f"t_upper = {ft(a.t_upper_s)}, full-overlap floor = {ft(a.t_floor_s)}; "
+             f"bound: {a.bound}"]
+    if p.kind == "prefill":
+        lines.append(f"TTFT >= {ft(a.t_lower_s)}")
+    elif p.kind == "decode":
+        lines.append(f"TPOT >= {ft(a.t_lower_s)}; <= {format_si(a.tokens_per_s)} tokens/s "
+                     f"across the batch; weight GEMMs turn compute-bound at batch "
+                     f"{a.decode_compute_bound_batch:.4g}")
+    else:
+        lines.append(f"step >= {ft(a.t_lower_s)}; <= {format_si(a.tokens_per_s)} tokens/s")
+    lines.append(f"at the bound: MFU {100 * a.mfu:.1f}%, HFU {100 * a.hfu:.1f}%, "
+                 f"HBM bandwidth {100 * a.hbm_utilization:.1f}%")
+    fit = "fits" if m.fits else "DOES NOT FIT"
+    lines += ["", f"memory per chip: weights {format_bytes(m.weights_bytes)}, KV cache "
+              f"{format_bytes(m.kv_cache_bytes)} ({format_bytes(m.kv_bytes_per_token)}/token), "
+              f"activations ~{format_bytes(m.activations_bytes)}, optimizer "
+              f"{format_bytes(m.optimizer_bytes)}: total {format_bytes(m.total_bytes)} of "
+              f"{format_bytes(m.capacity_bytes)}: {fit}",
+              f"largest batch that fits: {m.max_batch:g}"
+              + ("" if m.max_context is None else f"; longest context at this batch: "
+                 f"{m.max_context:g}")]
+    return "\n".join(lines)
+
+
+def mfu_text(r: Any) -> str:
+    lines = [f"model FLOPs per step {format_si(r.model_flops)} (attention "
+             f"{format_si(r.attention_flops)}), achieved {format_si(r.achieved_flops_per_s)}"
+             f"FLOP/s of {format_si(r.peak_flops_per_s)}FLOP/s dense peak",
+             f"MFU {100 * r.mfu:.1f}%  HFU {100 * r.hfu:.1f}%"]
+    if r.warning:
+        lines.append(f"warning: {r.warning}")
+    return "\n".join(lines)

@@ -1,0 +1,33 @@
+"""Transformer models: Hugging Face configs in, per-chip step bounds out."""
+
+from .analysis import LayerResult, ModelAnalysis, OpResult, analyze
+from .catalog import list_models, load_model
+from .graph import Parallel, Phase, Precision, decode, prefill, train
+from .memory import MemoryFootprint, footprint, kv_bytes_per_token, local_params
+from .params import ParamCount, param_counts
+from .spec import MLA, ModelSpec, MoE, parse_config
+
+__all__ = [
+           "MLA",
+           "LayerResult",
+           "MemoryFootprint",
+           "MoE",
+           "ModelAnalysis",
+           "ModelSpec",
+           "OpResult",
+           "Parallel",
+           "ParamCount",
+           "Phase",
+           "Precision",
+           "analyze",
+           "decode",
+           "footprint",
+           "kv_bytes_per_token",
+           "list_models",
+           "load_model",
+           "local_params",
+           "param_counts",
+           "parse_config",
+           "prefill",
+           "train",
+]

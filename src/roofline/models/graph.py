@@ -1,0 +1,389 @@
+"""One graph builder for every phase: a ModelSpec becomes per-chip op Costs.
+
+Prefill, decode and training are the same layers with different parameters (DESIGN §2):
+
+    phase     tokens per sequence (q_len)   keys per sequence (kv_len)   work factor
+    prefill   prompt length L               L                            1 (forward)
+    decode    k (1, or k speculative)       context + k                  1
+    train     sequence length S             S                            3 = forward + backward
+                                                                         (4 with recompute)
+
+Training counts the backward pass as twice the forward (dX and dW for every matmul: the
+"6·N per token" convention) for FLOPs, bytes and the TP collectives alike; full activation
+recomputation re-runs the forward once more (HFU counts it, MFU does not).
+
+Parallelism (all costs per chip): TP splits heads and MLP columns (two all-reduces per
+layer forward); PP gives each chip layers / pp of the layers, with a bubble of
+(m + pp − 1)/m for m micro-batches; DP splits the batch (training adds a gradient
+all-reduce, or FSDP's all-gathers and reduce-scatter); EP spreads the routed experts, with an
+all-to-all to dispatch tokens and one to combine them; CP splits the sequence, each chip
+attending its queries against all keys after an all-gather of K/V. Ranks are laid out TP
+innermost, then CP, DP (EP inside DP), PP outermost; a group whose members share a scale-up
+domain uses that link, one spread over domains uses scale-out (hierarchically if part of it
+shares a domain).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..cost import Cost
+from ..dtypes import dtype as lookup_dtype
+from ..errors import RooflineError
+from ..hardware import Chip
+from ..ops.attention import attention, mla_attention
+from ..ops.collectives import collective
+from ..ops.elementwise import elementwise
+from ..ops.embedding import embedding_lookup
+from ..ops.matmul import matmul
+from ..ops.moe import batched_matmul, grouped_matmul
+from ..ops.optimizer import adam_update
+from .spec import ModelSpec
+
+PHASES = ("prefill", "decode", "train")
+
+
+@dataclass(frozen=True)
+class Phase:
+    kind: str
+    batch: int  # sequences in the step (all DP replicas together)
+    q_len: int  # new tokens per sequence
+    kv_len: int  # keys each new token can see (context including the new tokens)
+    recompute: bool = False
+
+    @property
+    def work_factor(self) -> float:
+        """Forward passes' worth of work: 1 for inference, 3 for training (+1 recompute)."""
+        return 1.0 if self.kind != "train" else 3.0 + (1.0 if self.recompute else 0.0)
+
+
+def prefill(batch: int, prompt_len: int) -> Phase:
+    return Phase("prefill", batch, prompt_len, prompt_len)
+
+
+def decode(batch: int, context: int, k: int = 1) -> Phase:
+    """One decode step: k new tokens per sequence (k > 1: speculative decoding / MTP)."""
+    return Phase("decode", batch, k, context + k)
+
+
+def train(batch: int, seq_len: int, recompute: bool = False) -> Phase:
+    return Phase("train", batch, seq_len, seq_len, recompute)
+
+
+@dataclass(frozen=True)
+class Parallel:
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+    cp: int = 1
+    microbatches: int = 1
+    fsdp: bool = False
+
+    @property
+    def chips(self) -> int:
+        return self.tp * self.pp * self.dp * self.cp
+
+
+@dataclass(frozen=True)
+class Precision:
+    weights: str = "bf16"
+    activations: str = "bf16"  # also the compute dtype
+    kv_cache: str | None = None  # default: activations
+    grads: str = "bf16"
+
+    @property
+    def kv(self) -> str:
+        return self.kv_cache or self.activations
+
+
+@dataclass(frozen=True)
+class OpCost:
+    group: str  # e.g. "dense layer" / "moe layer (window)"; "model" for once-per-step ops
+    name: str
+    count: float  # occurrences per step on this chip (layers of this kind on this chip)
+    cost: Cost  # per occurrence, per chip, work factor applied
+    model_flops: float = 0.0  # useful FLOPs per occurrence (no recompute): for MFU
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Which link each parallel group sits on, for a given chip's scale-up domain."""
+
+    domain: int  # chips per scale-up domain (1 when the chip has no scale-up link)
+    links: dict[str, tuple[str, int | None]] = field(default_factory=dict)
+
+    def comm(self, kind: str, nbytes: Any, group: str, ranks: int) -> Cost:
+        link, domain_size = self.links[group]
+        return collective(kind, nbytes, ranks, "ring", link, domain_size)
+
+
+def place(parallel: Parallel, chip: Chip) -> Placement:
+    up = chip.links.get("scale-up")
+    domain = (up.domain_size or 1) if up else 1
+    strides = {"tp": 1, "cp": parallel.tp, "dp": parallel.tp * parallel.cp,
+               "ep": parallel.tp * parallel.cp,
+               "pp": parallel.tp * parallel.cp * parallel.dp}
+    sizes = {"tp": parallel.tp, "cp": parallel.cp, "dp": parallel.dp, "ep": parallel.ep,
+             "pp": parallel.pp}
+    links: dict[str, tuple[str, int | None]] = {}
+    for group, stride in strides.items():
+        members_per_domain = max(1, min(sizes[group], domain // stride)) if up else 1
+        if members_per_domain >= sizes[group]:
+            links[group] = ("scale-up" if up else "scale-out", None)
+        elif members_per_domain == 1:
+            links[group] = ("scale-out", None)
+        else:  # part of the group shares a domain: hierarchical
+            links[group] = ("scale-up", members_per_domain)
+    return Placement(domain, links)
+
+
+def _check(spec: ModelSpec, phase: Phase, par: Parallel) -> None:
+    if phase.kind not in PHASES:
+        raise RooflineError(f"unknown phase {phase.kind!r} (allowed: {', '.join(PHASES)})")
+    for name in ("tp", "pp", "dp", "ep", "cp", "microbatches"):
+        if getattr(par, name) < 1:
+            raise RooflineError(f"{name} must be at least 1, got {getattr(par, name)}")
+    if spec.heads % par.tp:
+        raise RooflineError(f"tp ({par.tp}) must divide the {spec.heads} attention heads")
+    if spec.kv_heads % par.tp and par.tp % spec.kv_heads:
+        raise RooflineError(f"tp ({par.tp}) and the {spec.kv_heads} KV heads must divide one "
+                            "another")
+    if spec.layers < par.pp:
+        raise RooflineError(f"pp ({par.pp}) exceeds the {spec.layers} layers")
+    if phase.batch % par.dp:
+        raise RooflineError(f"batch ({phase.batch}) must be divisible by dp ({par.dp})")
+    if par.ep > 1 and (spec.moe is None or spec.moe.experts % par.ep):
+        raise RooflineError(f"ep ({par.ep}) needs an MoE model whose expert count it divides")
+    if par.ep > par.dp * par.tp:
+        raise RooflineError(f"ep ({par.ep}) cannot exceed dp·tp ({par.dp * par.tp}): experts "
+                            "are spread over the data- and tensor-parallel ranks")
+    if phase.q_len % par.cp:
+        raise RooflineError(f"cp ({par.cp}) must divide the {phase.q_len} tokens per sequence")
+    if phase.kind == "decode" and par.cp > 1:
+        raise RooflineError("context parallelism splits a prompt; decode has one token")
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    """Everything a layer needs, computed once."""
+
+    spec: ModelSpec
+    phase: Phase
+    par: Parallel
+    prec: Precision
+    place: Placement
+    impl: str
+    sram_bytes: float | None
+    block_q: int | None
+
+    @property
+    def seqs(self) -> float:  # sequences on this chip
+        return self.phase.batch / self.par.dp
+
+    @property
+    def q_local(self) -> float:
+        return self.phase.q_len / self.par.cp
+
+    @property
+    def tokens(self) -> float:  # tokens through this chip's layers per step
+        return self.seqs * self.q_local
+
+    @property
+    def act_bytes(self) -> float:
+        return lookup_dtype(self.prec.activations).bytes
+
+    @property
+    def heads_local(self) -> float:
+        return self.spec.heads / self.par.tp
+
+    @property
+    def kv_heads_local(self) -> float:  # fewer KV heads than TP ranks: each keeps one
+        return max(1.0, self.spec.kv_heads / self.par.tp)
+
+    def mm(self, m: float, k: float, n: float, name: str) -> Cost:
+        return matmul(m, k, n, self.prec.activations, self.prec.weights, name=name)
+
+    def tp_all_reduce(self) -> list[tuple[str, Cost]]:
+        if self.par.tp == 1:
+            return []
+        nbytes = self.tokens * self.spec.hidden * self.act_bytes
+        return [("tp all-reduce", self.place.comm("all-reduce", nbytes, "tp", self.par.tp))]
+
+
+def _attention_ops(c: _Ctx, window: int | None) -> list[tuple[str, Cost]]:
+    s, T, kv_len = c.spec, c.tokens, c.phase.kv_len
+    common: dict[str, Any] = dict(dtype=c.prec.activations, kv_dtype=c.prec.kv,
+                                  sram_bytes=c.sram_bytes, block_q=c.block_q)
+    ops: list[tuple[str, Cost]] = []
+    if c.par.cp > 1:  # ring / all-gather context parallelism: every chip needs all K/V
+        kv_bytes = c.seqs * c.phase.kv_len * _kv_elements_per_token(c) * \
+            lookup_dtype(c.prec.kv).bytes
+        ops.append(("cp k/v all-gather", c.place.comm("all-gather", kv_bytes, "cp", c.par.cp)))
+    if s.mla is None:
+        d = s.head_dim
+        ops.append(("qkv projection", c.mm(T, s.hidden, (c.heads_local + 2 * c.kv_heads_local)
+                                           * d, "qkv projection")))
+        ops.append(("attention", attention(
+            c.seqs, c.q_local, kv_len, c.heads_local, c.kv_heads_local, d, impl=_impl(c),
+            window=window, **common)))
+        ops.append(("attention output", c.mm(T, c.heads_local * d, s.hidden, "attention output")))
+        return ops
+    m = s.mla
+    qk = m.qk_nope_dim + m.qk_rope_dim
+    if m.q_lora_rank:
+        ops.append(("q down projection", c.mm(T, s.hidden, m.q_lora_rank, "q down projection")))
+        ops.append(("q up projection", c.mm(T, m.q_lora_rank, c.heads_local * qk,
+                                            "q up projection")))
+    else:
+        ops.append(("q projection", c.mm(T, s.hidden, c.heads_local * qk, "q projection")))
+    ops.append(("kv down projection", c.mm(T, s.hidden, m.kv_lora_rank + m.qk_rope_dim,
+                                           "kv down projection")))
+    mla: dict[str, Any] = dict(heads=c.heads_local, kv_lora_rank=m.kv_lora_rank,
+                               qk_rope_dim=m.qk_rope_dim, qk_nope_dim=m.qk_nope_dim,
+                               v_head_dim=m.v_head_dim, **common)
+    if c.phase.kind == "decode":  # absorbed: attention runs on the 576-wide latent cache
+        act, w = c.prec.activations, c.prec.weights
+        ops.append(("q absorb (W_UK)", batched_matmul(c.heads_local, T, m.qk_nope_dim,
+                                                      m.kv_lora_rank, act, w)))
+        ops.append(("mla attention", mla_attention(c.seqs, c.q_local, kv_len, form="absorbed",
+                                                   **mla)))
+        ops.append(("v absorb (W_UV)", batched_matmul(c.heads_local, T, m.kv_lora_rank,
+                                                      m.v_head_dim, act, w)))
+    else:  # expanded: decompress K and V per head, then ordinary attention
+        ops.append(("kv up projection", c.mm(T, m.kv_lora_rank, c.heads_local *
+                                             (m.qk_nope_dim + m.v_head_dim), "kv up projection")))
+        ops.append(("mla attention", mla_attention(c.seqs, c.q_local, kv_len, form="expanded",
+                                                   impl=_impl(c), **mla)))
+    ops.append(("attention output", c.mm(T, c.heads_local * m.v_head_dim, s.hidden,
+                                         "attention output")))
+    return ops
+
+
+def _impl(c: _Ctx) -> str:
+    return "decode" if c.phase.kind == "decode" and c.impl == "flash" else c.impl
+
+
+def _kv_elements_per_token(c: _Ctx) -> float:
+    """Cached elements per token per layer on this chip."""
+    s = c.spec
+    if s.mla:  # the latent is shared by all heads: every TP rank keeps all of it
+        return float(s.mla.kv_lora_rank + s.mla.qk_rope_dim)
+    return 2.0 * c.kv_heads_local * s.head_dim
+
+
+def _mlp_ops(c: _Ctx, moe_layer: bool) -> list[tuple[str, Cost]]:
+    s, T, act = c.spec, c.tokens, c.prec.activations
+    gate = 2 if s.gated_mlp else 1
+    kind = "swiglu" if s.gated_mlp else "gelu"
+    if not moe_layer:
+        f = s.ffn / c.par.tp
+        return [("mlp up/gate", c.mm(T, s.hidden, gate * f, "mlp up/gate")),
+                ("mlp activation", elementwise(T * f, kind, act)),
+                ("mlp down", c.mm(T, f, s.hidden, "mlp down"))]
+    m = s.moe
+    assert m is not None
+    ep, f = c.par.ep, m.expert_ffn / c.par.tp
+    group_tokens = T * ep  # the EP group's tokens; each chip serves 1/ep of the experts
+    # each routed (token, expert) copy is sent once; TP ranks hold the same tokens and split
+    # the sending between them
+    dispatch = T * m.top_k * s.hidden * c.act_bytes / c.par.tp
+    ops: list[tuple[str, Cost]] = [("router", c.mm(T, s.hidden, m.experts, "router"))]
+    if ep > 1:
+        ops.append(("ep dispatch all-to-all", c.place.comm("all-to-all", dispatch, "ep", ep)))
+    ops += [
+        ("experts up/gate", grouped_matmul(group_tokens, s.hidden, gate * f, m.experts, m.top_k,
+                                           dtype=act, weight_dtype=c.prec.weights).scaled(
+            1 / ep, "1/ep")),
+        ("experts activation", elementwise(T * m.top_k * f, kind, act)),
+        ("experts down", grouped_matmul(group_tokens, f, s.hidden, m.experts, m.top_k,
+                                        dtype=act, weight_dtype=c.prec.weights).scaled(
+            1 / ep, "1/ep")),
+    ]
+    if ep > 1:
+        ops.append(("ep combine all-to-all", c.place.comm("all-to-all", dispatch, "ep", ep)))
+    if m.shared_experts:
+        fs = m.shared_experts * m.shared_ffn / c.par.tp
+        ops += [("shared experts up/gate", c.mm(T, s.hidden, gate * fs, "shared up/gate")),
+                ("shared experts activation", elementwise(T * fs, kind, act)),
+                ("shared experts down", c.mm(T, fs, s.hidden, "shared down"))]
+    return ops
+
+
+def layer_ops(c: _Ctx, moe_layer: bool, window: int | None) -> list[tuple[str, Cost]]:
+    """One decoder layer's forward ops on this chip (pre-norm residual blocks)."""
+    s, T, act = c.spec, c.tokens, c.prec.activations
+    norm = elementwise(T * s.hidden, s.norm, act)
+    add = elementwise(T * s.hidden, "add", act)
+    return [("attention norm", norm), *_attention_ops(c, window), *c.tp_all_reduce(),
+            ("attention residual", add), ("mlp norm", norm), *_mlp_ops(c, moe_layer),
+            *c.tp_all_reduce(), ("mlp residual", add)]
+
+
+def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, chip: Chip,
+          impl: str = "flash", sram_bytes: float | None = None,
+          block_q: int | None = None) -> list[OpCost]:
+    """Every op of one step on one chip, grouped by layer kind, work factor applied."""
+    _check(spec, phase, par)
+    c = _Ctx(spec, phase, par, prec, place(par, chip), impl, sram_bytes, block_q)
+    factor = phase.work_factor
+    useful = 3.0 if phase.kind == "train" else 1.0  # model FLOPs exclude recomputation
+    kinds: dict[tuple[bool, int | None], int] = {}
+    for i in range(spec.layers):
+        key = (spec.is_moe_layer(i), spec.sliding_window if spec.uses_window(i) else None)
+        kinds[key] = kinds.get(key, 0) + 1
+    rows: list[OpCost] = []
+    for (moe_layer, window), count in kinds.items():
+        group = ("moe" if moe_layer else "dense") + " layer" + (
+            f" (window {window})" if window else "")
+        for name, cost in layer_ops(c, moe_layer, window):
+            rows.append(OpCost(group, name, count / par.pp, cost.scaled(factor, "f"),
+                               float(cost.total_flops) * useful))
+    for name, cost in _edge_ops(c):
+        rows.append(OpCost("model", name, 1 / par.pp, cost.scaled(factor, "f"),
+                           float(cost.total_flops) * useful))
+    rows += _step_ops(c)
+    return rows
+
+
+def _edge_ops(c: _Ctx) -> list[tuple[str, Cost]]:
+    """Embedding lookup, final norm and LM head (one pipeline stage each, averaged)."""
+    s, act = c.spec, c.prec.activations
+    # serving needs logits only for the newest token(s); training needs them everywhere
+    logits_tokens = c.tokens if c.phase.kind != "prefill" else c.seqs
+    return [("embedding", embedding_lookup(c.tokens, s.hidden, c.prec.weights, act)),
+            ("final norm", elementwise(logits_tokens * s.hidden, s.norm, act)),
+            ("lm head", c.mm(logits_tokens, s.hidden, s.vocab / c.par.tp, "lm head"))]
+
+
+def _step_ops(c: _Ctx) -> list[OpCost]:
+    """Once-per-step communication and updates: PP hand-offs, gradient sync, optimizer."""
+    rows: list[OpCost] = []
+    passes = 2.0 if c.phase.kind == "train" else 1.0  # activations forward, gradients back
+    if c.par.pp > 1:
+        nbytes = c.tokens * c.spec.hidden * c.act_bytes / c.par.microbatches
+        link, _ = c.place.links["pp"]
+        hop = collective("send-recv", nbytes, 2, link=link)
+        rows.append(OpCost("model", "pp send/recv", passes * c.par.microbatches, hop))
+    if c.phase.kind != "train":
+        return rows
+    from .memory import local_params  # memory imports graph's dataclasses, not the reverse
+
+    params = local_params(c.spec, c.par)
+    grad_bytes = params * lookup_dtype(c.prec.grads).bytes
+    if c.par.dp > 1:
+        if c.par.fsdp:  # ZeRO-3: gather weights for forward and backward, scatter gradients
+            w = params * lookup_dtype(c.prec.weights).bytes
+            rows += [OpCost("model", "fsdp weight all-gather",
+                            2 + (1 if c.phase.recompute else 0),
+                            c.place.comm("all-gather", w, "dp", c.par.dp)),
+                     OpCost("model", "fsdp gradient reduce-scatter", 1,
+                            c.place.comm("reduce-scatter", grad_bytes, "dp", c.par.dp))]
+        else:
+            rows.append(OpCost("model", "dp gradient all-reduce", 1,
+                               c.place.comm("all-reduce", grad_bytes, "dp", c.par.dp)))
+    shard = params / (c.par.dp if c.par.fsdp else 1)
+    rows.append(OpCost("model", "optimizer (adam)", 1, adam_update(shard, grad_dtype=c.prec.grads,
+                                                                   weight_dtype=c.prec.weights)))
+    return rows

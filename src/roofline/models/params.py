@@ -1,0 +1,85 @@
+"""Parameter counts of a ModelSpec: total, active per token (MoE), and by part.
+
+Counting follows the Hugging Face checkpoints: embeddings included, a tied LM head counted
+once, norms and biases included, DeepSeek's multi-token-prediction module excluded (the
+published 671B is the main model).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .spec import ModelSpec
+
+
+@dataclass(frozen=True)
+class LayerParams:
+    attention: float
+    mlp_dense: float  # the dense MLP, or the always-on shared experts of an MoE layer
+    experts: float  # all routed experts of the layer
+    expert_active: float  # the top_k experts one token uses
+    router: float
+    norms: float
+
+    @property
+    def total(self) -> float:
+        return self.attention + self.mlp_dense + self.experts + self.router + self.norms
+
+    @property
+    def active(self) -> float:
+        return self.attention + self.mlp_dense + self.expert_active + self.router + self.norms
+
+
+@dataclass(frozen=True)
+class ParamCount:
+    total: float
+    active: float
+    embedding: float  # token (+ position) embedding
+    lm_head: float  # 0 when tied
+    layers: tuple[LayerParams, ...]
+
+
+def _mlp(spec: ModelSpec, width: int) -> float:
+    matrices = 3 if spec.gated_mlp else 2
+    bias = width + spec.hidden if spec.bias == "all" else 0
+    return matrices * spec.hidden * width + bias
+
+
+def attention_params(spec: ModelSpec) -> float:
+    h, H, d = spec.hidden, spec.heads, spec.head_dim
+    if spec.mla:
+        m = spec.mla
+        qk = m.qk_nope_dim + m.qk_rope_dim
+        q = (h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * H * qk if m.q_lora_rank
+             else h * H * qk)
+        kv = h * (m.kv_lora_rank + m.qk_rope_dim) + m.kv_lora_rank \
+            + m.kv_lora_rank * H * (m.qk_nope_dim + m.v_head_dim)
+        return q + kv + H * m.v_head_dim * h
+    qkv = h * (H + 2 * spec.kv_heads) * d
+    out = H * d * h
+    bias = {"none": 0, "qkv": (H + 2 * spec.kv_heads) * d,
+            "all": (H + 2 * spec.kv_heads) * d + h}[spec.bias]
+    return qkv + out + bias + (2 * d if spec.qk_norm else 0)
+
+
+def layer_params(spec: ModelSpec, i: int) -> LayerParams:
+    norm_size = spec.hidden * (2 if spec.norm == "layernorm" else 1)
+    norms = (2 + spec.extra_norms) * norm_size
+    attn = attention_params(spec)
+    m = spec.moe
+    if m is None or not spec.is_moe_layer(i):
+        return LayerParams(attn, _mlp(spec, spec.ffn), 0.0, 0.0, 0.0, norms)
+    one_expert = _mlp(spec, m.expert_ffn)
+    return LayerParams(attn, m.shared_experts * _mlp(spec, m.shared_ffn), m.experts * one_expert,
+                       m.top_k * one_expert, spec.hidden * m.experts, norms)
+
+
+def param_counts(spec: ModelSpec) -> ParamCount:
+    layers = tuple(layer_params(spec, i) for i in range(spec.layers))
+    embedding = spec.vocab * spec.hidden + spec.learned_positions * spec.hidden
+    lm_head = 0.0 if spec.tied_embeddings else spec.vocab * spec.hidden
+    final_norm = spec.hidden * (2 if spec.norm == "layernorm" else 1)
+    fixed = embedding + lm_head + final_norm
+    return ParamCount(total=fixed + sum(p.total for p in layers),
+                      active=fixed + sum(p.active for p in layers),
+                      embedding=embedding, lm_head=lm_head, layers=layers)

@@ -1,0 +1,220 @@
+"""A transformer's architecture in one normalised record, read from a Hugging Face config.json.
+
+Only the shapes that set FLOPs and bytes are kept. Every supported `model_type` maps its
+config keys onto the same fields, so the graph builder never looks at a raw config. The
+config is data: it is parsed as JSON, validated field by field, never executed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import RooflineError
+
+
+@dataclass(frozen=True)
+class MoE:
+    """Routed experts (plus always-on shared experts) replacing the dense MLP in some layers."""
+
+    experts: int
+    top_k: int
+    expert_ffn: int
+    shared_experts: int = 0
+    shared_ffn: int = 0
+    first_dense_layers: int = 0  # DeepSeek: the first k layers keep a dense MLP
+    every: int = 1  # an MoE layer every `every` layers (after the dense ones)
+
+
+@dataclass(frozen=True)
+class MLA:
+    """DeepSeek multi-head latent attention: low-rank K/V (and optionally Q) projections."""
+
+    kv_lora_rank: int
+    qk_rope_dim: int
+    qk_nope_dim: int
+    v_head_dim: int
+    q_lora_rank: int | None = None
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    model_type: str
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    ffn: int
+    vocab: int
+    gated_mlp: bool = True  # SwiGLU / GeGLU: gate, up, down
+    tied_embeddings: bool = False
+    learned_positions: int = 0  # GPT-2 / OPT absolute position table size
+    norm: str = "rmsnorm"  # or layernorm (has a bias)
+    bias: str = "none"  # none | qkv (Qwen2) | all (GPT-2, OPT)
+    qk_norm: bool = False  # Qwen3: RMSNorm on q and k per head
+    sliding_window: int | None = None
+    sliding_layers: tuple[bool, ...] = ()  # per layer: True where the window applies
+    moe: MoE | None = None
+    mla: MLA | None = None
+    max_context: int | None = None
+    source: str = ""
+    extra_norms: int = 0  # Gemma 2/3: pre- and post- norms around each block (2 more)
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def is_moe_layer(self, i: int) -> bool:
+        m = self.moe
+        return m is not None and i >= m.first_dense_layers and \
+            (i - m.first_dense_layers) % m.every == 0
+
+    def uses_window(self, i: int) -> bool:
+        return self.sliding_window is not None and (not self.sliding_layers
+                                                     or self.sliding_layers[i])
+
+
+SUPPORTED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma",
+             "gemma2", "gemma3_text", "gemma3", "deepseek_v2", "deepseek_v3", "gpt2", "opt",
+             "phi3")
+
+
+class _Config:
+    """Typed reads from a config dict; errors name the file and the key."""
+
+    def __init__(self, data: dict[str, Any], origin: str) -> None:
+        self.data, self.origin = data, origin
+
+    def error(self, key: str, message: str) -> RooflineError:
+        return RooflineError(f"{self.origin}: field '{key}': {message}")
+
+    def integer(self, *keys: str, default: int | None = None) -> int:
+        for key in keys:
+            value = self.data.get(key)
+            if value is not None:
+                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                    raise self.error(key, f"must be a positive integer, got {value!r}")
+                return value
+        if default is None:
+            raise self.error(keys[0], "required")
+        return default
+
+    def opt_int(self, key: str) -> int | None:
+        return self.integer(key) if self.data.get(key) is not None else None
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.data.get(key, default)
+        if not isinstance(value, bool):
+            raise self.error(key, f"must be true or false, got {value!r}")
+        return value
+
+
+def parse_config(data: Any, name: str, origin: str) -> ModelSpec:
+    """Validate a Hugging Face config dict and normalise it into a ModelSpec."""
+    if not isinstance(data, dict):
+        raise RooflineError(f"{origin}: a config.json must hold a JSON object")
+    if isinstance(data.get("text_config"), dict):  # multimodal wrappers (Gemma 3): the LM part
+        data = {**data["text_config"], "model_type": data["text_config"].get(
+            "model_type", data.get("model_type"))}
+    model_type = data.get("model_type")
+    if model_type not in SUPPORTED:
+        raise RooflineError(f"{origin}: unsupported model_type {model_type!r} (supported: "
+                            f"{', '.join(SUPPORTED)})")
+    c = _Config(data, origin)
+    if model_type in ("gpt2",):
+        return _gpt2(c, name)
+    if model_type == "opt":
+        return _opt(c, name)
+
+    hidden = c.integer("hidden_size")
+    heads = c.integer("num_attention_heads")
+    layers = c.integer("num_hidden_layers")
+    common: dict[str, Any] = dict(
+        name=name, model_type=model_type, hidden=hidden, layers=layers, heads=heads,
+        kv_heads=c.integer("num_key_value_heads", default=heads),
+        head_dim=c.integer("head_dim", default=hidden // heads),
+        ffn=c.integer("intermediate_size"), vocab=c.integer("vocab_size"),
+        tied_embeddings=c.flag("tie_word_embeddings", model_type.startswith("gemma")),
+        max_context=c.opt_int("max_position_embeddings"), source=str(data.get("_source", "")),
+    )
+    if model_type in ("qwen2", "qwen2_moe"):
+        common["bias"] = "qkv"
+    if model_type in ("qwen3", "qwen3_moe", "gemma3_text", "gemma3"):
+        common["qk_norm"] = True
+    if model_type.startswith("gemma") and model_type != "gemma":
+        common["extra_norms"] = 2
+
+    window = _window(c, model_type, layers)
+    if window:
+        common["sliding_window"], common["sliding_layers"] = window
+    moe = _moe(c, model_type)
+    if moe:
+        common["moe"] = moe
+    if model_type in ("deepseek_v2", "deepseek_v3"):
+        common["mla"] = MLA(kv_lora_rank=c.integer("kv_lora_rank"),
+                            qk_rope_dim=c.integer("qk_rope_head_dim"),
+                            qk_nope_dim=c.integer("qk_nope_head_dim"),
+                            v_head_dim=c.integer("v_head_dim"),
+                            q_lora_rank=c.opt_int("q_lora_rank"))
+        common["head_dim"] = c.integer("qk_nope_head_dim") + c.integer("qk_rope_head_dim")
+        common["kv_heads"] = heads  # expanded form: every head has its own K and V
+    return ModelSpec(**common)
+
+
+def _window(c: _Config, model_type: str, layers: int) -> tuple[int, tuple[bool, ...]] | None:
+    window = c.data.get("sliding_window")
+    if window is None or (model_type.startswith("qwen") and not c.flag("use_sliding_window",
+                                                                         False)):
+        return None
+    size = c.integer("sliding_window")
+    if model_type == "gemma2":  # local and global layers alternate, local first
+        return size, tuple(i % 2 == 0 for i in range(layers))
+    if model_type in ("gemma3_text", "gemma3"):  # 5 local : 1 global
+        pattern = c.integer("sliding_window_pattern", default=6)
+        return size, tuple((i + 1) % pattern != 0 for i in range(layers))
+    return size, ()  # Mistral, Phi-3: every layer
+
+
+def _moe(c: _Config, model_type: str) -> MoE | None:
+    if model_type == "mixtral":
+        return MoE(c.integer("num_local_experts"), c.integer("num_experts_per_tok"), c.integer(
+            "intermediate_size"))
+    if model_type in ("qwen2_moe", "qwen3_moe"):
+        shared = c.opt_int("shared_expert_intermediate_size")
+        return MoE(c.integer("num_experts"), c.integer("num_experts_per_tok"),
+                   c.integer("moe_intermediate_size"), 1 if shared else 0, shared or 0,
+                   every=c.integer("decoder_sparse_step", default=1))
+    if model_type in ("deepseek_v2", "deepseek_v3"):
+        shared = c.integer("n_shared_experts", default=1)
+        return MoE(c.integer("n_routed_experts"), c.integer("num_experts_per_tok"),
+                   c.integer("moe_intermediate_size"), shared, c.integer("moe_intermediate_size"),
+                   first_dense_layers=c.integer("first_k_dense_replace", default=1),
+                   every=c.integer("moe_layer_freq", default=1))
+    return None
+
+
+def _gpt2(c: _Config, name: str) -> ModelSpec:
+    hidden = c.integer("n_embd")
+    heads = c.integer("n_head")
+    return ModelSpec(
+        name=name, model_type="gpt2", hidden=hidden, layers=c.integer("n_layer"), heads=heads,
+        kv_heads=heads, head_dim=hidden // heads, ffn=c.integer("n_inner", default=4 * hidden),
+        vocab=c.integer("vocab_size"), gated_mlp=False, tied_embeddings=True,
+        learned_positions=c.integer("n_positions"), norm="layernorm", bias="all",
+        max_context=c.integer("n_positions"), source=str(c.data.get("_source", "")))
+
+
+def _opt(c: _Config, name: str) -> ModelSpec:
+    hidden = c.integer("hidden_size")
+    heads = c.integer("num_attention_heads")
+    if c.integer("word_embed_proj_dim", default=hidden) != hidden:
+        raise c.error("word_embed_proj_dim", "OPT with a projected embedding (opt-350m) is "
+                      "not supported")
+    positions = c.integer("max_position_embeddings")
+    return ModelSpec(
+        name=name, model_type="opt", hidden=hidden, layers=c.integer("num_hidden_layers"),
+        heads=heads, kv_heads=heads, head_dim=hidden // heads, ffn=c.integer("ffn_dim"),
+        vocab=c.integer("vocab_size"), gated_mlp=False,
+        tied_embeddings=c.flag("tie_word_embeddings", True),
+        learned_positions=positions + 2,  # OPT's position table carries an offset of 2
+        norm="layernorm", bias="all", max_context=positions,
+        source=str(c.data.get("_source", "")))

@@ -1,0 +1,30 @@
+"""The optimizer step: mixed-precision Adam(W) over the parameters a chip owns.
+
+Per parameter it reads the fp32 master weight, the two fp32 moments and the gradient, and
+writes the master weight, both moments and the low-precision weight copy:
+bytes = P·(3·s_state + s_g + 3·s_state + s_w) = 28 B per parameter with fp32 states and bf16
+gradients and weights. FLOPs ≈ 12 per parameter (moment updates, bias correction, the
+sqrt-divide, weight decay), counted at the fp32 peak.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..cost import Cost
+from ..derivation import Sym, Term
+from ..dtypes import dtype as lookup_dtype
+from ._common import size
+
+ADAM_FLOPS_PER_PARAM = 12.0
+
+
+def adam_update(params: Any, state_dtype: str = "fp32", grad_dtype: str = "bf16",
+                weight_dtype: str = "bf16") -> Cost:
+    P = size("P", params, "params")
+    s = Sym("s_state", lookup_dtype(state_dtype).bytes)
+    hbm = P * (6 * s + Sym("s_g", lookup_dtype(grad_dtype).bytes)
+               + Sym("s_w", lookup_dtype(weight_dtype).bytes))
+    flops = Sym("c", ADAM_FLOPS_PER_PARAM) * P
+    return Cost(flops={lookup_dtype(state_dtype).peak: flops.value}, bytes={"hbm": hbm.value},
+                terms=(Term("FLOPs", flops), Term("HBM bytes", hbm)), name="adam update")

@@ -1,0 +1,260 @@
+"""Model analysis: configs, parameter counts, the one graph builder, memory, MFU."""
+
+import json
+
+import numpy as np
+import pytest
+
+from roofline import RooflineError, load_chip
+from roofline.models import (
+    Parallel,
+    Precision,
+    analyze,
+    decode,
+    kv_bytes_per_token,
+    list_models,
+    load_model,
+    param_counts,
+    prefill,
+    train,
+)
+from roofline.models.mfu import mfu
+
+H100 = load_chip("h100")
+
+# Published parameter counts (model cards / papers): total and, for MoE, active per token.
+PUBLISHED = {
+    "llama-2-7b": (6.74e9, None), "llama-2-70b": (68.98e9, None),  # Llama 2 paper / HF
+    "llama-3-8b": (8.03e9, None), "llama-3-70b": (70.55e9, None),  # HF model cards
+    "llama-3.1-405b": (405.85e9, None), "mistral-7b": (7.24e9, None),
+    "mixtral-8x7b": (46.7e9, 12.9e9),  # Mixtral paper: 47B total, 13B active
+    "qwen2.5-7b": (7.61e9, None), "qwen2.5-72b": (72.7e9, None),  # Qwen2.5 cards
+    "qwen3-30b-a3b": (30.5e9, 3.3e9), "qwen3-8b": (8.2e9, None),  # Qwen3 cards
+    "deepseek-v3": (671e9, 37e9),  # DeepSeek-V3 report (main model, MTP excluded)
+    "gemma-2-9b": (9.24e9, None), "gpt2": (124.4e6, None), "opt-6.7b": (6.66e9, None),
+    "phi-3-mini": (3.82e9, None),
+}
+
+
+def test_catalog_complete():
+    assert set(PUBLISHED) == set(list_models())
+
+
+@pytest.mark.parametrize(("name", "counts"), PUBLISHED.items())
+def test_parameter_counts_match_published(name, counts):
+    total, active = counts
+    p = param_counts(load_model(name))
+    assert p.total == pytest.approx(total, rel=0.01)
+    assert p.active == pytest.approx(active or total, rel=0.02 if active else 0.01)
+
+
+# --- seed 003 §3.3: 70B in bf16 on one H100 ---------------------------------------------------
+
+
+def test_70b_decode_reads_140gb_and_tpot_42ms():
+    a = analyze("llama-3-70b", "h100", decode(batch=1, context=1))
+    assert a.bytes["hbm"] == pytest.approx(140e9, rel=0.01)
+    assert a.tpot_s == pytest.approx(0.042, rel=0.02)
+    assert a.bound == "hbm"
+    assert not a.memory.fits  # 141 GB of weights do not fit in 80 GB
+
+
+def test_batch_16_weight_gemms_have_intensity_16():
+    a = analyze("llama-3-70b", "h100", decode(batch=16, context=1))
+    gemms = [op for op in a.ops if op.name in ("qkv projection", "mlp up/gate", "mlp down")]
+    for op in gemms:
+        assert op.intensity == pytest.approx(16, rel=0.02)
+
+
+def test_kv_bytes_per_token():
+    assert kv_bytes_per_token(load_model("llama-3-70b"), Parallel(), Precision()) == 327_680
+    # DeepSeek-V3: the MLA latent, 576 elements per layer per token, not 2·heads·head_dim
+    ds = load_model("deepseek-v3")
+    assert kv_bytes_per_token(ds, Parallel(), Precision()) == 576 * 61 * 2
+    assert kv_bytes_per_token(ds, Parallel(tp=8), Precision(kv_cache="fp8")) == 576 * 61
+
+
+def test_sliding_window_caps_the_cache():
+    gemma = load_model("gemma-2-9b")  # 21 local (4096) + 21 global layers
+    full = kv_bytes_per_token(gemma, Parallel(), Precision())
+    at_32k = kv_bytes_per_token(gemma, Parallel(), Precision(), context=32768)
+    assert at_32k == pytest.approx(full * (0.5 + 0.5 * 4096 / 32768))
+    assert kv_bytes_per_token(gemma, Parallel(), Precision(), context=1024) == full
+
+
+# --- the one builder, phases as parameters ----------------------------------------------------
+
+
+def test_decode_grows_with_context_and_is_flat_in_batch_while_weight_bound():
+    ctx = [analyze("llama-3-8b", "h100", decode(8, c)).t_lower_s for c in (1024, 8192, 65536)]
+    assert ctx[0] < ctx[1] < ctx[2]
+    b1 = analyze("llama-3-8b", "h100", decode(1, 512)).t_lower_s
+    b8 = analyze("llama-3-8b", "h100", decode(8, 512)).t_lower_s
+    assert b8 == pytest.approx(b1, rel=0.06)  # weights dominate: 8 sequences cost ~the same
+
+
+def test_tp_halves_weight_bytes_and_adds_all_reduces():
+    one = analyze("llama-3-70b", "h100", decode(8, 2048), Parallel(tp=4))
+    two = analyze("llama-3-70b", "h100", decode(8, 2048), Parallel(tp=8))
+    assert two.memory.weights_bytes == pytest.approx(one.memory.weights_bytes / 2, rel=0.01)
+    assert two.link_bytes["scale-up"] > 0
+    reduces = [op for op in two.ops if op.name == "tp all-reduce"]
+    assert len(reduces) == 2 and all(op.count == 80 for op in reduces)
+    assert "scale-up" not in analyze("llama-3-70b", "h200", decode(8, 2048)).link_bytes
+
+
+def test_train_is_three_forwards_and_recompute_four():
+    fwd = analyze("llama-3-8b", "h100", prefill(4, 4096))
+    tr = analyze("llama-3-8b", "h100", train(4, 4096))
+    rc = analyze("llama-3-8b", "h100", train(4, 4096, recompute=True))
+    layer = [op.flops for op in fwd.ops if op.group != "model"]
+    assert sum(op.flops for op in tr.ops if op.group != "model") == pytest.approx(3 * sum(layer))
+    assert sum(op.flops for op in rc.ops if op.group != "model") == pytest.approx(4 * sum(layer))
+    assert rc.model_flops == pytest.approx(tr.model_flops)  # MFU ignores recomputation
+    assert rc.hfu > rc.mfu
+
+
+def test_prefill_flops_match_an_independent_count():
+    # 2·(active non-embedding params)·tokens + causal attention 4·L·H·d·pairs + lm head
+    spec = load_model("llama-3-8b")
+    batch, n = 2, 8192
+    a = analyze(spec, "h100", prefill(batch, n))
+    p = param_counts(spec)
+    body = p.active - p.embedding - p.lm_head
+    pairs = n * (n + 1) / 2
+    attention = 4 * spec.layers * spec.heads * spec.head_dim * pairs * batch
+    lm_head = 2 * spec.hidden * spec.vocab * batch  # last token's logits only
+    expected = 2 * body * batch * n + attention + lm_head
+    assert a.flops == pytest.approx(expected, rel=0.01)
+
+
+def test_moe_counts_active_experts_for_flops():
+    a = analyze("mixtral-8x7b", "h100", prefill(1, 4096))
+    p = param_counts(load_model("mixtral-8x7b"))
+    matmul_flops = 2 * (p.active - p.embedding - p.lm_head) * 4096
+    assert a.flops > matmul_flops  # + attention + elementwise
+    assert a.flops < 1.1 * matmul_flops + 4 * 32 * 4096 * 4096 * 4096 * 1.1
+
+
+def test_pipeline_bubble():
+    base = analyze("llama-3-70b", "h100", train(64, 4096), Parallel(tp=8, pp=4, dp=2,
+                                                                     microbatches=32))
+    fewer = analyze("llama-3-70b", "h100", train(64, 4096), Parallel(tp=8, pp=4, dp=2,
+                                                                      microbatches=4))
+    ratio = fewer.t_lower_s / base.t_lower_s
+    bubble = ((4 + 3) / 4) / ((32 + 3) / 32)
+    assert ratio == pytest.approx(bubble, rel=0.05)
+
+
+def test_placement_uses_scale_out_beyond_the_domain():
+    a = analyze("llama-3-70b", "h100", train(64, 4096), Parallel(tp=8, dp=8))
+    sync = [op for op in a.ops if op.name == "dp gradient all-reduce"]
+    assert sync and a.link_bytes.get("scale-out", 0) > 0  # dp ranks sit in different nodes
+
+
+def test_memory_fit_and_largest_batch():
+    a = analyze("llama-3-8b", "h100", decode(8, 8192))
+    m = a.memory
+    assert m.fits and m.weights_bytes == pytest.approx(16.06e9, rel=0.01)
+    assert m.max_batch >= 8
+    bigger = analyze("llama-3-8b", "h100", decode(int(m.max_batch) + 8, 8192))
+    assert not bigger.memory.fits
+    assert analyze("llama-3-8b", "h100", decode(int(m.max_batch), 8192)).memory.fits
+
+
+def test_to_dict_has_the_cli_keys():
+    d = analyze("qwen2.5-7b", "h100", decode(4, 1024)).to_dict()
+    for key in ["t_lower_s", "t_upper_s", "flops", "bytes", "bound", "tpot_s", "tokens_per_s",
+                "ops", "layers"]:
+        assert key in d
+    for key in ["weights_bytes", "kv_cache_bytes", "total_bytes", "capacity_bytes", "fits"]:
+        assert key in d["memory"]
+    json.dumps(d)
+    p = analyze("qwen2.5-7b", "h100", prefill(1, 1024)).to_dict()
+    assert p["ttft_s"] == p["t_lower_s"] and p["tpot_s"] is None
+
+
+def test_every_catalog_model_analyses_in_every_phase():
+    for name in list_models():
+        for phase in (prefill(2, 512), decode(2, 512), train(2, 512)):
+            a = analyze(name, "h200", phase)
+            assert 0 < a.t_lower_s <= a.t_upper_s
+            assert a.t_floor_s <= a.t_lower_s * (1 + 1e-9)
+            assert abs(sum(op.share for op in a.ops) - 1) < 1e-9
+
+
+# --- configs ---------------------------------------------------------------------------------
+
+
+def test_config_file_and_directory(tmp_path):
+    data = {"model_type": "llama", "hidden_size": 1024, "intermediate_size": 4096,
+            "num_hidden_layers": 4, "num_attention_heads": 8, "vocab_size": 1000}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    spec = load_model(str(tmp_path))
+    assert spec.kv_heads == 8 and spec.head_dim == 128
+    assert load_model(str(tmp_path / "config.json")).layers == 4
+
+
+@pytest.mark.parametrize(("data", "needle"), [
+    ({"model_type": "mamba"}, "unsupported model_type 'mamba'"),
+    ({"model_type": "llama", "hidden_size": -3}, "'hidden_size': must be a positive integer"),
+    ({"model_type": "llama", "hidden_size": 64}, "'num_attention_heads': required"),
+    ([1, 2], "must hold a JSON object"),
+])
+def test_bad_configs(tmp_path, data, needle):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(RooflineError, match=needle) as info:
+        load_model(str(path))
+    assert str(path) in str(info.value)
+
+
+def test_unknown_model_and_hub_id_without_hub():
+    with pytest.raises(RooflineError, match=r"unknown model 'llama-3-7b'.*did you mean"):
+        load_model("llama-3-7b")
+    try:
+        import huggingface_hub  # noqa: F401
+    except ImportError:
+        with pytest.raises(RooflineError, match=r"huggingface_hub is not installed"):
+            load_model("meta-llama/Llama-3.2-1B")
+
+
+@pytest.mark.parametrize(("par", "needle"), [
+    (Parallel(tp=3), "must divide the 64 attention heads"),
+    (Parallel(dp=3), "divisible by dp"),
+    (Parallel(ep=2), "needs an MoE model"),
+    (Parallel(pp=200), "exceeds the 80 layers"),
+])
+def test_bad_parallel(par, needle):
+    with pytest.raises(RooflineError, match=needle):
+        analyze("llama-3-70b", "h100", decode(4, 128), par)
+
+
+# --- MFU (seed 001 §2.8) -----------------------------------------------------------------------
+
+
+def test_seed_001_mfu_example_is_99_percent_with_a_warning():
+    r = mfu(70e9, 2048 * 4096, 7, 512, "h100")
+    assert r.model_flops == pytest.approx(3.52e18, rel=0.01)
+    assert r.mfu == pytest.approx(0.99, abs=0.01)  # not 49% (DESIGN §4 item 1)
+    assert r.warning and "implausibly high" in r.warning
+    assert mfu(70e9, 2048 * 4096, 14, 512, "h100").warning is None  # ~50% is normal
+
+
+def test_attention_term_counts_every_sequence():
+    kw = dict(params=70e9, step_time_s=10, chips=512, hw="h100", layers=80, hidden=8192)
+    one = mfu(tokens_per_step=4096 * 1024, seq_len=4096, **kw)
+    two = mfu(tokens_per_step=4096 * 2048, seq_len=4096, **kw)
+    assert two.attention_flops == pytest.approx(2 * one.attention_flops)
+    assert one.attention_flops == pytest.approx(12 * 80 * 8192 * 4096**2 * 1024)
+    longer = mfu(tokens_per_step=4096 * 1024, seq_len=8192, **kw)  # half as many sequences
+    assert longer.attention_flops == pytest.approx(2 * one.attention_flops)
+
+
+def test_mfu_over_100_percent_and_bad_input():
+    assert "exceeds 100%" in mfu(70e9, 2048 * 4096, 3, 512, "h100").warning
+    with pytest.raises(RooflineError, match="step_time_s must be positive"):
+        mfu(70e9, 1e6, 0, 8, "h100")
+    with pytest.raises(RooflineError, match="needs all of"):
+        mfu(70e9, 1e6, 1, 8, "h100", layers=80)
+    assert np.isfinite(mfu(70e9, 1e6, 1, 8, "h100", recompute=True).hfu)
