@@ -243,3 +243,50 @@ def test_critical_dim_and_sharded_matmul_cli(capsys):
     data = json.loads(out)
     assert data["bound"] == "compute"
     assert any(r["label"] == "half the TP degree" for r in data["what_if"])
+
+
+def test_model_cli(capsys):
+    code, out, _ = run(capsys, "model", "llama-3-70b", "--hw", "h100", "--phase", "decode",
+                       "--batch", "1", "--context", "1", "--json")
+    data = json.loads(out)
+    assert code == 0
+    assert data["tpot_s"] == pytest.approx(0.0415, rel=0.01) and data["bound"] == "hbm"
+    assert {"t_lower_s", "t_upper_s", "flops", "bytes", "tokens_per_s", "ops", "layers"} <= \
+        set(data)
+    assert data["memory"]["fits"] is False
+    code, out, _ = run(capsys, "model", "deepseek-v3", "--phase", "prefill", "--batch", "8",
+                       "--prompt-len", "4096", "--tp", "8", "--dp", "8", "--ep", "8", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["ttft_s"] > 0 and data["memory"]["fits"]
+    code, out, _ = run(capsys, "model", "mixtral-8x7b", "--phase", "train", "--batch", "16",
+                       "--seq-len", "4096", "--tp", "8", "--dp", "2", "--fsdp", "--recompute")
+    assert code == 0 and "MFU" in out and "step >=" in out
+    code, out, _ = run(capsys, "model", "llama-3-8b", "--weight-dtype", "int4-g128",
+                       "--kv-dtype", "fp8", "--batch", "32", "--explain")
+    assert code == 0 and "attention" in out and "lm head" in out
+    code, out, _ = run(capsys, "model", "list", "--json")
+    assert {m["id"] for m in json.loads(out)["models"]} >= {"llama-3-70b", "deepseek-v3"}
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["model", "llama-5"], "unknown model"),
+    (["model", "llama-3-70b", "--tp", "3"], "must divide"),
+    (["model", "nope/config.json"], "not found"),
+    (["model", "llama-3-8b", "--weight-dtype", "int3"], "unknown dtype"),
+    (["mfu", "--params", "70e9", "--tokens-per-step", "1e6", "--step-time-s", "0", "--gpus",
+      "8"], "step_time_s must be positive"),
+])
+def test_model_cli_bad_input(capsys, argv, needle):
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and needle in err and err.count("\n") == 1
+
+
+def test_mfu_cli(capsys):
+    code, out, err = run(capsys, "mfu", "--params", "70e9", "--tokens-per-step", "8388608",
+                         "--step-time-s", "7", "--gpus", "512", "--hw", "h100")
+    assert code == 0 and "MFU 99.4%" in out and "implausibly high" in err
+    code, out, _ = run(capsys, "mfu", "--params", "70e9", "--tokens-per-step", "8388608",
+                       "--step-time-s", "14", "--gpus", "512", "--layers", "80", "--hidden",
+                       "8192", "--seq-len", "4096", "--json")
+    data = json.loads(out)
+    assert data["warning"] is None and 0.5 < data["mfu"] < 0.6

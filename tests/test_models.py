@@ -258,3 +258,28 @@ def test_mfu_over_100_percent_and_bad_input():
     with pytest.raises(RooflineError, match="needs all of"):
         mfu(70e9, 1e6, 1, 8, "h100", layers=80)
     assert np.isfinite(mfu(70e9, 1e6, 1, 8, "h100", recompute=True).hfu)
+
+
+def test_gemma3_multimodal_config_reads_its_text_part(tmp_path):
+    data = {"model_type": "gemma3", "text_config": {
+        "model_type": "gemma3_text", "hidden_size": 2560, "intermediate_size": 10240,
+        "num_hidden_layers": 12, "num_attention_heads": 8, "num_key_value_heads": 4,
+        "head_dim": 256, "vocab_size": 262208, "sliding_window": 1024,
+        "sliding_window_pattern": 6}}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    spec = load_model(str(path))
+    assert spec.sliding_window == 1024 and spec.tied_embeddings and spec.qk_norm
+    assert [spec.uses_window(i) for i in range(6)] == [True] * 5 + [False]
+
+
+def test_to_frame_needs_pandas():
+    a = analyze("gpt2", "h100", decode(1, 128))
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        with pytest.raises(RooflineError, match="pip install pandas"):
+            a.to_frame()
+    else:
+        frame = a.to_frame()
+        assert len(frame) == len(a.ops) and "t_lower_s" in frame.columns
