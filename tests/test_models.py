@@ -283,3 +283,27 @@ def test_to_frame_needs_pandas():
     else:
         frame = a.to_frame()
         assert len(frame) == len(a.ops) and "t_lower_s" in frame.columns
+
+
+def test_vectorized_analysis_equals_scalar_point_by_point():
+    batch = np.array([1, 8, 64, 256])[:, None]
+    context = np.array([1024, 8192, 131072])[None, :]
+    grid = analyze("gemma-2-9b", "h100", decode(batch, context), Parallel(tp=2))
+    assert grid.t_lower_s.shape == (4, 3)
+    for i, b in enumerate(batch[:, 0]):
+        for j, c in enumerate(context[0]):
+            one = analyze("gemma-2-9b", "h100", decode(int(b), int(c)), Parallel(tp=2))
+            assert grid.t_lower_s[i, j] == pytest.approx(one.t_lower_s, rel=1e-12)
+            assert grid.t_upper_s[i, j] == pytest.approx(one.t_upper_s, rel=1e-12)
+            assert grid.bound[i, j] == one.bound
+            assert grid.memory.fits[i, j] == one.memory.fits
+            assert grid.memory.max_batch[i, j] == one.memory.max_batch
+            assert grid.memory.max_context[i, j] == one.memory.max_context
+            assert grid.mfu[i, j] == pytest.approx(one.mfu, rel=1e-12)
+
+
+def test_max_context_is_the_last_that_fits():
+    for name, par in [("llama-3-70b", Parallel(tp=4)), ("gemma-2-9b", Parallel())]:
+        ctx = analyze(name, "h100", decode(8, 8192), par).memory.max_context
+        assert analyze(name, "h100", decode(8, int(ctx) - 1), par).memory.fits
+        assert not analyze(name, "h100", decode(8, int(ctx) + 2), par).memory.fits

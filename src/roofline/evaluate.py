@@ -48,11 +48,17 @@ class Estimate:
     time_s: Mapping[str, Num]  # resource -> seconds
     t_lower_s: Num
     t_upper_s: Num
-    bound: Any  # str, or an array of str for array-valued costs
+    bound_index: Any  # index into time_s of the bounding resource (int or int array)
     intensity: Mapping[str, Num]  # level or link -> FLOP/byte
     ridge: Mapping[str, Num]  # level or link -> FLOP/byte at the effective compute peak
     peak_flops_per_s: Num  # effective peak: FLOPs / compute time (the dtype's peak if only one)
     attainable_flops_per_s: Num  # FLOPs / t_lower
+
+    @property
+    def bound(self) -> Any:
+        """The resource that sets t_lower: a str, or an array of str for array-valued costs
+        (built on demand: a million-point sweep need not carry a million strings)."""
+        return _out(np.asarray(list(self.time_s))[self.bound_index])
 
     @property
     def utilization(self) -> dict[str, Num]:
@@ -107,11 +113,10 @@ def evaluate(cost: Cost, hw: Chip | System | str) -> Estimate:
     if cost.link_steps:
         times[LATENCY] = latency
 
-    names = list(times)
     stack = np.stack(np.broadcast_arrays(*(np.asarray(t, dtype=float) for t in times.values())))
     t_lower = stack.max(axis=0)
     t_upper = stack.sum(axis=0)
-    bound = np.asarray(names)[stack.argmax(axis=0)]
+    bound_index = stack.argmax(axis=0)
 
     flops = np.asarray(cost.total_flops, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -132,7 +137,7 @@ def evaluate(cost: Cost, hw: Chip | System | str) -> Estimate:
         bytes={k: _out(v) for k, v in cost.bytes.items()},
         link_bytes={k: _out(v) for k, v in cost.link_bytes.items()},
         time_s={k: _out(v) for k, v in times.items()},
-        t_lower_s=_out(t_lower), t_upper_s=_out(t_upper), bound=_out(bound),
+        t_lower_s=_out(t_lower), t_upper_s=_out(t_upper), bound_index=_out(bound_index),
         intensity=intensity, ridge=ridge, peak_flops_per_s=_out(peak),
         attainable_flops_per_s=_out(attainable),
     )

@@ -13,9 +13,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
+
 from ..cost import Cost
 from ..errors import RooflineError
-from ..evaluate import evaluate
+from ..evaluate import Estimate, evaluate
 from ..hardware import Chip, System, load_chip
 from ..ops.attention import chip_sram_bytes
 from ..report import jsonable
@@ -29,29 +31,31 @@ from .spec import ModelSpec
 
 @dataclass(frozen=True)
 class OpResult:
+    """One op of the step on one chip (numbers are arrays for array-valued phases)."""
+
     group: str
     name: str
     count: float  # occurrences per step on this chip
-    flops: float  # all occurrences
-    hbm_bytes: float
-    link_bytes: float
-    intensity: float  # FLOP per HBM byte (inf for pure communication)
-    t_lower_s: float  # all occurrences
-    t_upper_s: float
-    bound: str
-    share: float  # of the step's t_lower
+    flops: Any  # all occurrences
+    hbm_bytes: Any
+    link_bytes: Any
+    intensity: Any  # FLOP per HBM byte (inf for pure communication)
+    t_lower_s: Any  # all occurrences
+    t_upper_s: Any
+    bound: Any
+    share: Any  # of the step's t_lower
 
 
 @dataclass(frozen=True)
 class LayerResult:
     group: str
     count: float
-    t_lower_s: float  # one layer
-    t_upper_s: float
-    flops: float
-    hbm_bytes: float
-    bound: str  # the resource that bounds most of the layer's time
-    share: float  # all layers of this kind, of the step's t_lower
+    t_lower_s: Any  # one layer
+    t_upper_s: Any
+    flops: Any
+    hbm_bytes: Any
+    bound: Any  # the resource that bounds most of the layer's time
+    share: Any  # all layers of this kind, of the step's t_lower
 
 
 @dataclass(frozen=True)
@@ -65,30 +69,30 @@ class ModelAnalysis:
     params_active: float
     ops: tuple[OpResult, ...]
     layers: tuple[LayerResult, ...]
-    flops: float  # per chip per step, as executed (recomputation included)
-    model_flops: float  # per chip per step, useful work only
-    bytes: dict[str, float]  # memory level -> bytes per chip per step
-    link_bytes: dict[str, float]
-    t_lower_s: float
-    t_upper_s: float
-    t_floor_s: float
-    bound: str
-    mfu: float  # at t_lower: model FLOPs / (t_lower · peak)
-    hfu: float
-    hbm_utilization: float
+    flops: Any  # per chip per step, as executed (recomputation included)
+    model_flops: Any  # per chip per step, useful work only
+    bytes: dict[str, Any]  # memory level -> bytes per chip per step
+    link_bytes: dict[str, Any]
+    t_lower_s: Any
+    t_upper_s: Any
+    t_floor_s: Any
+    bound: Any
+    mfu: Any  # at t_lower: model FLOPs / (t_lower · peak)
+    hfu: Any
+    hbm_utilization: Any
     memory: MemoryFootprint
-    decode_compute_bound_batch: float  # batch at which decode's weight GEMMs turn compute-bound
+    decode_compute_bound_batch: Any  # batch at which decode's weight GEMMs turn compute-bound
 
     @property
-    def ttft_s(self) -> float | None:
+    def ttft_s(self) -> Any:
         return self.t_lower_s if self.phase.kind == "prefill" else None
 
     @property
-    def tpot_s(self) -> float | None:
+    def tpot_s(self) -> Any:
         return self.t_lower_s if self.phase.kind == "decode" else None
 
     @property
-    def tokens_per_s(self) -> float:
+    def tokens_per_s(self) -> Any:
         """New tokens per second across all replicas (training: tokens trained per second)."""
         return self.phase.batch * self.phase.q_len / self.t_lower_s
 
@@ -108,8 +112,25 @@ class ModelAnalysis:
         return pd.DataFrame([asdict(op) for op in self.ops])
 
 
-def _bound_by_time(times: dict[str, float]) -> str:
-    return max(times, key=lambda k: times[k]) if times else "-"
+def _out(x: Any) -> Any:
+    """0-d arrays back to Python scalars (str or float) so scalar phases give scalars."""
+    arr = np.asarray(x)
+    return arr.item() if arr.ndim == 0 else arr
+
+
+def _dominant(times: dict[str, Any]) -> Any:
+    """Per point, the resource with the most time."""
+    names = list(times)
+    stack = np.stack(np.broadcast_arrays(*(np.asarray(t, dtype=float) for t in times.values())))
+    return _out(np.asarray(names)[stack.argmax(axis=0)])
+
+
+def _add_by_bound(acc: dict[str, Any], est: Estimate, time: Any) -> None:
+    """Credit `time` to the resource that bounds the op, point by point."""
+    index = np.asarray(est.bound_index)
+    for i, resource in enumerate(est.time_s):
+        if np.any(index == i):
+            acc[resource] = acc.get(resource, 0.0) + np.where(index == i, time, 0.0)
 
 
 def analyze(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
@@ -138,57 +159,72 @@ def analyze(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
 def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: Precision,
                rows: list[OpCost]) -> ModelAnalysis:
     ests = [evaluate(r.cost, chip) for r in rows]
-    stage_lower = sum(r.count * float(e.t_lower_s) for r, e in zip(rows, ests, strict=True))
+    stage_lower: Any = sum(r.count * np.asarray(e.t_lower_s) for r, e in zip(rows, ests,
+                                                                              strict=True))
     bubble = (par.microbatches + par.pp - 1) / par.microbatches
     t_lower = stage_lower * bubble
     ops = []
-    by_resource: dict[str, float] = {}
-    for r, e in zip(rows, ests, strict=True):
-        lower = r.count * float(e.t_lower_s)
-        hbm = float(e.bytes.get("hbm", 0.0))
-        ops.append(OpResult(
-            r.group, r.name, r.count, r.count * float(e.flops), r.count * hbm,
-            r.count * sum(float(v) for v in e.link_bytes.values()),
-            float(e.flops) / hbm if hbm else float("inf"), lower,
-            r.count * float(e.t_upper_s), str(e.bound), lower / stage_lower))
-        by_resource[str(e.bound)] = by_resource.get(str(e.bound), 0.0) + lower
+    op_times: list[dict[str, Any]] = []  # per op: its time credited to its bounding resource
+    by_resource: dict[str, Any] = {}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for r, e in zip(rows, ests, strict=True):
+            lower = r.count * np.asarray(e.t_lower_s)
+            hbm = np.asarray(e.bytes.get("hbm", 0.0))
+            links = sum((np.asarray(v) for v in e.link_bytes.values()), np.asarray(0.0))
+            per_op: dict[str, Any] = {}
+            _add_by_bound(per_op, e, lower)
+            op_times.append(per_op)
+            ops.append(OpResult(
+                r.group, r.name, r.count, _out(r.count * np.asarray(e.flops)),
+                _out(r.count * hbm), _out(r.count * links),
+                _out(np.where(hbm > 0, np.asarray(e.flops) / hbm, np.inf)), _out(lower),
+                _out(r.count * np.asarray(e.t_upper_s)), e.bound, _out(lower / stage_lower)))
+            for resource, t in per_op.items():
+                by_resource[resource] = by_resource.get(resource, 0.0) + t
     total = sum((r.cost * r.count for r in rows), Cost())
     floor = evaluate(total, chip)
-    model_flops = sum(r.count * r.model_flops for r in rows)
+    model_flops = sum(r.count * np.asarray(r.model_flops) for r in rows)
+    flops = np.asarray(total.total_flops)
     peak = chip.peak_flops(prec.activations)
     counts = param_counts(spec)
+    q_len = phase.q_len if phase.kind == "decode" else 1
     return ModelAnalysis(
         model=spec.name, hardware=chip.id, phase=phase, parallel=par, precision=prec,
         params_total=counts.total, params_active=counts.active, ops=tuple(ops),
-        layers=_layers(ops, stage_lower), flops=float(total.total_flops),
-        model_flops=model_flops, bytes={k: float(v) for k, v in total.bytes.items()},
-        link_bytes={k: float(v) for k, v in total.link_bytes.items()},
-        t_lower_s=t_lower,
-        t_upper_s=bubble * sum(op.t_upper_s for op in ops),
-        t_floor_s=float(floor.t_lower_s) * bubble,
-        bound=_bound_by_time(by_resource),
-        mfu=model_flops / (t_lower * peak),
-        hfu=float(total.total_flops) / (t_lower * peak),
-        hbm_utilization=float(total.bytes.get("hbm", 0.0)) / (
-            t_lower * chip.level("hbm").bandwidth_Bps),
+        layers=_layers(ops, op_times, stage_lower), flops=_out(flops),
+        model_flops=_out(model_flops),
+        bytes={k: _out(v) for k, v in total.bytes.items()},
+        link_bytes={k: _out(v) for k, v in total.link_bytes.items()},
+        t_lower_s=_out(t_lower),
+        t_upper_s=_out(bubble * sum(np.asarray(op.t_upper_s) for op in ops)),
+        t_floor_s=_out(np.asarray(floor.t_lower_s) * bubble),
+        bound=_dominant(by_resource),
+        mfu=_out(model_flops / (t_lower * peak)),
+        hfu=_out(flops / (t_lower * peak)),
+        hbm_utilization=_out(np.asarray(total.bytes.get("hbm", 0.0)) / (
+            t_lower * chip.level("hbm").bandwidth_Bps)),
         memory=footprint(spec, phase, par, prec, chip.memory[0].capacity_bytes or 0.0),
-        decode_compute_bound_batch=float(decode_critical_batch(
-            chip, dtype=prec.activations, weight_dtype=prec.weights, q_len=phase.q_len
-            if phase.kind == "decode" else 1)) * par.dp,
+        decode_compute_bound_batch=_out(np.asarray(decode_critical_batch(
+            chip, dtype=prec.activations, weight_dtype=prec.weights, q_len=q_len)) * par.dp),
     )
 
 
-def _layers(ops: list[OpResult], stage_lower: float) -> tuple[LayerResult, ...]:
+def _layers(ops: list[OpResult], op_times: list[dict[str, Any]],
+            stage_lower: Any) -> tuple[LayerResult, ...]:
     out = []
     for group in dict.fromkeys(op.group for op in ops if op.group != "model"):
         members = [op for op in ops if op.group == group]
         count = members[0].count
-        times: dict[str, float] = {}
-        for op in members:
-            times[op.bound] = times.get(op.bound, 0.0) + op.t_lower_s
-        lower = sum(op.t_lower_s for op in members)
+        times: dict[str, Any] = {}
+        for op, per_op in zip(ops, op_times, strict=True):
+            if op.group == group:
+                for resource, t in per_op.items():
+                    times[resource] = times.get(resource, 0.0) + t
+        lower = sum(np.asarray(op.t_lower_s) for op in members)
         out.append(LayerResult(
-            group, count, lower / count, sum(op.t_upper_s for op in members) / count,
-            sum(op.flops for op in members) / count, sum(op.hbm_bytes for op in members) / count,
-            _bound_by_time(times), lower / stage_lower))
+            group, count, _out(lower / count),
+            _out(sum(np.asarray(op.t_upper_s) for op in members) / count),
+            _out(sum(np.asarray(op.flops) for op in members) / count),
+            _out(sum(np.asarray(op.hbm_bytes) for op in members) / count),
+            _dominant(times), _out(lower / stage_lower)))
     return tuple(out)

@@ -28,6 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..cost import Cost
 from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError
@@ -46,10 +48,12 @@ PHASES = ("prefill", "decode", "train")
 
 @dataclass(frozen=True)
 class Phase:
+    """One step. The sizes may be numpy arrays: a whole batch x context grid is one analysis."""
+
     kind: str
-    batch: int  # sequences in the step (all DP replicas together)
-    q_len: int  # new tokens per sequence
-    kv_len: int  # keys each new token can see (context including the new tokens)
+    batch: Any  # sequences in the step (all DP replicas together)
+    q_len: Any  # new tokens per sequence
+    kv_len: Any  # keys each new token can see (context including the new tokens)
     recompute: bool = False
 
     @property
@@ -58,16 +62,16 @@ class Phase:
         return 1.0 if self.kind != "train" else 3.0 + (1.0 if self.recompute else 0.0)
 
 
-def prefill(batch: int, prompt_len: int) -> Phase:
+def prefill(batch: Any, prompt_len: Any) -> Phase:
     return Phase("prefill", batch, prompt_len, prompt_len)
 
 
-def decode(batch: int, context: int, k: int = 1) -> Phase:
+def decode(batch: Any, context: Any, k: Any = 1) -> Phase:
     """One decode step: k new tokens per sequence (k > 1: speculative decoding / MTP)."""
     return Phase("decode", batch, k, context + k)
 
 
-def train(batch: int, seq_len: int, recompute: bool = False) -> Phase:
+def train(batch: Any, seq_len: Any, recompute: bool = False) -> Phase:
     return Phase("train", batch, seq_len, seq_len, recompute)
 
 
@@ -104,7 +108,7 @@ class OpCost:
     name: str
     count: float  # occurrences per step on this chip (layers of this kind on this chip)
     cost: Cost  # per occurrence, per chip, work factor applied
-    model_flops: float = 0.0  # useful FLOPs per occurrence (no recompute): for MFU
+    model_flops: Any = 0.0  # useful FLOPs per occurrence (no recompute): for MFU
 
 
 @dataclass(frozen=True)
@@ -152,15 +156,18 @@ def _check(spec: ModelSpec, phase: Phase, par: Parallel) -> None:
                             "another")
     if spec.layers < par.pp:
         raise RooflineError(f"pp ({par.pp}) exceeds the {spec.layers} layers")
-    if phase.batch % par.dp:
+    if np.any(np.mod(phase.batch, par.dp)):
         raise RooflineError(f"batch ({phase.batch}) must be divisible by dp ({par.dp})")
     if par.ep > 1 and (spec.moe is None or spec.moe.experts % par.ep):
         raise RooflineError(f"ep ({par.ep}) needs an MoE model whose expert count it divides")
     if par.ep > par.dp * par.tp:
         raise RooflineError(f"ep ({par.ep}) cannot exceed dp·tp ({par.dp * par.tp}): experts "
                             "are spread over the data- and tensor-parallel ranks")
-    if phase.q_len % par.cp:
+    if np.any(np.mod(phase.q_len, par.cp)):
         raise RooflineError(f"cp ({par.cp}) must divide the {phase.q_len} tokens per sequence")
+    for name in ("batch", "q_len", "kv_len"):
+        if np.any(np.asarray(getattr(phase, name)) < 1):
+            raise RooflineError(f"{name} must be at least 1, got {getattr(phase, name)}")
     if phase.kind == "decode" and par.cp > 1:
         raise RooflineError("context parallelism splits a prompt; decode has one token")
 
@@ -339,10 +346,10 @@ def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, chip: C
             f" (window {window})" if window else "")
         for name, cost in layer_ops(c, moe_layer, window):
             rows.append(OpCost(group, name, count / par.pp, cost.scaled(factor, "f"),
-                               float(cost.total_flops) * useful))
+                               np.asarray(cost.total_flops) * useful))
     for name, cost in _edge_ops(c):
         rows.append(OpCost("model", name, 1 / par.pp, cost.scaled(factor, "f"),
-                           float(cost.total_flops) * useful))
+                           np.asarray(cost.total_flops) * useful))
     rows += _step_ops(c)
     return rows
 

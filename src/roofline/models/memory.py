@@ -48,51 +48,77 @@ def local_params(spec: ModelSpec, par: Parallel) -> float:
     return total / par.pp
 
 
+def _kv_per_layer(spec: ModelSpec, par: Parallel, prec: Precision) -> float:
+    """KV cache bytes per token per layer on one chip."""
+    s_kv = lookup_dtype(prec.kv).bytes
+    if spec.mla:  # the latent is shared by all heads: every TP rank keeps all of it
+        return float(spec.mla.kv_lora_rank + spec.mla.qk_rope_dim) * s_kv
+    return 2.0 * max(1.0, spec.kv_heads / par.tp) * spec.head_dim * s_kv
+
+
+def _layer_split(spec: ModelSpec, par: Parallel) -> tuple[float, float]:
+    """(layers that keep the whole context, sliding-window layers) on one chip."""
+    windowed = sum(spec.uses_window(i) for i in range(spec.layers))
+    return (spec.layers - windowed) / par.pp, windowed / par.pp
+
+
 def kv_bytes_per_token(spec: ModelSpec, par: Parallel, prec: Precision,
                        context: Any = None) -> Any:
     """KV cache bytes one sequence adds per token on one chip (all its layers); with
     `context`, the average over a sequence of that length (window layers stop growing)."""
-    s_kv = lookup_dtype(prec.kv).bytes
-    if spec.mla:
-        per_layer = float(spec.mla.kv_lora_rank + spec.mla.qk_rope_dim)
-    else:
-        per_layer = 2.0 * max(1.0, spec.kv_heads / par.tp) * spec.head_dim
-    total: Any = 0.0
-    for i in range(spec.layers):
-        share = 1.0
-        if context is not None and spec.uses_window(i):
-            assert spec.sliding_window is not None
-            ctx = np.asarray(context, dtype=float)
-            share = np.minimum(ctx, spec.sliding_window) / ctx
-        total = total + per_layer * s_kv * share
-    return total / par.pp
+    full, windowed = _layer_split(spec, par)
+    per_layer = _kv_per_layer(spec, par, prec)
+    if context is None or not windowed:
+        return per_layer * (full + windowed)
+    assert spec.sliding_window is not None
+    ctx = np.asarray(context, dtype=float)
+    return per_layer * (full + windowed * np.minimum(ctx, spec.sliding_window) / ctx)
+
+
+def _max_context(spec: ModelSpec, par: Parallel, prec: Precision, seqs: Any,
+                 room: Any) -> Any:
+    """Longest context whose KV cache fits in `room` bytes: linear growth, slower past the
+    sliding window (window layers stop growing there)."""
+    full, windowed = _layer_split(spec, par)
+    g_full = seqs * _kv_per_layer(spec, par, prec) * full
+    g_win = seqs * _kv_per_layer(spec, par, prec) * windowed
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ctx = room / (g_full + g_win)
+        if windowed and spec.sliding_window is not None:
+            w = spec.sliding_window
+            ctx = np.where(ctx <= w, ctx, (room - g_win * w) / g_full)
+    return np.where(room <= 0, 0.0, np.floor(ctx))
 
 
 @dataclass(frozen=True)
 class MemoryFootprint:
+    """Bytes per chip; fields are arrays when the phase's sizes are."""
+
     weights_bytes: float
-    kv_cache_bytes: float
+    kv_cache_bytes: Any
     kv_bytes_per_token: float  # per sequence token, on this chip, all its layers
-    activations_bytes: float
+    activations_bytes: Any
     optimizer_bytes: float
     capacity_bytes: float
-    max_batch: float  # largest batch (all DP replicas) that fits; 0 if not even one
-    max_context: float | None  # longest context that fits at this batch (inference)
+    max_batch: Any  # largest batch (all DP replicas) that fits; 0 if not even one
+    max_context: Any  # longest context that fits at this batch (inference; None in training)
 
     @property
-    def total_bytes(self) -> float:
+    def total_bytes(self) -> Any:
         return self.weights_bytes + self.kv_cache_bytes + self.activations_bytes + \
             self.optimizer_bytes
 
     @property
-    def fits(self) -> bool:
-        return self.total_bytes <= self.capacity_bytes
+    def fits(self) -> Any:
+        fits = np.asarray(self.total_bytes) <= self.capacity_bytes
+        return bool(fits) if fits.ndim == 0 else fits
 
 
 def _activations(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
-                 seqs: Any, tokens_per_seq: float) -> Any:
+                 seqs: Any, tokens_per_seq: Any) -> Any:
     s_a = lookup_dtype(prec.activations).bytes
-    tokens = np.asarray(seqs, dtype=float) * tokens_per_seq
+    seqs = np.asarray(seqs, dtype=float)
+    tokens = seqs * tokens_per_seq
     if phase.kind == "train":
         micro = tokens / par.microbatches
         per_layer = (2.0 if phase.recompute else 34.0 / par.tp) * micro * spec.hidden * s_a / 2
@@ -100,8 +126,13 @@ def _activations(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
     ffn = spec.moe.expert_ffn * spec.moe.top_k if spec.moe else spec.ffn
     gate = 3 if spec.gated_mlp else 2
     layer = tokens * (2 * spec.hidden + gate * ffn / par.tp) * s_a
-    logits_tokens = tokens if phase.kind == "decode" else np.asarray(seqs, dtype=float)
+    logits_tokens = tokens if phase.kind == "decode" else seqs
     return layer + logits_tokens * spec.vocab / par.tp * 4.0
+
+
+def _out(x: Any) -> Any:
+    arr = np.asarray(x, dtype=float)
+    return float(arr) if arr.ndim == 0 else arr
 
 
 def footprint(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
@@ -113,33 +144,33 @@ def footprint(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
     optimizer = 0.0
     if phase.kind == "train":
         optimizer = params * (12.0 + lookup_dtype(prec.grads).bytes) / shard
-    tokens_per_seq = phase.q_len / par.cp
+    tokens_per_seq = np.asarray(phase.q_len, dtype=float) / par.cp
+
+    def kv(seqs: Any, context: Any) -> Any:
+        if phase.kind == "train":  # training keeps activations, not a KV cache
+            return 0.0 * np.asarray(seqs, dtype=float)
+        ctx = np.asarray(context, dtype=float)
+        return np.asarray(seqs, dtype=float) * ctx * kv_bytes_per_token(spec, par, prec, ctx)
 
     def per_chip(seqs: Any, context: Any) -> Any:
-        kv = 0.0 if phase.kind == "train" else \
-            np.asarray(seqs, dtype=float) * np.asarray(context, dtype=float) * \
-            kv_bytes_per_token(spec, par, prec, context)
-        return weights + optimizer + kv + _activations(spec, phase, par, prec, seqs,
-                                                       tokens_per_seq)
+        return weights + optimizer + kv(seqs, context) + _activations(
+            spec, phase, par, prec, seqs, tokens_per_seq)
 
-    seqs = phase.batch / par.dp
-    context = phase.kv_len
-    kv_total = 0.0 if phase.kind == "train" else \
-        float(seqs * context * kv_bytes_per_token(spec, par, prec, context))
-    per_seq = float(per_chip(1.0, context) - per_chip(0.0, context))
+    seqs = np.asarray(phase.batch, dtype=float) / par.dp
+    context = np.asarray(phase.kv_len, dtype=float)
+    # everything but the weights and optimizer state grows linearly with the batch
+    per_seq = per_chip(1.0, context) - per_chip(0.0, context)
     room = capacity_bytes - weights - optimizer
-    max_batch = max(0.0, np.floor(room / per_seq)) * par.dp if per_seq > 0 else np.inf
+    shape = np.broadcast(seqs, context, tokens_per_seq).shape
+    with np.errstate(divide="ignore", invalid="ignore"):
+        max_batch = np.broadcast_to(np.where(
+            per_seq > 0, np.maximum(0.0, np.floor(room / per_seq)) * par.dp, np.inf), shape)
+    kv_total = kv(seqs, context)
+    activations = per_chip(seqs, context) - weights - optimizer - kv_total
     max_context = None
-    if phase.kind != "train":  # the footprint grows with context: bisect for the last fit
-        lo, hi = 0.0, 1e9
-        if per_chip(seqs, hi) <= capacity_bytes:
-            max_context = float("inf")
-        else:
-            for _ in range(100):
-                mid = (lo + hi) / 2
-                lo, hi = (mid, hi) if per_chip(seqs, max(mid, 1.0)) <= capacity_bytes else (lo, mid)
-            max_context = float(np.floor(lo))
-    return MemoryFootprint(weights, kv_total, float(kv_bytes_per_token(spec, par, prec)),
-                           float(per_chip(seqs, context) - weights - optimizer - kv_total),
-                           optimizer, capacity_bytes, float(max_batch), max_context)
-
+    if phase.kind != "train":
+        max_context = _out(np.broadcast_to(_max_context(
+            spec, par, prec, seqs, capacity_bytes - weights - optimizer - activations), shape))
+    return MemoryFootprint(weights, _out(kv_total), float(kv_bytes_per_token(spec, par, prec)),
+                           _out(activations), optimizer, capacity_bytes, _out(max_batch),
+                           max_context)
