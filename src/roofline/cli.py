@@ -52,11 +52,12 @@ from .report import (
     jsonable,
     mfu_text,
     model_text,
+    sweep_text,
     table,
     what_if_text,
 )
 from .solve import critical_batch_term, critical_shard_dim_term, decode_critical_batch
-from .units import format_bytes, format_si, parse_bytes, parse_count
+from .units import format_bytes, format_si, parse_bytes, parse_count, parse_duration
 
 
 class _Parser(argparse.ArgumentParser):
@@ -456,6 +457,48 @@ def _cmd_mfu(args: argparse.Namespace) -> None:
     _emit(vars(r), args.json, mfu_text(r))
 
 
+def _cmd_sweep_model(args: argparse.Namespace) -> None:
+    from .sweep import parse_axis, parse_list, sweep_model
+
+    length = {"decode": args.context, "prefill": args.prompt_len, "train": args.seq_len}
+    result = sweep_model(
+        args.model, parse_list(args.hw), args.phase, parse_axis(args.batch, "--batch"),
+        parse_axis(length[args.phase], "--context/--prompt-len/--seq-len"),
+        tp=_ints(args.tp, "--tp"), pp=_ints(args.pp, "--pp"), dp=_ints(args.dp, "--dp"),
+        ep=_ints(args.ep, "--ep"), weight_dtypes=parse_list(args.weight_dtype or args.dtype),
+        kv_dtypes=parse_list(args.kv_dtype or args.dtype), dtype=args.dtype, k=args.k,
+        microbatches=args.microbatches)
+    limit = args.max_latency
+    frontier = result.frontier(limit)
+    if args.csv:
+        _write_csv(args.csv, result.columns)
+    if args.json:
+        data = {"frontier": frontier}
+        if args.all:
+            data["points"] = {k: v.tolist() for k, v in result.columns.items()}
+        _emit(data, True, "")
+        return
+    print(sweep_text(result, frontier, limit))
+
+
+def _ints(text: str, what: str) -> list[int]:
+    from .sweep import parse_axis
+
+    return [int(v) for v in parse_axis(text, what)]
+
+
+def _write_csv(path: str, columns: dict[str, Any]) -> None:
+    import csv
+
+    try:
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(list(columns))
+            writer.writerows(zip(*(c.tolist() for c in columns.values()), strict=True))
+    except OSError as exc:
+        raise RooflineError(f"cannot write {path}: {exc.strerror}") from None
+
+
 def _cmd_quant_table(args: argparse.Namespace) -> None:
     chip = load_chip(args.hw)
     rows = quant_table(chip, args.k, args.n)
@@ -555,6 +598,33 @@ def build_parser() -> argparse.ArgumentParser:
     mp.add_argument("--json", action="store_true", help="print one JSON object")
     mp.add_argument("--explain", action="store_true", help="every op, not just every layer")
     mp.set_defaults(func=_cmd_model)
+
+    sw = sub.add_parser("sweep", help="a grid of configurations in one vectorized pass")
+    sw_sub = sw.add_subparsers(dest="sweep_kind", required=True, parser_class=_Parser)
+    sm = sw_sub.add_parser("model", help="sweep a model over chips, batch, length, parallelism"
+                           " and dtypes", description="Axes: lists '1,8,64' or '1k,8k' "
+                           "(k = 1024 tokens), ranges 'start:stop:xF' / 'start:stop:+S'. "
+                           "Points that do not fit are kept and marked.")
+    sm.add_argument("model", help="catalog id or config.json")
+    sm.add_argument("--hw", default="h100", help="comma-separated chips, e.g. h100,h200,mi300x")
+    sm.add_argument("--phase", default="decode", choices=["prefill", "decode", "train"])
+    sm.add_argument("--batch", default="1:256:x2", help="sequences per replica (axis)")
+    sm.add_argument("--context", default="1k,8k,32k", help="decode context (axis)")
+    sm.add_argument("--prompt-len", default="1k,8k", help="prefill prompt length (axis)")
+    sm.add_argument("--seq-len", default="4k", help="training sequence length (axis)")
+    sm.add_argument("--k", type=count["count"], default=1, help="decode tokens per step")
+    for name in ("tp", "pp", "dp", "ep"):
+        sm.add_argument(f"--{name}", default="1", help=f"{name} degrees (list)")
+    sm.add_argument("--microbatches", type=count["count"], default=1)
+    sm.add_argument("--dtype", default="bf16", help="activation dtype")
+    sm.add_argument("--weight-dtype", help="weight dtypes (list; default --dtype)")
+    sm.add_argument("--kv-dtype", help="KV cache dtypes (list; default --dtype)")
+    sm.add_argument("--max-tpot", "--max-latency", type=_typed(parse_duration, "--max-tpot"),
+                    dest="max_latency", help="latency target for the frontier (e.g. 50ms)")
+    sm.add_argument("--csv", help="write every point to this CSV file")
+    sm.add_argument("--json", action="store_true", help="print the frontier as JSON")
+    sm.add_argument("--all", action="store_true", help="with --json: every point too")
+    sm.set_defaults(func=_cmd_sweep_model)
 
     mf = sub.add_parser("mfu", help="MFU / HFU of a measured training step")
     mf.add_argument("--params", type=float, required=True, help="model parameters (e.g. 70e9)")

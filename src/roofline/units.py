@@ -44,6 +44,19 @@ def parse_count(text: str, what: str = "value") -> int:
     return int(value)
 
 
+_DURATION = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+_DURATION_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(s|ms|us|ns)?\s*$")
+
+
+def parse_duration(text: str, what: str = "duration") -> float:
+    """Parse a duration such as '50ms', '1.5 s', '200us' or '0.05' (seconds)."""
+    m = _DURATION_RE.match(str(text))
+    if not m or float(m.group(1)) <= 0:
+        raise RooflineError(f"{what}: cannot read {text!r} as a positive duration "
+                            "(use e.g. 50ms, 0.2s, 300us)")
+    return float(m.group(1)) * _DURATION[m.group(2) or "s"]
+
+
 _PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
 
 

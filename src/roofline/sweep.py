@@ -1,0 +1,169 @@
+"""Design-space sweeps: a grid of model configurations evaluated as numpy arrays.
+
+Numeric axes (batch, context / prompt / sequence length, speculative k) become one
+broadcast grid per configuration, analysed in a single vectorized call; only categorical
+axes (chip, TP/PP/DP/EP degree, dtypes) are looped over, so a million points cost a handful
+of analyses, not a million. Every point is kept: points that do not fit in memory are
+marked `fits = False`, never dropped.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .errors import RooflineError
+from .hardware import load_chip
+from .models import Parallel, Precision, analyze, decode, prefill, train
+from .models.catalog import load_model
+
+_SUFFIX = {"": 1, "k": 1024, "K": 1024, "m": 1024**2, "M": 1024**2}
+_NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kKmM]?)\s*$")
+
+
+def _number(text: str, what: str) -> float:
+    m = _NUMBER.match(text)
+    if not m:
+        raise RooflineError(f"{what}: cannot read {text!r} (use e.g. 8192, 8k, 1:1024:x2)")
+    return float(m.group(1)) * _SUFFIX[m.group(2)]
+
+
+def parse_axis(text: str, what: str) -> np.ndarray[Any, Any]:
+    """'1,8,64', '1k,8k,128k' (k = 1024 tokens), 'start:stop:xF' (geometric) or
+    'start:stop:+S' (arithmetic), stop included when the step lands on it."""
+    text = str(text).strip()
+    if ":" in text:
+        parts = text.split(":")
+        if len(parts) != 3 or parts[2][:1] not in ("x", "+"):
+            raise RooflineError(f"{what}: a range is start:stop:xF or start:stop:+S, got {text!r}")
+        start, stop = _number(parts[0], what), _number(parts[1], what)
+        step = _number(parts[2][1:], what)
+        if start <= 0 or stop < start or (parts[2][0] == "x" and step <= 1) or step <= 0:
+            raise RooflineError(f"{what}: range {text!r} is empty or never ends")
+        if parts[2][0] == "x":
+            count = int(np.floor(np.log(stop / start) / np.log(step) + 1e-9)) + 1
+            values = start * step ** np.arange(count)
+        else:
+            values = np.arange(start, stop + step / 2, step)
+    else:
+        values = np.array([_number(v, what) for v in text.split(",") if v.strip()])
+    if values.size == 0 or np.any(values < 1) or np.any(values != np.round(values)):
+        raise RooflineError(f"{what}: values must be whole numbers >= 1, got {text!r}")
+    return values.astype(float)
+
+
+def parse_list(text: str) -> list[str]:
+    return [v.strip() for v in str(text).split(",") if v.strip()]
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """Column arrays, one entry per point (all configurations concatenated), and where the
+    bound changes along the batch axis of each configuration."""
+
+    phase: str
+    columns: dict[str, np.ndarray[Any, Any]]
+    bound_changes: list[dict[str, Any]]
+
+    def __len__(self) -> int:
+        return len(next(iter(self.columns.values())))
+
+    def frontier(self, max_latency_s: float | None = None) -> dict[str, Any]:
+        """Best throughput per chip kind (within a latency target, fitting in memory) and
+        the fewest chips that fit."""
+        c = self.columns
+        ok = c["fits"].astype(bool)
+        if max_latency_s is not None:
+            ok &= c["t_lower_s"] <= max_latency_s
+        best = {}
+        for hw in np.unique(c["hardware"]):
+            mask = ok & (c["hardware"] == hw)
+            if mask.any():
+                best[str(hw)] = self.row(int(np.flatnonzero(mask)[np.argmax(
+                    c["tokens_per_s"][mask])]))
+        per_chip = c["tokens_per_s"] / c["chips"]
+        best_per_chip = self.row(int(np.flatnonzero(ok)[np.argmax(per_chip[ok])])) \
+            if ok.any() else None
+        fitting = np.flatnonzero(c["fits"].astype(bool))
+        fewest = self.row(int(fitting[np.argmin(c["chips"][fitting])])) if fitting.size \
+            else None
+        return {"best_tokens_per_s": best, "best_tokens_per_s_per_chip": best_per_chip,
+                "fewest_chips_that_fit": fewest, "bound_changes": self.bound_changes,
+                "points": len(self), "feasible_points": int(ok.sum()),
+                "pareto": [self.row(i) for i in self.pareto(max_latency_s)]}
+
+    def pareto(self, max_latency_s: float | None = None) -> list[int]:
+        """Points no other feasible point beats on both latency and throughput."""
+        c = self.columns
+        ok = c["fits"].astype(bool)
+        if max_latency_s is not None:
+            ok &= c["t_lower_s"] <= max_latency_s
+        idx = np.flatnonzero(ok)
+        order = idx[np.lexsort((-c["tokens_per_s"][idx], c["t_lower_s"][idx]))]
+        best = np.maximum.accumulate(c["tokens_per_s"][order])
+        improves = np.r_[True, best[1:] > best[:-1]]
+        return [int(i) for i in order[improves]]
+
+    def row(self, i: int) -> dict[str, Any]:
+        return {k: v[i].item() for k, v in self.columns.items()}
+
+
+def _bound_changes(config: dict[str, Any], batch: Any, length: Any, bound: Any
+                   ) -> list[dict[str, Any]]:
+    """For each length, the first batch whose bound differs from the smallest batch's."""
+    bound = np.asarray(bound)
+    differs = bound != bound[:1, :]
+    first = differs.argmax(axis=0)
+    return [{**config, "length": float(length[0, j]), "batch": float(batch[first[j], 0]),
+             "from": str(bound[0, j]), "to": str(bound[first[j], j])}
+            for j in np.flatnonzero(differs.any(axis=0))]
+
+
+def sweep_model(model: str, hardware: Sequence[str], phase: str, batch: Any, length: Any,
+                tp: Sequence[int] = (1,), pp: Sequence[int] = (1,), dp: Sequence[int] = (1,),
+                ep: Sequence[int] = (1,), weight_dtypes: Sequence[str] = ("bf16",),
+                kv_dtypes: Sequence[str] = ("bf16",), dtype: str = "bf16", k: int = 1,
+                microbatches: int = 1) -> SweepResult:
+    """Analyse every combination; `length` is the context (decode), prompt length (prefill)
+    or sequence length (train)."""
+    spec = load_model(model)
+    chips = [load_chip(h) for h in hardware]
+    b = np.asarray(batch, dtype=float)[:, None]
+    n = np.asarray(length, dtype=float)[None, :]
+    bb, nn = np.broadcast_arrays(b, n)
+    steps = {"decode": lambda b: decode(b, nn, k), "prefill": lambda b: prefill(b, nn),
+             "train": lambda b: train(b, nn)}
+    if phase not in steps:
+        raise RooflineError(f"unknown phase {phase!r} (allowed: {', '.join(steps)})")
+    parts: dict[str, list[np.ndarray[Any, Any]]] = {}
+    changes: list[dict[str, Any]] = []
+    for chip, t, p, d, e, w, kv in itertools.product(chips, tp, pp, dp, ep, weight_dtypes,
+                                                     kv_dtypes):
+        par = Parallel(tp=t, pp=p, dp=d, ep=e, microbatches=microbatches)
+        prec = Precision(weights=w, activations=dtype, kv_cache=kv)
+        a = analyze(spec, chip, steps[phase](bb * d), par, prec)  # batch is per replica
+        config = {"hardware": chip.id, "tp": t, "pp": p, "dp": d, "ep": e, "weight_dtype": w,
+                  "kv_dtype": kv}
+        changes += _bound_changes(config, bb * d, nn, np.broadcast_to(a.bound, bb.shape))
+        size = bb.size
+        column = {
+            "hardware": np.full(size, chip.id), "tp": np.full(size, t), "pp": np.full(size, p),
+            "dp": np.full(size, d), "ep": np.full(size, e), "chips": np.full(size, par.chips),
+            "weight_dtype": np.full(size, w), "kv_dtype": np.full(size, kv),
+            "batch": (bb * d).ravel(), "length": nn.ravel(),
+            "t_lower_s": np.broadcast_to(a.t_lower_s, bb.shape).ravel(),
+            "t_upper_s": np.broadcast_to(a.t_upper_s, bb.shape).ravel(),
+            "tokens_per_s": np.broadcast_to(a.tokens_per_s, bb.shape).ravel(),
+            "bound": np.broadcast_to(a.bound, bb.shape).ravel(),
+            "mfu": np.broadcast_to(a.mfu, bb.shape).ravel(),
+            "memory_bytes": np.broadcast_to(a.memory.total_bytes, bb.shape).ravel(),
+            "fits": np.broadcast_to(a.memory.fits, bb.shape).ravel(),
+        }
+        for key, value in column.items():
+            parts.setdefault(key, []).append(np.asarray(value))
+    return SweepResult(phase, {k: np.concatenate(v) for k, v in parts.items()}, changes)

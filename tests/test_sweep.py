@@ -1,0 +1,98 @@
+"""Sweeps: axis parsing, vectorized results equal scalar analyses, the frontier is right."""
+
+import json
+
+import numpy as np
+import pytest
+
+from roofline import RooflineError
+from roofline.cli import main
+from roofline.models import Parallel, Precision, analyze, decode
+from roofline.sweep import parse_axis, sweep_model
+
+
+@pytest.mark.parametrize(("text", "values"), [
+    ("1:1024:x2", [2.0**i for i in range(11)]),
+    ("1k,8k,128k", [1024, 8192, 131072]),
+    ("8:32:+8", [8, 16, 24, 32]),
+    ("3", [3]),
+    ("1:10:x3", [1, 3, 9]),
+])
+def test_parse_axis(text, values):
+    np.testing.assert_array_equal(parse_axis(text, "x"), values)
+
+
+@pytest.mark.parametrize("text", ["", "0", "1:0:x2", "1:8:x1", "1:8", "a,b", "1.5", "1:8:-1"])
+def test_parse_axis_rejects(text):
+    with pytest.raises(RooflineError, match="--batch"):
+        parse_axis(text, "--batch")
+
+
+def small_sweep():
+    return sweep_model("llama-3-8b", ["h100", "a100"], "decode", [1, 16, 256, 1024],
+                       [1024, 32768], tp=[1, 2], kv_dtypes=["bf16", "fp8"])
+
+
+def test_every_point_equals_a_scalar_analysis():
+    r = small_sweep()
+    assert len(r) == 2 * 2 * 2 * 4 * 2
+    for i in range(0, len(r), 5):
+        row = r.row(i)
+        a = analyze("llama-3-8b", row["hardware"], decode(int(row["batch"]), int(row["length"])),
+                    Parallel(tp=row["tp"]), Precision(kv_cache=row["kv_dtype"]))
+        assert row["t_lower_s"] == pytest.approx(a.t_lower_s, rel=1e-12)
+        assert row["bound"] == a.bound and row["fits"] == a.memory.fits
+        assert row["tokens_per_s"] == pytest.approx(a.tokens_per_s, rel=1e-12)
+
+
+def test_frontier_matches_brute_force():
+    r = small_sweep()
+    limit = 0.03
+    front = r.frontier(limit)
+    rows = [r.row(i) for i in range(len(r))]
+    ok = [x for x in rows if x["fits"] and x["t_lower_s"] <= limit]
+    for hw in ("h100-sxm", "a100-sxm-80gb"):
+        best = max((x for x in ok if x["hardware"] == hw), key=lambda x: x["tokens_per_s"])
+        assert front["best_tokens_per_s"][hw]["tokens_per_s"] == best["tokens_per_s"]
+    assert front["fewest_chips_that_fit"]["chips"] == min(x["chips"] for x in rows if x["fits"])
+    assert front["feasible_points"] == len(ok)
+    assert front["points"] == len(rows)  # infeasible points are kept, only marked
+    assert any(not x["fits"] for x in rows)
+    pareto = front["pareto"]
+    for p in pareto:  # nothing feasible is both faster and higher in throughput
+        assert not any(x["t_lower_s"] < p["t_lower_s"] and x["tokens_per_s"] > p["tokens_per_s"]
+                       for x in ok)
+
+
+def test_bound_changes_are_the_first_batch_with_another_bound():
+    batches = [1, 64, 128, 256, 512, 1024, 2048]
+    r = sweep_model("llama-3-8b", ["h100"], "decode", batches, [128])
+    (change,) = r.bound_changes
+    assert (change["from"], change["to"]) == ("hbm", "compute")
+    bounds = [analyze("llama-3-8b", "h100", decode(b, 128)).bound for b in batches]
+    assert change["batch"] == batches[bounds.index("compute")]
+
+
+def test_sweep_cli(capsys, tmp_path):
+    csv_path = tmp_path / "points.csv"
+    code = main(["sweep", "model", "llama-3-70b", "--hw", "h100,h200,mi300x", "--phase",
+                 "decode", "--batch", "1:1024:x2", "--context", "1k,8k,32k,128k", "--tp",
+                 "1,2,4,8", "--kv-dtype", "bf16,fp8", "--max-tpot", "50ms", "--csv",
+                 str(csv_path)])
+    out = capsys.readouterr().out
+    assert code == 0 and "1056 points" in out and "Pareto frontier" in out
+    assert len(csv_path.read_text().splitlines()) == 1057
+    code = main(["sweep", "model", "qwen3-30b-a3b", "--phase", "prefill", "--batch", "1,4",
+                 "--prompt-len", "2k", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and data["frontier"]["points"] == 2
+
+
+def test_sweep_cli_bad_axis(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["sweep", "model", "llama-3-8b", "--max-tpot", "fast"])
+    assert info.value.code == 2
+    capsys.readouterr()
+    code = main(["sweep", "model", "llama-3-8b", "--batch", "0:4:x2"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--batch" in err and err.count("\n") == 1
