@@ -83,7 +83,7 @@ class Cost:
             bytes=_scale(self.bytes, factor),
             link_bytes=_scale(self.link_bytes, factor),
             link_steps=_scale(self.link_steps, factor),
-            terms=tuple(Term(t.name, times * t.expr) for t in self.terms),
+            terms=tuple(Term(t.name, t.expr, (times, *t.repeat)) for t in self.terms),
             name=self.name,
         )
 

@@ -180,13 +180,24 @@ def _lift(x: Operand) -> Expr:
 
 @dataclass(frozen=True)
 class Term:
-    """One named step of an op's derivation (rendered only when asked for)."""
+    """One named step of an op's derivation (rendered only when asked for).
+
+    `repeat` holds the factors the step was scaled by (``n_layers·(...)``); they are applied
+    only when rendering, so scaling a Cost over a million-point sweep costs nothing here.
+    """
 
     name: str
     expr: Expr
+    repeat: tuple[Sym, ...] = ()
+
+    def full(self) -> Expr:
+        expr = self.expr
+        for factor in reversed(self.repeat):  # the latest scaling is outermost
+            expr = factor * expr
+        return expr
 
     def render(self) -> str:
-        return self.expr.derivation(self.name)
+        return self.full().derivation(self.name)
 
 
 def define(terms: list[Term], label: str, symbol: str, expr: Expr) -> Sym:

@@ -88,6 +88,23 @@ class Estimate:
         })
 
 
+def max_sum_argmax(values: list[Any]) -> tuple[Any, Any, Any]:
+    """Elementwise max, sum and index of the (first) max over a few broadcastable arrays.
+
+    A loop over the handful of resources beats np.stack + argmax(axis=0), which walks a
+    million-point sweep column by column.
+    """
+    arrays = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in values))
+    best = arrays[0].copy()
+    total = arrays[0].copy()
+    index = np.zeros(best.shape, dtype=np.intp)
+    for i, arr in enumerate(arrays[1:], start=1):
+        index = np.where(arr > best, i, index)  # strict: ties stay with the earlier resource
+        np.maximum(best, arr, out=best)
+        total += arr
+    return best, total, index
+
+
 def evaluate(cost: Cost, hw: Chip | System | str) -> Estimate:
     """Bound a per-chip Cost on a chip (a Chip, a System, a catalog id or alias, or a chip
     file path)."""
@@ -113,10 +130,7 @@ def evaluate(cost: Cost, hw: Chip | System | str) -> Estimate:
     if cost.link_steps:
         times[LATENCY] = latency
 
-    stack = np.stack(np.broadcast_arrays(*(np.asarray(t, dtype=float) for t in times.values())))
-    t_lower = stack.max(axis=0)
-    t_upper = stack.sum(axis=0)
-    bound_index = stack.argmax(axis=0)
+    t_lower, t_upper, bound_index = max_sum_argmax(list(times.values()))
 
     flops = np.asarray(cost.total_flops, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):

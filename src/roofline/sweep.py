@@ -136,8 +136,8 @@ def sweep_model(model: str, hardware: Sequence[str], phase: str, batch: Any, len
     b = np.asarray(batch, dtype=float)[:, None]
     n = np.asarray(length, dtype=float)[None, :]
     bb, nn = np.broadcast_arrays(b, n)
-    steps = {"decode": lambda b: decode(b, nn, k), "prefill": lambda b: prefill(b, nn),
-             "train": lambda b: train(b, nn)}
+    steps = {"decode": lambda b: decode(b, n, k), "prefill": lambda b: prefill(b, n),
+             "train": lambda b: train(b, n)}
     if phase not in steps:
         raise RooflineError(f"unknown phase {phase!r} (allowed: {', '.join(steps)})")
     parts: dict[str, list[np.ndarray[Any, Any]]] = {}
@@ -146,7 +146,7 @@ def sweep_model(model: str, hardware: Sequence[str], phase: str, batch: Any, len
                                                      kv_dtypes):
         par = Parallel(tp=t, pp=p, dp=d, ep=e, microbatches=microbatches)
         prec = Precision(weights=w, activations=dtype, kv_cache=kv)
-        a = analyze(spec, chip, steps[phase](bb * d), par, prec)  # batch is per replica
+        a = analyze(spec, chip, steps[phase](b * d), par, prec)  # batch is per replica
         config = {"hardware": chip.id, "tp": t, "pp": p, "dp": d, "ep": e, "weight_dtype": w,
                   "kv_dtype": kv}
         changes += _bound_changes(config, bb * d, nn, np.broadcast_to(a.bound, bb.shape))

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..cost import Cost
 from ..errors import RooflineError
-from ..evaluate import Estimate, evaluate
+from ..evaluate import Estimate, evaluate, max_sum_argmax
 from ..hardware import Chip, System, load_chip
 from ..ops.attention import chip_sram_bytes
 from ..report import jsonable
@@ -120,9 +120,8 @@ def _out(x: Any) -> Any:
 
 def _dominant(times: dict[str, Any]) -> Any:
     """Per point, the resource with the most time."""
-    names = list(times)
-    stack = np.stack(np.broadcast_arrays(*(np.asarray(t, dtype=float) for t in times.values())))
-    return _out(np.asarray(names)[stack.argmax(axis=0)])
+    _, _, index = max_sum_argmax(list(times.values()))
+    return _out(np.asarray(list(times))[index])
 
 
 def _add_by_bound(acc: dict[str, Any], est: Estimate, time: Any) -> None:
