@@ -96,3 +96,24 @@ def test_sweep_cli_bad_axis(capsys):
     code = main(["sweep", "model", "llama-3-8b", "--batch", "0:4:x2"])
     err = capsys.readouterr().err
     assert code == 2 and "--batch" in err and err.count("\n") == 1
+
+
+def test_sweep_op_cli_vectorizes_ops_and_collectives(capsys):
+    code = main(["sweep", "op", "matmul", "--hw", "h100,h200", "--m", "1:4096:x4", "--k",
+                 "8192", "--n", "8192", "--weight-dtype", "bf16,int4", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and len(data["points"]["m"]) == 2 * 2 * 7
+    changes = {(c["hardware"], c["weight_dtype"]): c["at"] for c in data["bound_changes"]}
+    assert changes[("h100-sxm", "bf16")] == 1024 and changes[("h100-sxm", "int4")] == 256
+    code = main(["sweep", "op", "allreduce", "--bytes", "1KiB,1MiB,1GiB", "--ranks", "8,16",
+                 "--json"])
+    data = json.loads(capsys.readouterr().out)
+    bounds = dict(zip(zip(data["points"]["nbytes"], data["points"]["ranks"]),
+                      data["points"]["bound"], strict=True))
+    assert bounds[(1024.0, 8.0)] == "latency" and bounds[(2.0**30, 8.0)] == "scale-up"
+    from roofline import evaluate
+    from roofline.ops.collectives import collective
+    one = evaluate(collective("all-reduce", 2.0**20, 16, domain_size=8), "h100")
+    i = list(zip(data["points"]["nbytes"], data["points"]["ranks"], strict=True)).index(
+        (2.0**20, 16.0))
+    assert data["points"]["t_lower_s"][i] == pytest.approx(one.t_lower_s)

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+import numpy as np
+
 from . import __version__
 from .dtypes import dtype_names
 from .errors import RooflineError
@@ -481,6 +483,56 @@ def _cmd_sweep_model(args: argparse.Namespace) -> None:
     print(sweep_text(result, frontier, limit))
 
 
+def _cmd_sweep_op(args: argparse.Namespace) -> None:
+    from .sweep import parse_axis, parse_list, sweep_op
+
+    spec: OpSpec = args.spec
+    numeric: dict[str, Any] = {}
+    categorical: dict[str, list[Any]] = {}
+    fixed: dict[str, Any] = {}
+    for arg in spec.args:
+        dest = arg.dest or arg.flag.lstrip("-").replace("-", "_")
+        value = getattr(args, dest)
+        if value is None:
+            continue
+        if arg.kind == "flag":
+            fixed[dest.removeprefix("no_")] = not value
+        elif arg.kind == "count":
+            numeric[dest] = parse_axis(str(value), arg.flag)
+        elif arg.kind == "bytes":
+            numeric[dest] = np.array([parse_bytes(v, arg.flag) for v in parse_list(value)])
+        elif arg.kind == "float":
+            numeric[dest] = np.array([float(v) for v in parse_list(value)])
+        else:
+            categorical[dest] = parse_list(value)
+    result = sweep_op(spec.function, parse_list(args.hw), numeric, categorical, fixed,
+                      spec.prepare)
+    if args.csv:
+        _write_csv(args.csv, result.columns)
+    c = result.columns
+    if args.json:
+        _emit({"points": {k: v.tolist() for k, v in c.items()},
+               "bound_changes": result.bound_changes}, True, "")
+        return
+    shown = range(min(len(result), args.rows))
+    cols = ["hardware", *categorical, *numeric, "t_lower_s", "attainable_flops_per_s", "bound"]
+    body = [[_cell(c[k][i]) for k in cols] for i in shown]
+    lines = [f"{len(result)} points of {spec.name}" + (f" (first {args.rows})"
+                                                       if len(result) > args.rows else ""),
+             table(cols, body)]
+    if result.bound_changes:
+        lines += ["", "where the bound changes along " + str(result.bound_changes[0]["axis"])
+                  + ":"] + [f"  {ch['hardware']} {ch['from']} -> {ch['to']} at {ch['at']:g}"
+                            for ch in result.bound_changes[:20]]
+    print("\n".join(lines))
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, (float, np.floating)):
+        return f"{float(value):.4g}"
+    return str(value)
+
+
 def _ints(text: str, what: str) -> list[int]:
     from .sweep import parse_axis
 
@@ -625,6 +677,25 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("--json", action="store_true", help="print the frontier as JSON")
     sm.add_argument("--all", action="store_true", help="with --json: every point too")
     sm.set_defaults(func=_cmd_sweep_model)
+
+    so = sw_sub.add_parser("op", help="sweep one op's arguments (lists / ranges) and chips")
+    so_sub = so.add_subparsers(dest="op", required=True, parser_class=_Parser)
+    for spec in OPS:
+        q = so_sub.add_parser(spec.name, help=spec.help, aliases=list(spec.aliases),
+                              description=f"{spec.help}. Numeric arguments take lists or "
+                              "ranges (1,8,64 / 1:4096:x2); text ones take comma lists.")
+        q.add_argument("--hw", default="h100", help="comma-separated chips")
+        for arg in spec.args:
+            dest = arg.dest or arg.flag.lstrip("-").replace("-", "_")
+            if arg.kind == "flag":
+                q.add_argument(arg.flag, dest=dest, action="store_true", help=arg.help)
+            else:  # every value is a string here: lists and ranges are parsed by the sweep
+                q.add_argument(arg.flag, dest=dest, default=None if arg.default is None
+                               else str(arg.default), required=arg.required, help=arg.help)
+        q.add_argument("--csv", help="write every point to this CSV file")
+        q.add_argument("--json", action="store_true", help="print every point as JSON")
+        q.add_argument("--rows", type=count["count"], default=40, help="rows to print")
+        q.set_defaults(func=_cmd_sweep_op, spec=spec)
 
     mf = sub.add_parser("mfu", help="MFU / HFU of a measured training step")
     mf.add_argument("--params", type=float, required=True, help="model parameters (e.g. 70e9)")

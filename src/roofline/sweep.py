@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -167,3 +167,52 @@ def sweep_model(model: str, hardware: Sequence[str], phase: str, batch: Any, len
         for key, value in column.items():
             parts.setdefault(key, []).append(np.asarray(value))
     return SweepResult(phase, {k: np.concatenate(v) for k, v in parts.items()}, changes)
+
+
+def sweep_op(op: Any, hardware: Sequence[str], numeric: dict[str, np.ndarray[Any, Any]],
+             categorical: Mapping[str, Sequence[Any]], fixed: dict[str, Any],
+             prepare: Any = None) -> SweepResult:
+    """Evaluate an op over a grid: each numeric argument gets its own array axis (one
+    evaluation per chip and categorical combination covers the whole grid)."""
+    from .evaluate import evaluate
+
+    names = list(numeric)
+    shape = tuple(len(v) for v in numeric.values())
+    axes = {name: values.reshape([-1 if i == k else 1 for i in range(len(names))])
+            for k, (name, values) in enumerate(numeric.items())}
+    parts: dict[str, list[np.ndarray[Any, Any]]] = {}
+    changes: list[dict[str, Any]] = []
+    keys = list(categorical)
+    for chip_name in hardware:
+        chip = load_chip(chip_name)
+        for combo in itertools.product(*categorical.values()):
+            config = dict(zip(keys, combo, strict=True))
+            kwargs = {**fixed, **config, **axes}
+            if prepare:
+                kwargs = prepare(kwargs, chip)
+            est = evaluate(op(**kwargs), chip)
+            size = int(np.prod(shape))
+            grid = np.meshgrid(*numeric.values(), indexing="ij")
+            column: dict[str, Any] = {"hardware": np.full(size, chip.id)}
+            column.update({k: np.full(size, str(v)) for k, v in config.items()})
+            column.update({n: g.ravel() for n, g in zip(names, grid, strict=True)})
+            column.update({
+                "t_lower_s": np.broadcast_to(est.t_lower_s, shape).ravel(),
+                "t_upper_s": np.broadcast_to(est.t_upper_s, shape).ravel(),
+                "attainable_flops_per_s": np.broadcast_to(est.attainable_flops_per_s,
+                                                          shape).ravel(),
+                "bound": np.broadcast_to(est.bound, shape).ravel(),
+                "fits": np.ones(size, dtype=bool),
+                "chips": np.ones(size), "tokens_per_s": np.zeros(size),
+            })
+            for key, value in column.items():
+                parts.setdefault(key, []).append(np.asarray(value))
+            if names:
+                bound = np.broadcast_to(est.bound, shape).reshape(shape[0], -1)
+                first = numeric[names[0]]
+                changes += [{"hardware": chip.id, **config, "axis": names[0],
+                             "at": float(first[i]), "from": str(bound[0, j]),
+                             "to": str(bound[i, j])}
+                            for j in range(min(bound.shape[1], 50))
+                            for i in [int(np.argmax(bound[:, j] != bound[0, j]))] if i > 0]
+    return SweepResult("op", {k: np.concatenate(v) for k, v in parts.items()}, changes)

@@ -135,7 +135,8 @@ def _out(value: Any) -> Num:
 
 def _full(value: Num, like: Expr) -> Num:
     """Steps broadcast to the message shape, so a sweep over sizes gives arrays throughout."""
-    return value if np.ndim(like.value) == 0 else np.broadcast_to(value, np.shape(like.value))
+    shape = np.broadcast_shapes(np.shape(value), np.shape(like.value))
+    return value if shape == () else np.broadcast_to(value, shape)
 
 
 def _hierarchical(kind: str, algo: str, n: Sym, m: Sym, a: Sym) -> Cost:
