@@ -108,7 +108,7 @@ def test_sweep_op_cli_vectorizes_ops_and_collectives(capsys):
     code = main(["sweep", "op", "allreduce", "--bytes", "1KiB,1MiB,1GiB", "--ranks", "8,16",
                  "--json"])
     data = json.loads(capsys.readouterr().out)
-    bounds = dict(zip(zip(data["points"]["nbytes"], data["points"]["ranks"]),
+    bounds = dict(zip(zip(data["points"]["nbytes"], data["points"]["ranks"], strict=True),
                       data["points"]["bound"], strict=True))
     assert bounds[(1024.0, 8.0)] == "latency" and bounds[(2.0**30, 8.0)] == "scale-up"
     from roofline import evaluate

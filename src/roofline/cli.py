@@ -354,12 +354,23 @@ def _op_kwargs(spec: OpSpec, args: argparse.Namespace) -> dict[str, Any]:
     return kwargs
 
 
+def _prepared_kwargs(args: argparse.Namespace, chip: Chip) -> dict[str, Any]:
+    spec: OpSpec = args.spec
+    kwargs = _op_kwargs(spec, args)
+    return spec.prepare(kwargs, chip) if spec.prepare else kwargs
+
+
+def op_estimate(argv: Sequence[str], chip: Chip) -> Estimate:
+    """Evaluate an op given as `roofline op` arguments (e.g. ['matmul', '--m', '128', ...])
+    on a chip: the plot and report commands take ops this way."""
+    args = build_parser().parse_args(["op", *argv])
+    return evaluate(args.spec.function(**_prepared_kwargs(args, chip)), chip)
+
+
 def _cmd_op(args: argparse.Namespace) -> None:
     spec: OpSpec = args.spec
     chip = load_chip(args.hw)
-    kwargs = _op_kwargs(spec, args)
-    if spec.prepare:
-        kwargs = spec.prepare(kwargs, chip)
+    kwargs = _prepared_kwargs(args, chip)
     cost = spec.function(**kwargs)
     est = evaluate(cost, chip)
     data = est.to_dict()
@@ -711,6 +722,9 @@ def build_parser() -> argparse.ArgumentParser:
     mf.add_argument("--json", action="store_true", help="print one JSON object")
     mf.set_defaults(func=_cmd_mfu)
 
+    from .plot_cli import register as register_plots  # plots import matplotlib lazily
+
+    register_plots(sub)
     _solver_parser(sub, "quant-table", "bytes per parameter, peak and critical batch per "
                    "quantization scheme", _cmd_quant_table)
     return p

@@ -65,6 +65,11 @@ class Estimate:
         """Share of each resource's capacity used when running at t_lower."""
         return {r: _out(np.asarray(t) / self.t_lower_s) for r, t in self.time_s.items()}
 
+    def _repr_html_(self) -> str:  # notebooks
+        from .html_report import estimate_html
+
+        return estimate_html(self)
+
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict (arrays become lists, NaN becomes None)."""
         from .report import jsonable  # report depends on evaluate, not the other way round

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .cost import LINKS
 from .units import format_bytes, format_si, format_time
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ def estimate_text(est: Estimate, explain: bool = False, chip: Chip | None = None
         "",
         table(["resource", "time", "of bound", "bytes", "FLOP/byte", "ridge"], rows),
         "",
-        f"bound: {est.bound} ({_kind(str(est.bound))})",
+        f"bound: {est.bound} ({bound_kind(str(est.bound))})",
         f"time lower bound (perfect overlap) t_lower = {format_time(float(est.t_lower_s))}",
         f"time with no overlap               t_upper = {format_time(float(est.t_upper_s))}",
     ]
@@ -112,7 +113,7 @@ def _why(est: Estimate) -> str:
     second, t2 = rest[0]
     ratio = float(t1) / float(t2) if float(t2) > 0 else math.inf
     return (f"t_{first} = {format_time(float(t1))} is the largest time, {ratio:.3g}x "
-            f"t_{second} = {format_time(float(t2))}: the op is {_kind(first)}; with perfect "
+            f"t_{second} = {format_time(float(t2))}: the op is {bound_kind(first)}; with perfect "
             f"overlap it cannot finish faster than that")
 
 
@@ -169,10 +170,11 @@ def _time_derivation(est: Estimate, chip: Chip | None = None) -> list[str]:
     return out
 
 
-def _kind(resource: str) -> str:
+def bound_kind(resource: str) -> str:
+    """'compute-bound', 'memory-bound', 'communication-bound' or 'latency-bound'."""
     if resource == "compute":
         return "compute-bound"
-    if resource in ("scale-up", "scale-out"):
+    if resource in LINKS:
         return "communication-bound"
     if resource == "latency":
         return "latency-bound"

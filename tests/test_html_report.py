@@ -1,0 +1,348 @@
+"""The HTML report: self-contained, names escaped, tables and derivations present; Markdown
+and CSV; the `report` CLI; and the page opened in a real headless Chromium (no console
+errors, no network request, the chart's points and hover tooltip work)."""
+
+import argparse
+import base64
+import csv
+import dataclasses
+import functools
+import hashlib
+import io
+import json
+import os
+import re
+import tempfile
+import threading
+import xml.etree.ElementTree as ET
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+from roofline import cli, collective, evaluate, gemv, load_chip, matmul
+from roofline.errors import RooflineError
+from roofline.html_report import (
+    estimate_html,
+    estimates_csv,
+    estimates_markdown,
+    html_report,
+    markdown_report,
+    roofline_svg,
+)
+from roofline.plot import op_results, result_from_dict
+from roofline.plot_cli import register
+
+H100 = load_chip("h100")
+EVIL = "<script>window.__pwned = 1</script>"
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+def estimates():
+    return [evaluate(matmul(128, 8192, 8192), H100), evaluate(gemv(8192, 8192), H100),
+            evaluate(matmul(4096, 8192, 8192, dtype="fp8", name=EVIL), H100),
+            evaluate(collective("all-reduce", nbytes=64e6, ranks=8), H100)]
+
+
+MEASURED = [("my gemm", 124.0, 3e14)]
+
+
+def report() -> str:
+    return html_report(H100, estimates(), title="test report", measured=MEASURED)
+
+
+def svg_of(page: str) -> ET.Element:
+    """The inline chart, parsed as XML (so it must be well-formed)."""
+    (svg,) = re.findall(r"<svg .*?</svg>", page, flags=re.S)
+    return ET.fromstring(svg)
+
+
+def points(svg: ET.Element, kind: str) -> list[ET.Element]:
+    return [e for e in svg.iter() if f"point {kind}" in e.get("class", "")]
+
+
+# --- the page itself -------------------------------------------------------------------------
+
+
+def test_page_fetches_nothing_and_its_csp_admits_only_its_own_script_and_style():
+    page = report()
+    assert page.count("<script") == 1 and page.count("<style") == 1
+    assert not re.search(r"\ssrc=|url\(|@import", page)  # nothing to load
+    assert re.findall(r'href="([^"]*)"', page) == ["data:,"]  # the empty favicon only
+    (csp,) = re.findall(r'http-equiv="Content-Security-Policy" content="([^"]*)"', page)
+    assert "default-src 'none'" in csp
+    for tag in ("script", "style"):
+        (body,) = re.findall(rf"<{tag}>(.*?)</{tag}>", page, flags=re.S)
+        digest = base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
+        assert f"{tag}-src 'sha256-{digest}'" in csp
+
+
+def test_chart_points_roofs_and_ridges():
+    svg = svg_of(report())
+    ops = points(svg, "op")
+    assert [p.get("data-name") for p in ops] == ["matmul", "gemv", EVIL]  # all-reduce: no FLOPs
+    matmul_, gemv_ = ops[0], ops[1]
+    assert float(matmul_.get("cx")) > float(gemv_.get("cx"))  # 124 FLOP/byte right of 1
+    tip = matmul_.get("data-tip")
+    assert tip.splitlines()[0] == "matmul" and "124.1 FLOP/byte (hbm)" in tip
+    assert "41.3 us" in tip and "bound hbm (memory-bound)" in tip
+    assert [p.get("data-name") for p in points(svg, "measured")] == ["my gemm"]
+    roofs = [e.get("data-kind") for e in svg.iter(f"{SVG_NS}polyline")]
+    assert roofs == ["compute", "compute", "hbm", "l2", "sram", "scale-up", "scale-out"]
+    ridges = [e for e in svg.iter(f"{SVG_NS}circle") if e.get("class") == "ridge"]
+    assert len(ridges) == 2 * 5  # bf16 and fp8 against every level and link
+    regions = [e.get("data-region") for e in svg.iter(f"{SVG_NS}rect") if e.get("data-region")]
+    assert regions == ["memory-bound", "compute-bound"]
+
+
+def test_tables_hardware_sources_and_derivations():
+    page = report()
+    assert "<h1>test report</h1>" in page
+    assert "<td>matmul</td><td>hbm (memory-bound)</td><td>41.3 us</td>" in page
+    assert "all-reduce (ring)" in page and "Not on the chart" in page
+    assert "<td>my gemm</td><td>124</td><td>300 TFLOP/s</td><td>72%</td>" in page
+    assert "NVIDIA H100 datasheet: 80 GB HBM3, 3.35 TB/s" in page  # a source
+    assert "(estimate)" in page  # the L2 / SRAM bandwidths are marked
+    assert "NVLink" in page and "ridge points" in page
+    assert "FLOPs = 2·M·N·K = 2·128·8192·8192 = 1.718e+10" in page
+    assert "t_lower = max = 41.3 us (hbm: memory-bound)" in page
+
+
+def test_names_are_data_never_markup():
+    chip = dataclasses.replace(H100, name='<img src=x onerror="alert(1)">')
+    page = html_report(chip, estimates(), title="<b>title</b>")
+    assert "<img" not in page and "<b>" not in page and "window.__pwned" not in page.replace(
+        "&lt;script&gt;window.__pwned = 1&lt;/script&gt;", "")
+    assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in page
+    assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in page
+    assert "<script" not in estimate_html(estimates()[2]).replace("&lt;script", "")
+    assert EVIL not in estimates_markdown(estimates())
+
+
+def test_results_read_from_json_report_like_estimates(capsys):
+    cli.main(["op", "matmul", "--m", "128", "--k", "8192", "--n", "8192", "--json"])
+    result = result_from_dict(json.loads(capsys.readouterr().out), "r.json")
+    page = html_report(H100, [result])
+    assert "FLOPs = 2·M·N·K = 2·128·8192·8192" in page
+    assert len(points(svg_of(page), "op")) == 1
+    with pytest.raises(RooflineError, match="evaluated on 'h100-sxm'"):
+        roofline_svg(load_chip("a100"), [result])
+
+
+def test_estimate_html_fragment():
+    fragment = estimate_html(estimates()[0])
+    assert fragment.startswith("<div>") and "<html" not in fragment
+    assert "matmul on h100-sxm: bound by hbm (memory-bound)" in fragment
+    assert "<td>hbm</td><td>41.3 us</td><td>100.0%</td><td>138 MB</td><td>124.1</td>" in fragment
+    assert "<details><summary>derivation</summary>" in fragment
+    sweep = estimate_html(evaluate(matmul(np.arange(1, 61), 8192, 8192), H100))
+    assert sweep.count("<tr>") == 1 + 50 and "10 more" in sweep
+
+
+def test_markdown_tables():
+    md = estimates_markdown([*estimates(), evaluate(matmul(1, 2, 3, name="a|b"), H100)])
+    lines = md.splitlines()
+    assert lines[0].startswith("| op | bound | t_lower |") and lines[1].startswith("|---|")
+    assert "| matmul | hbm (memory-bound) | 41.3 us |" in md
+    assert "| a\\|b |" in md  # a pipe in a name does not split the cell
+    assert all(line.count("|") - line.count("\\|") == 9 for line in lines)
+    full = markdown_report(H100, estimates(), measured=MEASURED)
+    assert "## Hardware: NVIDIA H100 SXM5 80GB" in full and "```text" in full
+    assert "| my gemm | 124 | 300 TFLOP/s | 72% |" in full
+
+
+def test_csv_has_si_numbers():
+    ests = estimates()
+    rows = list(csv.DictReader(io.StringIO(estimates_csv(ests))))
+    assert [r["name"] for r in rows] == ["matmul", "gemv", EVIL, "all-reduce (ring)"]
+    assert float(rows[0]["t_lower_s"]) == ests[0].t_lower_s  # exact round trip
+    assert float(rows[0]["intensity_hbm"]) == ests[0].intensity["hbm"]
+    assert rows[3]["intensity_hbm"] == "" and rows[3]["peak_flops_per_s"] == ""
+    assert float(rows[3]["time_latency_s"]) == ests[3].time_s["latency"]
+
+
+def test_array_estimates_expand_to_rows():
+    rows = op_results([evaluate(matmul(np.array([1, 4096]), 8192, 8192), H100)])
+    page = html_report(H100, rows)
+    assert [p.get("data-name") for p in points(svg_of(page), "op")] == ["matmul[0]", "matmul[1]"]
+
+
+# --- the report CLI --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def run(monkeypatch, capsys):
+    """cli.main with `plot` and `report` registered (whether or not cli.py does it yet)."""
+    build = cli.build_parser
+
+    def build_with_plots():
+        parser = build()
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        if "report" not in sub.choices:
+            register(sub)
+        return parser
+
+    monkeypatch.setattr(cli, "build_parser", build_with_plots)
+
+    def call(*argv):
+        try:
+            code = cli.main(list(argv))
+        except SystemExit as exc:
+            code = exc.code
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return call
+
+
+def test_cli_report_writes_html_markdown_csv(run, tmp_path):
+    code, out, _ = run("op", "gemv", "--k", "4096", "--n", "4096", "--json")
+    results = tmp_path / "gemv.json"
+    results.write_text(out)
+    html, md, table = tmp_path / "r.html", tmp_path / "r.md", tmp_path / "r.csv"
+    code, out, err = run("report", "--hw", "h100", "--op", "matmul --m 128 --k 8192 --n 8192",
+                         "--from", str(results), "--measured", "mine,100,2e14",
+                         "--html", str(html), "--markdown", str(md), "--csv", str(table))
+    assert code == 0, err
+    assert out.splitlines() == [f"wrote {html}", f"wrote {md}", f"wrote {table}"]
+    page = html.read_text()
+    assert [p.get("data-name") for p in points(svg_of(page), "op")] == ["gemv", "matmul"]
+    assert "roofline report: NVIDIA H100 SXM5 80GB" in page
+    assert "| matmul |" in md.read_text()
+    assert [r["name"] for r in csv.DictReader(table.open())] == ["gemv", "matmul"]
+
+
+def test_cli_report_prints_markdown_without_outputs(run):
+    code, out, _ = run("report", "--op", "matmul --m 128 --k 8192 --n 8192")
+    assert code == 0 and out.startswith("# roofline report: NVIDIA H100") and "| matmul |" in out
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    ([], "give at least one --op or --from"),
+    (["--from", "/nonexistent/r.json"], "/nonexistent/r.json: cannot read"),
+    (["--op", "matmul --m 1 --k 1 --n 1", "--html", "/nonexistent/dir/r.html"], "cannot write"),
+])
+def test_cli_report_errors_are_one_line(run, argv, needle):
+    code, _, err = run("report", *argv)
+    assert code == 2 and err.count("\n") == 1 and needle in err
+
+
+# --- in a real browser -----------------------------------------------------------------------
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+# As .ci's machines need them: no sandbox as root, no GPU, and no background connections
+# (the network is closed; Chromium would otherwise try to reach Google at start-up).
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                  "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync"]
+
+
+def browser_missing() -> str:
+    for path, package in [(CHROMIUM, "chromium"), (CHROMEDRIVER, "chromium-driver")]:
+        if not os.access(path, os.X_OK):
+            return f"{path} not found (Debian package {package}; .ci/run installs it)"
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium not installed (pip install selenium; .ci/run installs it)"
+    return ""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    reason = browser_missing()
+    if reason:
+        if os.environ.get("ROOFLINE_REQUIRE_BROWSER"):  # set by .ci/run: never skip there
+            pytest.fail(reason)
+        pytest.skip(reason)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    with tempfile.TemporaryDirectory() as profile:
+        options.add_argument(f"--user-data-dir={profile}")
+        options.add_argument("--window-size=1200,1000")
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+        driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+        driver.get("about:blank")  # leave the start page before any log is read
+        try:
+            yield driver
+        finally:
+            driver.quit()
+
+
+@pytest.fixture
+def server(tmp_path):
+    """A localhost HTTP server for tmp_path that records every path asked of it."""
+    asked: list[str] = []
+
+    class Handler(SimpleHTTPRequestHandler):
+        def do_GET(self) -> None:
+            asked.append(self.path)
+            super().do_GET()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0),
+                                functools.partial(Handler, directory=str(tmp_path)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", asked
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def requests_sent(driver) -> list[str]:
+    """URLs of every request the browser made since the last call (DevTools Network log)."""
+    events = [json.loads(entry["message"])["message"] for entry in driver.get_log("performance")]
+    return [e["params"]["request"]["url"] for e in events
+            if e["method"] == "Network.requestWillBeSent"]
+
+
+@pytest.mark.parametrize("scheme", ["http", "file"])
+def test_report_in_headless_chromium(browser, server, tmp_path, scheme):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    (tmp_path / "report.html").write_text(report(), encoding="utf-8")
+    base, asked = server
+    url = f"{base}/report.html" if scheme == "http" else (tmp_path / "report.html").as_uri()
+    browser.get_log("browser")  # drop what an earlier page left
+    requests_sent(browser)
+    browser.get(url)
+    WebDriverWait(browser, 10).until(
+        lambda d: d.execute_script("return document.readyState") == "complete")
+
+    assert browser.title == "test report"
+    assert browser.get_log("browser") == []  # no console errors (nor warnings, CSP reports)
+    assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0
+    assert requests_sent(browser) == [url]  # the page, nothing else
+    if scheme == "http":
+        assert asked == ["/report.html"]  # not even a favicon
+
+    count = "return document.querySelectorAll('#chart svg .point.%s').length"
+    assert browser.execute_script(count % "op") == 3
+    assert browser.execute_script(count % "measured") == 1
+
+    tip = browser.find_element(By.ID, "tooltip")
+    assert not tip.is_displayed()
+    ops = browser.find_elements(By.CSS_SELECTOR, "#chart .point.op")
+    ActionChains(browser).move_to_element(ops[0]).perform()  # a real pointer move
+    WebDriverWait(browser, 5).until(lambda d: tip.is_displayed())
+    lines = tip.text.splitlines()
+    assert lines[0] == "matmul" and "intensity 124.1 FLOP/byte (hbm)" in lines
+    assert "time 41.3 us (lower bound)" in lines and "bound hbm (memory-bound)" in lines
+    ActionChains(browser).move_to_element(browser.find_element(By.TAG_NAME, "h1")).perform()
+    WebDriverWait(browser, 5).until(lambda d: not tip.is_displayed())
+
+    evil = next(p for p in ops if p.get_attribute("data-name") == EVIL)
+    browser.execute_script(
+        "arguments[0].dispatchEvent(new MouseEvent('mouseover', {bubbles: true}))", evil)
+    assert tip.text.splitlines()[0] == EVIL  # shown as text ...
+    assert browser.execute_script("return window.__pwned === undefined")  # ... never run
+    assert browser.get_log("browser") == []
