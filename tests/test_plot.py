@@ -418,3 +418,43 @@ def test_dollar_signs_in_names_are_text_not_mathtext():
     plot_memory({name: 1e9}, 2e9, ax=Figure().add_subplot())
     ax.figure.canvas.draw()  # renders every text; raises on bad mathtext
     assert "cost \\$x^{\\$ b" in texts(ax)
+
+
+def test_plot_model_breakdown_and_memory():
+    from roofline.models import Parallel, analyze, decode
+    from roofline.plot import plot_model
+
+    a = analyze("llama-3-70b", "h100", decode(16, 4096), Parallel(tp=4))
+    fig = plot_model(a, top=8)
+    bars, memory = fig.axes[:2]
+    labels = [t.get_text() for t in bars.get_yticklabels()]
+    assert len(labels) == 8 and labels[0].startswith("mlp up/gate")
+    assert memory.get_title().endswith("fits")
+    with pytest.raises(RooflineError, match="one configuration"):
+        plot_model(analyze("gpt2", "h100", decode(np.array([1, 2]), 128)))
+
+
+def test_plot_model_sweep_lines(tmp_path):
+    from roofline.plot import plot_model_sweep
+    from roofline.sweep import sweep_model
+
+    r = sweep_model("llama-3-70b", ["h100", "mi300x"], "decode", [1, 8, 64, 512], [1024],
+                    tp=[1, 8])
+    ax = plot_model_sweep(r)
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert set(lines) >= {"h100-sxm tp 1", "h100-sxm tp 8", "mi300x tp 1", "mi300x tp 8"}
+    assert np.all(np.isnan(lines["h100-sxm tp 1"].get_ydata()))  # 141 GB never fits in 80 GB
+    assert not np.any(np.isnan(lines["mi300x tp 8"].get_ydata()))
+
+
+def test_plot_model_and_sweep_cli(tmp_path, capsys):
+    from roofline.cli import main
+
+    out = tmp_path / "model.svg"
+    assert main(["plot", "model", "qwen3-30b-a3b", "--batch", "8", "-o", str(out)]) == 0
+    assert out.read_text().lstrip().startswith("<?xml")
+    png = tmp_path / "sweep.png"
+    assert main(["sweep", "model", "llama-3-8b", "--batch", "1:64:x4", "--context", "1k",
+                 "--plot", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

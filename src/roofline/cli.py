@@ -429,8 +429,7 @@ def _cmd_critical_dim(args: argparse.Namespace) -> None:
 
 
 def _cmd_model(args: argparse.Namespace) -> None:
-    from .models import Parallel, Precision, analyze, decode, list_models, load_model, prefill
-    from .models import train as train_phase
+    from .models import list_models, load_model
     from .models.params import param_counts
 
     if args.model == "list":
@@ -446,6 +445,15 @@ def _cmd_model(args: argparse.Namespace) -> None:
         _emit({"models": data}, args.json, table(["id", "type", "params", "active", "layers",
                                                   "hidden"], rows))
         return
+    result = model_analysis(args)
+    _emit(result.to_dict(), args.json, model_text(result, explain=args.explain))
+
+
+def model_analysis(args: argparse.Namespace) -> Any:
+    """The ModelAnalysis that `add_model_args` options describe (shared with `plot model`)."""
+    from .models import Parallel, Precision, analyze, decode, prefill
+    from .models import train as train_phase
+
     if args.phase == "decode":
         phase = decode(args.batch, args.context, args.k)
     elif args.phase == "prefill":
@@ -456,8 +464,32 @@ def _cmd_model(args: argparse.Namespace) -> None:
                    microbatches=args.microbatches, fsdp=args.fsdp)
     prec = Precision(weights=args.weight_dtype or args.dtype, activations=args.dtype,
                      kv_cache=args.kv_dtype)
-    result = analyze(args.model, args.hw, phase, par, prec, impl=args.impl)
-    _emit(result.to_dict(), args.json, model_text(result, explain=args.explain))
+    return analyze(args.model, args.hw, phase, par, prec, impl=args.impl)
+
+
+def add_model_args(mp: argparse.ArgumentParser) -> None:
+    """The options that describe one model step (roofline model, roofline plot model)."""
+    count = _typed(parse_count, "value")
+    mp.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
+    mp.add_argument("--phase", default="decode", choices=["prefill", "decode", "train"])
+    mp.add_argument("--batch", type=count, default=1, help="sequences per step")
+    mp.add_argument("--prompt-len", type=count, default=2048, help="prefill tokens")
+    mp.add_argument("--seq-len", type=count, help="training sequence length")
+    mp.add_argument("--context", type=count, default=4096,
+                    help="decode: tokens already in the KV cache")
+    mp.add_argument("--k", type=count, default=1,
+                    help="decode: new tokens per step (speculative decoding)")
+    for name, text in [("tp", "tensor"), ("pp", "pipeline"), ("dp", "data"), ("ep", "expert"),
+                       ("cp", "context")]:
+        mp.add_argument(f"--{name}", type=count, default=1, help=f"{text} parallel")
+    mp.add_argument("--microbatches", type=count, default=1,
+                    help="pipeline micro-batches (bubble (m + pp - 1)/m)")
+    mp.add_argument("--fsdp", action="store_true", help="training: shard weights over dp")
+    mp.add_argument("--recompute", action="store_true", help="training: full recomputation")
+    mp.add_argument("--dtype", default="bf16", help="activation / compute dtype")
+    mp.add_argument("--weight-dtype", help="weights (e.g. int4-g128, fp8; default --dtype)")
+    mp.add_argument("--kv-dtype", help="KV cache dtype (default --dtype)")
+    mp.add_argument("--impl", default="flash", choices=IMPLEMENTATIONS, help="attention kernel")
 
 
 def _cmd_mfu(args: argparse.Namespace) -> None:
@@ -485,6 +517,10 @@ def _cmd_sweep_model(args: argparse.Namespace) -> None:
     frontier = result.frontier(limit)
     if args.csv:
         _write_csv(args.csv, result.columns)
+    if args.plot:
+        from .plot import plot_model_sweep, save_figure
+
+        save_figure(plot_model_sweep(result), args.plot)
     if args.json:
         data = {"frontier": frontier}
         if args.all:
@@ -637,27 +673,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "catalog.")
     mp.add_argument("model", help="catalog id, config.json path, model directory, Hub id, or "
                     "'list'")
-    mp.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
-    mp.add_argument("--phase", default="decode", choices=["prefill", "decode", "train"])
+    add_model_args(mp)
     count = {"count": _typed(parse_count, "value")}
-    mp.add_argument("--batch", type=count["count"], default=1, help="sequences per step")
-    mp.add_argument("--prompt-len", type=count["count"], default=2048, help="prefill tokens")
-    mp.add_argument("--seq-len", type=count["count"], help="training sequence length")
-    mp.add_argument("--context", type=count["count"], default=4096,
-                    help="decode: tokens already in the KV cache")
-    mp.add_argument("--k", type=count["count"], default=1,
-                    help="decode: new tokens per step (speculative decoding)")
-    for name, text in [("tp", "tensor"), ("pp", "pipeline"), ("dp", "data"), ("ep", "expert"),
-                       ("cp", "context")]:
-        mp.add_argument(f"--{name}", type=count["count"], default=1, help=f"{text} parallel")
-    mp.add_argument("--microbatches", type=count["count"], default=1,
-                    help="pipeline micro-batches (bubble (m + pp - 1)/m)")
-    mp.add_argument("--fsdp", action="store_true", help="training: shard weights over dp")
-    mp.add_argument("--recompute", action="store_true", help="training: full recomputation")
-    mp.add_argument("--dtype", default="bf16", help="activation / compute dtype")
-    mp.add_argument("--weight-dtype", help="weights (e.g. int4-g128, fp8; default --dtype)")
-    mp.add_argument("--kv-dtype", help="KV cache dtype (default --dtype)")
-    mp.add_argument("--impl", default="flash", choices=IMPLEMENTATIONS, help="attention kernel")
     mp.add_argument("--json", action="store_true", help="print one JSON object")
     mp.add_argument("--explain", action="store_true", help="every op, not just every layer")
     mp.set_defaults(func=_cmd_model)
@@ -685,6 +702,7 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("--max-tpot", "--max-latency", type=_typed(parse_duration, "--max-tpot"),
                     dest="max_latency", help="latency target for the frontier (e.g. 50ms)")
     sm.add_argument("--csv", help="write every point to this CSV file")
+    sm.add_argument("--plot", help="chart tokens/s against batch (PNG / SVG / PDF)")
     sm.add_argument("--json", action="store_true", help="print the frontier as JSON")
     sm.add_argument("--all", action="store_true", help="with --json: every point too")
     sm.set_defaults(func=_cmd_sweep_model)

@@ -606,3 +606,56 @@ def plot_memory(items: Mapping[str, float], capacity_bytes: float, ax: Axes | No
     ax.set_title(title or f"memory {format_bytes(left)} of {format_bytes(capacity_bytes)} "
                  f"({share:.0%}): {verdict}")
     return ax
+
+
+def plot_model(analysis: Any, top: int = 20, title: str | None = None) -> Figure:
+    """A model step: the `top` ops by time (bars coloured by bound) above the memory
+    footprint against HBM capacity. Takes a scalar ModelAnalysis."""
+    _matplotlib()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    if np.ndim(analysis.t_lower_s):
+        raise RooflineError("plot_model takes one configuration, not a sweep")
+    ops = sorted(analysis.ops, key=lambda op: -float(op.t_lower_s))[:top]
+    rows = [(f"{op.name} ({op.group})" if op.group != "model" else op.name,
+             float(op.t_lower_s), str(op.bound)) for op in ops]
+    fig = Figure(figsize=(9.0, 2.5 + 0.35 * len(rows)), layout="constrained")
+    FigureCanvasAgg(fig)
+    bars, memory = fig.subplots(2, 1, height_ratios=[max(len(rows), 1), 3])
+    p = analysis.phase
+    plot_breakdown(rows, ax=bars, title=title or (
+        f"{analysis.model} on {analysis.hardware}, {p.kind} batch {p.batch}: step >= "
+        f"{format_time(float(analysis.t_lower_s))}, {analysis.bound}-bound"))
+    m = analysis.memory
+    items = {"weights": m.weights_bytes, "KV cache": float(m.kv_cache_bytes),
+             "activations": float(m.activations_bytes)}
+    if m.optimizer_bytes:
+        items["optimizer"] = m.optimizer_bytes
+    plot_memory(items, m.capacity_bytes, ax=memory)
+    return fig
+
+
+def plot_model_sweep(result: Any, ax: Axes | None = None) -> Axes:
+    """Tokens/s against batch for every configuration of a model sweep, at its shortest
+    length; points that do not fit in memory are left out (gaps in the lines)."""
+    c = result.columns
+    shortest = c["length"].min()
+    keys = ("hardware", "tp", "pp", "dp", "ep", "weight_dtype", "kv_dtype")
+    at = c["length"] == shortest
+    shown = [k for k in keys if k in c and (k == "hardware" or len(np.unique(c[k])) > 1)]
+    labels = np.array([" ".join(str(c[k][i]) if k == "hardware" else f"{k} {c[k][i]}"
+                                for k in shown) for i in range(len(c["length"]))])
+    series: dict[str, Any] = {}
+    xs: dict[str, Any] = {}
+    for label in dict.fromkeys(labels[at]):
+        pick = at & (labels == label)
+        order = np.argsort(c["batch"][pick])
+        xs[label] = c["batch"][pick][order]
+        series[label] = np.where(c["fits"][pick][order], c["tokens_per_s"][pick][order], np.nan)
+    x = next(iter(xs.values()))
+    if any(len(v) != len(x) or np.any(v != x) for v in xs.values()):
+        raise RooflineError("plot_model_sweep needs the same batch axis in every configuration")
+    return plot_sweep(x, series, "batch (sequences)", "tokens/s (upper bound)", ax=ax, logx=True,
+                      logy=True, title=f"{result.phase}, length {shortest:g}: throughput "
+                      "bound (gaps: does not fit)")

@@ -125,6 +125,15 @@ def _cmd_plot_sweep(args: argparse.Namespace) -> None:
     _written(args.output)
 
 
+def _cmd_plot_model(args: argparse.Namespace) -> None:
+    from .cli import model_analysis
+    from .plot import plot_model, save_figure
+
+    check_format(args.output)
+    save_figure(plot_model(model_analysis(args), top=args.top), args.output)
+    _written(args.output)
+
+
 def _cmd_plot_breakdown(args: argparse.Namespace) -> None:
     from .plot import op_results, plot_breakdown, save_figure
 
@@ -199,6 +208,16 @@ def register(subparsers: Any) -> None:
                     help="attainable FLOP/s, time lower bound, or tokens/s")
     sw.add_argument("-o", "--output", required=True, help=f"output file ({formats})")
     sw.set_defaults(func=_cmd_plot_sweep)
+
+    md = kinds.add_parser("model", help="a model step: time per op by bound, memory vs HBM",
+                          description="Takes the options of `roofline model`.")
+    from .cli import add_model_args  # cli is loaded: it is what calls register()
+
+    md.add_argument("model", help="catalog id, config.json, model directory or Hub id")
+    add_model_args(md)
+    md.add_argument("--top", type=_count, default=20, help="ops to show (default 20)")
+    md.add_argument("-o", "--output", required=True, help=f"output file ({formats})")
+    md.set_defaults(func=_cmd_plot_model)
 
     bd = kinds.add_parser("breakdown", help="time per op as bars coloured by bound")
     _add_sources(bd)

@@ -212,11 +212,12 @@ class _Ctx:
     def mm(self, m: float, k: float, n: float, name: str) -> Cost:
         return matmul(m, k, n, self.prec.activations, self.prec.weights, name=name)
 
-    def tp_all_reduce(self) -> list[tuple[str, Cost]]:
+    def tp_all_reduce(self, block: str) -> list[tuple[str, Cost]]:
         if self.par.tp == 1:
             return []
         nbytes = self.tokens * self.spec.hidden * self.act_bytes
-        return [("tp all-reduce", self.place.comm("all-reduce", nbytes, "tp", self.par.tp))]
+        return [(f"{block} tp all-reduce", self.place.comm("all-reduce", nbytes, "tp",
+                                                          self.par.tp))]
 
 
 def _attention_ops(c: _Ctx, window: int | None) -> list[tuple[str, Cost]]:
@@ -323,9 +324,9 @@ def layer_ops(c: _Ctx, moe_layer: bool, window: int | None) -> list[tuple[str, C
     s, T, act = c.spec, c.tokens, c.prec.activations
     norm = elementwise(T * s.hidden, s.norm, act)
     add = elementwise(T * s.hidden, "add", act)
-    return [("attention norm", norm), *_attention_ops(c, window), *c.tp_all_reduce(),
+    return [("attention norm", norm), *_attention_ops(c, window), *c.tp_all_reduce("attention"),
             ("attention residual", add), ("mlp norm", norm), *_mlp_ops(c, moe_layer),
-            *c.tp_all_reduce(), ("mlp residual", add)]
+            *c.tp_all_reduce("mlp"), ("mlp residual", add)]
 
 
 def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, chip: Chip,
