@@ -290,3 +290,20 @@ def test_mfu_cli(capsys):
                        "8192", "--seq-len", "4096", "--json")
     data = json.loads(out)
     assert data["warning"] is None and 0.5 < data["mfu"] < 0.6
+
+
+def test_op_calibrated(capsys, tmp_path):
+    calib = tmp_path / "calib.toml"
+    calib.write_text('schema_version = 1\n[calibrated_on]\ndevice = "test rig"\ndate = '
+                     '"2026-11-29"\nwhat = "by hand"\nhardware = "h100-sxm"\n[efficiency]\n'
+                     'hbm = 0.9\n[efficiency.compute]\nbf16 = 0.8\n')
+    code, out, _ = run(capsys, "op", "matmul", "--m", "128", "--k", "8192", "--n", "8192",
+                       "--calibrated", str(calib), "--json")
+    data = json.loads(out)
+    assert code == 0 and data["t_lower_s"] == pytest.approx(41.3e-6, rel=0.01)  # plain bound
+    assert data["calibrated"]["t_lower_s"] == pytest.approx(data["t_lower_s"] / 0.9)
+    code, out, _ = run(capsys, "op", "matmul", "--m", "128", "--k", "8192", "--n", "8192",
+                       "--calibrated", str(calib))
+    assert "calibrated estimate" in out and "test rig" in out
+    code, _, err = run(capsys, "op", "dot", "--n", "10", "--calibrated", "missing.toml")
+    assert code == 2 and "calibration file not found" in err

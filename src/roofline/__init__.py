@@ -15,6 +15,7 @@ from .hardware import Chip, Link, MemoryLevel, Peak, System, list_chips, load_ch
 from .ops import attention, dot, elementwise, gemv, kv_cache_bytes, matmul, mla_attention
 from .ops.collectives import collective
 from .ops.parallel import sharded_matmul, tp_layer
+from .trace import trace, trace_jax, tracing
 
 __version__ = "0.1.0"
 
@@ -44,4 +45,7 @@ __all__ = [
     "mla_attention",
     "sharded_matmul",
     "tp_layer",
+    "trace",
+    "trace_jax",
+    "tracing",
 ]

@@ -376,6 +376,12 @@ def _cmd_op(args: argparse.Namespace) -> None:
     data = est.to_dict()
     data["derivation"] = cost.explain()
     text = estimate_text(est, explain=args.explain, chip=chip)
+    if args.calibrated:  # the plain bound stays; the calibrated estimate is added and labelled
+        from .measure.calibration import calibrate, calibrated_text, load_calibration
+
+        record = calibrate(est, load_calibration(args.calibrated), chip=chip)
+        data["calibrated"] = record.to_dict()
+        text += "\n\n" + calibrated_text(record)
     if spec.report:
         extra = spec.report(kwargs, est, chip)
         data.update(extra)
@@ -648,6 +654,9 @@ def build_parser() -> argparse.ArgumentParser:
         q.add_argument("--json", action="store_true", help="print one JSON object")
         q.add_argument("--explain", action="store_true",
                        help="print the derivation and what would move the op")
+        q.add_argument("--calibrated", metavar="FILE", help="also give an estimate calibrated "
+                       "with measured efficiencies (from roofline measure ... "
+                       "--calibration-out)")
         q.set_defaults(func=_cmd_op, spec=spec)
 
     cb = _solver_parser(sub, "critical-batch", "tokens at which a matmul turns compute-bound",
@@ -743,6 +752,11 @@ def build_parser() -> argparse.ArgumentParser:
     from .plot_cli import register as register_plots  # plots import matplotlib lazily
 
     register_plots(sub)
+    from .measure.cli import register as register_measure  # torch is imported lazily
+    from .trace.cli import register as register_trace
+
+    register_measure(sub)
+    register_trace(sub)
     _solver_parser(sub, "quant-table", "bytes per parameter, peak and critical batch per "
                    "quantization scheme", _cmd_quant_table)
     return p

@@ -174,6 +174,12 @@ class Call(Expr):
         return f"{self.fn_name}({self.arg.substituted()})"
 
 
+def unwrap(x: Any) -> Any:
+    """0-d arrays back to Python scalars, so scalar inputs give scalar results."""
+    arr = np.asarray(x)
+    return arr.item() if arr.ndim == 0 else arr
+
+
 def _lift(x: Operand) -> Expr:
     return x if isinstance(x, Expr) else Const(float(x))
 

@@ -22,17 +22,12 @@ from typing import Any
 import numpy as np
 
 from .cost import Cost
-from .derivation import Num
+from .derivation import Num, unwrap
 from .hardware import Chip, System, load_chip
 
 COMPUTE = "compute"
 LATENCY = "latency"
 
-
-def _out(x: Any) -> Any:
-    """0-d arrays back to Python scalars so scalar calls give scalar results."""
-    arr = np.asarray(x)
-    return arr.item() if arr.ndim == 0 else arr
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,12 +53,12 @@ class Estimate:
     def bound(self) -> Any:
         """The resource that sets t_lower: a str, or an array of str for array-valued costs
         (built on demand: a million-point sweep need not carry a million strings)."""
-        return _out(np.asarray(list(self.time_s))[self.bound_index])
+        return unwrap(np.asarray(list(self.time_s))[self.bound_index])
 
     @property
     def utilization(self) -> dict[str, Num]:
         """Share of each resource's capacity used when running at t_lower."""
-        return {r: _out(np.asarray(t) / self.t_lower_s) for r, t in self.time_s.items()}
+        return {r: unwrap(np.asarray(t) / self.t_lower_s) for r, t in self.time_s.items()}
 
     def _repr_html_(self) -> str:  # notebooks
         from .html_report import estimate_html
@@ -146,17 +141,17 @@ def evaluate(cost: Cost, hw: Chip | System | str) -> Estimate:
         ridge: dict[str, Num] = {}
         for name, moved in [*cost.bytes.items(), *cost.link_bytes.items()]:
             if cost.flops:  # FLOP per byte means nothing without FLOPs
-                intensity[name] = _out(flops / np.asarray(moved))
-                ridge[name] = _out(peak / chip.bandwidth_Bps(name))
+                intensity[name] = unwrap(flops / np.asarray(moved))
+                ridge[name] = unwrap(peak / chip.bandwidth_Bps(name))
         attainable = np.where(t_lower > 0, flops / t_lower, 0.0)
 
     return Estimate(
-        hardware=chip.id, cost=cost, flops=_out(flops),
-        flops_by_dtype={k: _out(v) for k, v in cost.flops.items()},
-        bytes={k: _out(v) for k, v in cost.bytes.items()},
-        link_bytes={k: _out(v) for k, v in cost.link_bytes.items()},
-        time_s={k: _out(v) for k, v in times.items()},
-        t_lower_s=_out(t_lower), t_upper_s=_out(t_upper), bound_index=_out(bound_index),
-        intensity=intensity, ridge=ridge, peak_flops_per_s=_out(peak),
-        attainable_flops_per_s=_out(attainable),
+        hardware=chip.id, cost=cost, flops=unwrap(flops),
+        flops_by_dtype={k: unwrap(v) for k, v in cost.flops.items()},
+        bytes={k: unwrap(v) for k, v in cost.bytes.items()},
+        link_bytes={k: unwrap(v) for k, v in cost.link_bytes.items()},
+        time_s={k: unwrap(v) for k, v in times.items()},
+        t_lower_s=unwrap(t_lower), t_upper_s=unwrap(t_upper), bound_index=unwrap(bound_index),
+        intensity=intensity, ridge=ridge, peak_flops_per_s=unwrap(peak),
+        attainable_flops_per_s=unwrap(attainable),
     )

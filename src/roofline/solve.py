@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from .cost import Cost
-from .derivation import Expr, Num, Sym, Term
+from .derivation import Expr, Num, Sym, Term, unwrap
 from .dtypes import DType, operand_dtypes
 from .dtypes import dtype as lookup_dtype
 from .errors import RooflineError
@@ -45,10 +45,6 @@ from .ops._common import size
 __all__ = ["critical_batch", "critical_batch_term", "critical_shard_dim", "critical_shard_dim_term",
            "crossover", "decode_critical_batch"]
 
-
-def _out(x: Any) -> Num:
-    arr = np.asarray(x, dtype=float)
-    return float(arr) if arr.ndim == 0 else arr
 
 
 def _bound(expr: Expr) -> np.ndarray[Any, Any]:
@@ -106,7 +102,7 @@ def crossover(
         ok = np.broadcast_to(compute_bound(mid), shape)
         b = np.where(ok, mid, b)
         a = np.where(ok, a, mid)
-    return _out(np.where(at_lo, np.broadcast_to(lo_arr, shape), np.where(at_hi, b, np.inf)))
+    return unwrap(np.where(at_lo, np.broadcast_to(lo_arr, shape), np.where(at_hi, b, np.inf)))
 
 
 def _positive(name: str, value: object) -> np.ndarray[Any, Any]:
@@ -172,7 +168,7 @@ def critical_batch(
     (295.3, 73.8)
     """
     term = critical_batch_term(hw, k, n, dtype, weight_dtype, out_dtype, compute_dtype)
-    return _out(_bound(term.expr))
+    return unwrap(_bound(term.expr))
 
 
 def decode_critical_batch(
@@ -201,7 +197,7 @@ def decode_critical_batch(
     """
     term = critical_batch_term(hw, k, n, dtype, weight_dtype, out_dtype, compute_dtype)
     per_sequence = term.expr / size("q_len", q_len)
-    return _out(_bound(per_sequence))
+    return unwrap(_bound(per_sequence))
 
 
 # --- sharded contraction: the critical shard dimension --------------------------------------
@@ -235,4 +231,4 @@ def critical_shard_dim(
     >>> round(critical_shard_dim("h100")), round(critical_shard_dim("h100", "scale-out"))
     (2199, 19788)
     """
-    return _out(critical_shard_dim_term(hw, link, dtype, bytes_factor).expr.value)
+    return unwrap(critical_shard_dim_term(hw, link, dtype, bytes_factor).expr.value)

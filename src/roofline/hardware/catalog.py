@@ -6,7 +6,6 @@ Validation is strict so a typo in a file fails loudly, naming the file and the f
 from __future__ import annotations
 
 import math
-import tomllib
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 from ..cost import LINKS, MEMORY_LEVELS
 from ..dtypes import dtype_names
 from ..errors import RooflineError, unknown
+from ..files import read_toml
 from .model import Chip, Link, MemoryLevel, Peak
 
 CATALOG_DIR = Path(__file__).with_name("catalog")
@@ -161,14 +161,7 @@ def parse_chip(data: dict[str, Any], path: str) -> Chip:
 
 def load_chip_file(path: str | Path) -> Chip:
     """Read and validate one chip TOML file."""
-    p = Path(path)
-    if not p.is_file():
-        raise RooflineError(f"chip file not found: {p}")
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise RooflineError(f"{p}: not valid TOML: {exc}") from None
-    return parse_chip(data, str(p))
+    return parse_chip(read_toml(path, "chip file"), str(Path(path)))
 
 
 def _catalog_files() -> dict[str, Path]:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
+from ..derivation import unwrap
 from ..errors import RooflineError
 from ..evaluate import Estimate, evaluate, max_sum_argmax
 from ..hardware import Chip, System, load_chip
@@ -112,16 +113,11 @@ class ModelAnalysis:
         return pd.DataFrame([asdict(op) for op in self.ops])
 
 
-def _out(x: Any) -> Any:
-    """0-d arrays back to Python scalars (str or float) so scalar phases give scalars."""
-    arr = np.asarray(x)
-    return arr.item() if arr.ndim == 0 else arr
-
 
 def _dominant(times: dict[str, Any]) -> Any:
     """Per point, the resource with the most time."""
     _, _, index = max_sum_argmax(list(times.values()))
-    return _out(np.asarray(list(times))[index])
+    return unwrap(np.asarray(list(times))[index])
 
 
 def _add_by_bound(acc: dict[str, Any], est: Estimate, time: Any) -> None:
@@ -174,10 +170,10 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
             _add_by_bound(per_op, e, lower)
             op_times.append(per_op)
             ops.append(OpResult(
-                r.group, r.name, r.count, _out(r.count * np.asarray(e.flops)),
-                _out(r.count * hbm), _out(r.count * links),
-                _out(np.where(hbm > 0, np.asarray(e.flops) / hbm, np.inf)), _out(lower),
-                _out(r.count * np.asarray(e.t_upper_s)), e.bound, _out(lower / stage_lower)))
+                r.group, r.name, r.count, unwrap(r.count * np.asarray(e.flops)),
+                unwrap(r.count * hbm), unwrap(r.count * links),
+                unwrap(np.where(hbm > 0, np.asarray(e.flops) / hbm, np.inf)), unwrap(lower),
+                unwrap(r.count * np.asarray(e.t_upper_s)), e.bound, unwrap(lower / stage_lower)))
             for resource, t in per_op.items():
                 by_resource[resource] = by_resource.get(resource, 0.0) + t
     total = sum((r.cost * r.count for r in rows), Cost())
@@ -190,20 +186,20 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
     return ModelAnalysis(
         model=spec.name, hardware=chip.id, phase=phase, parallel=par, precision=prec,
         params_total=counts.total, params_active=counts.active, ops=tuple(ops),
-        layers=_layers(ops, op_times, stage_lower), flops=_out(flops),
-        model_flops=_out(model_flops),
-        bytes={k: _out(v) for k, v in total.bytes.items()},
-        link_bytes={k: _out(v) for k, v in total.link_bytes.items()},
-        t_lower_s=_out(t_lower),
-        t_upper_s=_out(bubble * sum(np.asarray(op.t_upper_s) for op in ops)),
-        t_floor_s=_out(np.asarray(floor.t_lower_s) * bubble),
+        layers=_layers(ops, op_times, stage_lower), flops=unwrap(flops),
+        model_flops=unwrap(model_flops),
+        bytes={k: unwrap(v) for k, v in total.bytes.items()},
+        link_bytes={k: unwrap(v) for k, v in total.link_bytes.items()},
+        t_lower_s=unwrap(t_lower),
+        t_upper_s=unwrap(bubble * sum(np.asarray(op.t_upper_s) for op in ops)),
+        t_floor_s=unwrap(np.asarray(floor.t_lower_s) * bubble),
         bound=_dominant(by_resource),
-        mfu=_out(model_flops / (t_lower * peak)),
-        hfu=_out(flops / (t_lower * peak)),
-        hbm_utilization=_out(np.asarray(total.bytes.get("hbm", 0.0)) / (
+        mfu=unwrap(model_flops / (t_lower * peak)),
+        hfu=unwrap(flops / (t_lower * peak)),
+        hbm_utilization=unwrap(np.asarray(total.bytes.get("hbm", 0.0)) / (
             t_lower * chip.level("hbm").bandwidth_Bps)),
         memory=footprint(spec, phase, par, prec, chip.memory[0].capacity_bytes or 0.0),
-        decode_compute_bound_batch=_out(np.asarray(decode_critical_batch(
+        decode_compute_bound_batch=unwrap(np.asarray(decode_critical_batch(
             chip, dtype=prec.activations, weight_dtype=prec.weights, q_len=q_len)) * par.dp),
     )
 
@@ -221,9 +217,9 @@ def _layers(ops: list[OpResult], op_times: list[dict[str, Any]],
                     times[resource] = times.get(resource, 0.0) + t
         lower = sum(np.asarray(op.t_lower_s) for op in members)
         out.append(LayerResult(
-            group, count, _out(lower / count),
-            _out(sum(np.asarray(op.t_upper_s) for op in members) / count),
-            _out(sum(np.asarray(op.flops) for op in members) / count),
-            _out(sum(np.asarray(op.hbm_bytes) for op in members) / count),
-            _dominant(times), _out(lower / stage_lower)))
+            group, count, unwrap(lower / count),
+            unwrap(sum(np.asarray(op.t_upper_s) for op in members) / count),
+            unwrap(sum(np.asarray(op.flops) for op in members) / count),
+            unwrap(sum(np.asarray(op.hbm_bytes) for op in members) / count),
+            _dominant(times), unwrap(lower / stage_lower)))
     return tuple(out)

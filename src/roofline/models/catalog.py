@@ -4,12 +4,11 @@ config.json is fetched, never weights, never remote code)."""
 
 from __future__ import annotations
 
-import json
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from ..errors import RooflineError, unknown
+from ..files import read_json
 from .spec import ModelSpec, parse_config
 
 CATALOG_DIR = Path(__file__).with_name("catalog")
@@ -20,19 +19,10 @@ def list_models() -> list[str]:
     return sorted(p.stem for p in CATALOG_DIR.glob("*.json"))
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RooflineError(f"{path}: cannot read: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise RooflineError(f"{path}: not valid JSON: {exc}") from None
-
-
 @cache
 def _catalog_model(name: str) -> ModelSpec:
     path = CATALOG_DIR / f"{name}.json"
-    return parse_config(_read_json(path), name, str(path))
+    return parse_config(read_json(path), name, str(path))
 
 
 def load_model(name: str | ModelSpec) -> ModelSpec:
@@ -48,7 +38,7 @@ def load_model(name: str | ModelSpec) -> ModelSpec:
         if not path.is_file():
             raise RooflineError(f"{text}: no config.json in this directory")
     if path.is_file():
-        return parse_config(_read_json(path), path.parent.name if path.name == "config.json"
+        return parse_config(read_json(path), path.parent.name if path.name == "config.json"
                             else path.stem, str(path))
     if text.endswith(".json") or text.startswith((".", "/")):
         raise RooflineError(f"model config not found: {text}")
@@ -68,4 +58,4 @@ def _from_hub(repo: str) -> ModelSpec:
     except Exception as exc:  # network, auth, missing repo: all mean "pass a local file"
         raise RooflineError(f"could not fetch {repo}/config.json from the Hub "
                             f"({type(exc).__name__}); pass a local config.json") from None
-    return parse_config(_read_json(Path(path)), repo.split("/")[-1], f"{repo}/config.json")
+    return parse_config(read_json(Path(path)), repo.split("/")[-1], f"{repo}/config.json")

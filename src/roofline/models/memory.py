@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..derivation import unwrap
 from ..dtypes import dtype as lookup_dtype
 from .graph import Parallel, Phase, Precision
 from .params import param_counts
@@ -130,10 +131,6 @@ def _activations(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
     return layer + logits_tokens * spec.vocab / par.tp * 4.0
 
 
-def _out(x: Any) -> Any:
-    arr = np.asarray(x, dtype=float)
-    return float(arr) if arr.ndim == 0 else arr
-
 
 def footprint(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
               capacity_bytes: float) -> MemoryFootprint:
@@ -169,8 +166,8 @@ def footprint(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
     activations = per_chip(seqs, context) - weights - optimizer - kv_total
     max_context = None
     if phase.kind != "train":
-        max_context = _out(np.broadcast_to(_max_context(
+        max_context = unwrap(np.broadcast_to(_max_context(
             spec, par, prec, seqs, capacity_bytes - weights - optimizer - activations), shape))
-    return MemoryFootprint(weights, _out(kv_total), float(kv_bytes_per_token(spec, par, prec)),
-                           _out(activations), optimizer, capacity_bytes, _out(max_batch),
+    return MemoryFootprint(weights, unwrap(kv_total), float(kv_bytes_per_token(spec, par, prec)),
+                           unwrap(activations), optimizer, capacity_bytes, unwrap(max_batch),
                            max_context)

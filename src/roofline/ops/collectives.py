@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import LINKS, Cost
-from ..derivation import Call, Expr, Num, Sym, Term, define
+from ..derivation import Call, Expr, Num, Sym, Term, define, unwrap
 from ..errors import RooflineError, unknown
 from ._common import size, whole
 
@@ -125,12 +125,8 @@ def collective(
     domain = whole("a", domain_size, "domain_size")
     # a group smaller than a domain stays inside it: a = min(n, domain), b = n / a domains
     a = Sym("a", np.minimum(np.asarray(n.value), np.asarray(domain.value)) * 1.0)
-    return _hierarchical(kind, algo, n, m, Sym("a", _out(a.value)))
+    return _hierarchical(kind, algo, n, m, Sym("a", unwrap(a.value)))
 
-
-def _out(value: Any) -> Num:
-    arr = np.asarray(value, dtype=float)
-    return float(arr) if arr.ndim == 0 else arr
 
 
 def _full(value: Num, like: Expr) -> Num:

@@ -1,0 +1,33 @@
+"""Reading the data files we accept (chip TOML, calibration TOML, model config JSON).
+
+Data is parsed, never executed: TOML and JSON only, no eval, no pickle. Errors name the file.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from .errors import RooflineError
+
+
+def read_toml(path: str | Path, what: str) -> dict[str, Any]:
+    p = Path(path)
+    if not p.is_file():
+        raise RooflineError(f"{what} not found: {p}")
+    try:
+        return tomllib.loads(p.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise RooflineError(f"{p}: not valid TOML: {exc}") from None
+
+
+def read_json(path: str | Path) -> Any:
+    p = Path(path)
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RooflineError(f"{p}: cannot read: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise RooflineError(f"{p}: not valid JSON: {exc}") from None

@@ -1,0 +1,98 @@
+"""`roofline trace path/to/script.py:function`: run a function once under the tracer.
+
+Tracing real code means running it: the script is imported from its path and the function
+called with no arguments (it builds its own inputs). Only point it at code you trust.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import RooflineError
+
+
+def load_function(target: str) -> Any:
+    """'path/to/script.py:function' -> the function (the script is imported, i.e. run)."""
+    path_text, sep, name = target.rpartition(":")
+    if not sep or not path_text.endswith(".py") or not name.isidentifier():
+        raise RooflineError(f"expected path/to/script.py:function, got {target!r}")
+    path = Path(path_text)
+    if not path.is_file():
+        raise RooflineError(f"script not found: {path}")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    if spec is None or spec.loader is None:
+        raise RooflineError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.parent.resolve()))  # the script's own imports resolve
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.pop(0)
+    fn = getattr(module, name, None)
+    if not callable(fn):
+        raise RooflineError(f"{path} has no function {name!r}")
+    return fn
+
+
+def _cmd_trace(args: argparse.Namespace) -> None:
+    from ..report import jsonable, table
+    from ..units import format_bytes, format_si, format_time
+    from .torch_trace import trace
+
+    fn = load_function(args.target)
+    import torch
+
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise RooflineError("--device cuda: this torch has no CUDA device (CPU-only build?)")
+    previous = torch.get_default_device()
+    torch.set_default_device(args.device)  # tensors the function creates land there
+    try:
+        result = trace(fn, time_ops=args.time)
+    finally:
+        torch.set_default_device(previous)
+    if args.json:
+        import json
+
+        print(json.dumps(jsonable(result.to_dict(args.hw)), indent=2))
+        return
+    rows = result.by_kind(args.hw)[: args.top]
+    timed = args.time
+    body = [[r.name, str(r.count), format_si(r.flops), format_bytes(r.bytes),
+             f"{r.intensity:.3g}", format_time(r.t_lower_s), r.bound]
+            + ([format_time(r.time_s or 0), f"{100 * (r.efficiency or 0):.1f}%"] if timed else [])
+            + (["flagged"] if r.flagged else [])
+            for r in rows]
+    head = ["op kind", "count", "FLOPs", "bytes", "FLOP/B", "t_lower", "bound"]
+    lines = [f"{len(result.ops)} ops traced; placed on {args.hw}", "",
+             table(head + (["measured", "of roof"] if timed else []), body)]
+    fusion = result.fusion(args.hw)
+    lines += ["", f"total: {format_si(result.flops)}FLOP, {format_bytes(result.bytes)} moved "
+              "(each op its own kernel: the unfused traffic); ops one by one >= "
+              f"{format_time(fusion.t_lower_before_s)}",
+              f"fusion headroom: {fusion.intermediates} intermediate tensors, "
+              f"{format_bytes(fusion.bytes_removed)} of traffic a perfect fusion keeps on "
+              f"chip; one fused kernel >= {format_time(fusion.t_lower_fused_s)} "
+              f"({fusion.bound_fused}-bound)"]
+    if result.flagged:
+        lines.append("flagged (arithmetic without a FLOP formula, counted as 0): "
+                     + ", ".join(sorted({op.op for op in result.flagged})))
+    print("\n".join(lines))
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "trace", help="run a PyTorch function and place its ops on the roofline",
+        description="Imports the script (running it) and calls the function once with no "
+        "arguments under a TorchDispatchMode; only use it on code you trust.")
+    p.add_argument("target", help="path/to/script.py:function")
+    p.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                   help="default device for the tensors the function creates")
+    p.add_argument("--time", action="store_true", help="time every op (achieved vs roof)")
+    p.add_argument("--top", type=int, default=30, help="op kinds to show")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_cmd_trace)
