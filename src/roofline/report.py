@@ -263,6 +263,8 @@ def model_text(a: Any, explain: bool = False) -> str:
         body = table(["layer (per chip)", "count", "FLOPs/layer", "HBM/layer", "t/layer",
                       "bound", "share"], rows)
     m = a.memory
+    if a.model_source:
+        head += f"\nconfig: {a.model_source}"
     lines = [head, "", body, "",
              f"step t_lower = {ft(a.t_lower_s)} (ops in sequence, each at its own roof), "
              f"t_upper = {ft(a.t_upper_s)}, full-overlap floor = {ft(a.t_floor_s)}; "

@@ -134,7 +134,7 @@ def parse_config(data: Any, name: str, origin: str) -> ModelSpec:
         head_dim=c.integer("head_dim", default=hidden // heads),
         ffn=c.integer("intermediate_size"), vocab=c.integer("vocab_size"),
         tied_embeddings=c.flag("tie_word_embeddings", model_type.startswith("gemma")),
-        max_context=c.opt_int("max_position_embeddings"), source=str(data.get("_source", "")),
+        max_context=c.opt_int("max_position_embeddings"), source=str(data.get("_source") or origin),
     )
     if model_type in ("qwen2", "qwen2_moe"):
         common["bias"] = "qkv"
@@ -200,7 +200,7 @@ def _gpt2(c: _Config, name: str) -> ModelSpec:
         kv_heads=heads, head_dim=hidden // heads, ffn=c.integer("n_inner", default=4 * hidden),
         vocab=c.integer("vocab_size"), gated_mlp=False, tied_embeddings=True,
         learned_positions=c.integer("n_positions"), norm="layernorm", bias="all",
-        max_context=c.integer("n_positions"), source=str(c.data.get("_source", "")))
+        max_context=c.integer("n_positions"), source=str(c.data.get("_source") or c.origin))
 
 
 def _opt(c: _Config, name: str) -> ModelSpec:
@@ -217,4 +217,4 @@ def _opt(c: _Config, name: str) -> ModelSpec:
         tied_embeddings=c.flag("tie_word_embeddings", True),
         learned_positions=positions + 2,  # OPT's position table carries an offset of 2
         norm="layernorm", bias="all", max_context=positions,
-        source=str(c.data.get("_source", "")))
+        source=str(c.data.get("_source") or c.origin))
