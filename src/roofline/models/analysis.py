@@ -185,7 +185,8 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
     counts = param_counts(spec)
     q_len = phase.q_len if phase.kind == "decode" else 1
     return ModelAnalysis(
-        model=spec.name, hardware=chip.id, model_source=spec.source, phase=phase, parallel=par, precision=prec,
+        model=spec.name, hardware=chip.id, model_source=spec.source, phase=phase, parallel=par,
+        precision=prec,
         params_total=counts.total, params_active=counts.active, ops=tuple(ops),
         layers=_layers(ops, op_times, stage_lower), flops=unwrap(flops),
         model_flops=unwrap(model_flops),
