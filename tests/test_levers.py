@@ -45,3 +45,19 @@ def test_fusion_removes_memory_bound():
                                ELEMENTWISE_LEVERS)
     fused = rows["fused into its neighbour (no HBM round trip)"]
     assert fused.bound == "compute" and fused.speedup > 100
+
+
+def test_model_levers_re_analyse_the_step():
+    from roofline.levers import model_what_if
+    from roofline.models import Parallel, Precision, analyze, decode
+
+    phase, par, prec = decode(16, 4096), Parallel(tp=4), Precision()
+    rows = {r.label: r for r in model_what_if("llama-3-70b", H100, phase, par, prec)}
+    base = analyze("llama-3-70b", "h100", phase, par, prec)
+    int4 = analyze("llama-3-70b", "h100", phase, par, Precision(weights="int4-g128"))
+    assert rows["int4 weights, group-128 scales"].speedup == pytest.approx(
+        int4.tokens_per_s / base.tokens_per_s)
+    assert rows["4 tokens per step (speculative decoding)"].speedup > 3
+    a100 = {r.label for r in model_what_if("llama-3-8b", load_chip("a100"), phase,
+                                           Parallel(), prec)}
+    assert "fp8 weights and activations" not in a100  # A100 has no fp8 peak

@@ -54,6 +54,7 @@ from .report import (
     jsonable,
     mfu_text,
     model_text,
+    model_what_if_text,
     sweep_text,
     table,
     what_if_text,
@@ -451,8 +452,20 @@ def _cmd_model(args: argparse.Namespace) -> None:
         _emit({"models": data}, args.json, table(["id", "type", "params", "active", "layers",
                                                   "hidden"], rows))
         return
+    _model_step(args)
+
+
+def _model_step(args: argparse.Namespace) -> None:
+    from .levers import model_what_if
+
     result = model_analysis(args)
-    _emit(result.to_dict(), args.json, model_text(result, explain=args.explain))
+    data, text = result.to_dict(), model_text(result, explain=args.explain)
+    if args.explain:
+        changes = model_what_if(args.model, load_chip(args.hw), result.phase, result.parallel,
+                                result.precision, args.impl)
+        data["what_if"] = [vars(r) for r in changes]
+        text += "\n\n" + model_what_if_text(changes)
+    _emit(data, args.json, text)
 
 
 def model_analysis(args: argparse.Namespace) -> Any:

@@ -148,3 +148,53 @@ TP_LAYER_LEVERS = [
           if kw.get("tp", 1) >= 2 and kw["heads"] % (kw["tp"] // 2) == 0 else None),
     COLLECTIVE_LEVERS[1],
 ]
+
+
+# --- whole models -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelWhatIf:
+    label: str
+    t_lower_s: float
+    tokens_per_s: float
+    speedup: float  # tokens/s after / before
+    bound: str
+    fits: bool
+
+
+def model_what_if(model: Any, chip: Chip, phase: Any, parallel: Any, precision: Any,
+                  impl: str = "flash") -> list[ModelWhatIf]:
+    """The step re-analysed with one change each: more batch, narrower weights or KV cache,
+    fp8 compute, more tensor parallelism, speculative decoding. Changes that do not apply
+    (or that the chip cannot run) are left out."""
+    from dataclasses import replace
+
+    from .models import analyze
+
+    base = analyze(model, chip, phase, parallel, precision, impl)
+    changes: list[tuple[str, Any, Any, Any]] = [
+        ("2x batch", replace(phase, batch=phase.batch * 2), parallel, precision),
+        ("int4 weights, group-128 scales", phase, parallel,
+         replace(precision, weights="int4-g128")),
+        ("fp8 KV cache", phase, parallel, replace(precision, kv_cache="fp8")),
+        ("fp8 weights and activations", phase, parallel,
+         replace(precision, weights="fp8", activations="fp8")),
+        ("2x tensor parallelism (twice the chips)", phase, replace(parallel, tp=parallel.tp * 2), precision),
+    ]
+    if phase.kind == "decode":
+        changes.append(("4 tokens per step (speculative decoding)",
+                        replace(phase, q_len=phase.q_len * 4, kv_len=phase.kv_len + 3 *
+                                phase.q_len), parallel, precision))
+    rows = []
+    for label, ph, par, prec in changes:
+        if (ph, par, prec) == (phase, parallel, precision):  # already so: nothing changes
+            continue
+        try:
+            a = analyze(model, chip, ph, par, prec, impl)
+        except RooflineError:  # e.g. no fp8 on the chip, tp beyond the heads
+            continue
+        rows.append(ModelWhatIf(label, float(a.t_lower_s), float(a.tokens_per_s),
+                                float(a.tokens_per_s) / float(base.tokens_per_s),
+                                str(a.bound), bool(a.memory.fits)))
+    return rows

@@ -339,3 +339,15 @@ def sweep_text(result: Any, frontier: dict[str, Any], max_latency_s: float | Non
                           f"{c['length']:g}", f"{c['batch']:g}", c["from"], c["to"]]
                          for c in changes])]
     return "\n".join(lines)
+
+
+def model_what_if_text(rows: Sequence[Any]) -> str:
+    """What would move a model step: each change's tokens/s against today's."""
+    if not rows:
+        return "what would move it: no change applies"
+    from .units import format_time as ft
+
+    body = [[r.label, f"{r.speedup:.3g}x", format_si(r.tokens_per_s), ft(r.t_lower_s), r.bound,
+             "yes" if r.fits else "no"] for r in rows]
+    return "what would move it (each change alone, re-analysed):\n" + table(
+        ["change", "tokens/s", "now", "step", "bound", "fits"], body)
