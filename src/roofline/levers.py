@@ -180,7 +180,8 @@ def model_what_if(model: Any, chip: Chip, phase: Any, parallel: Any, precision: 
         ("fp8 KV cache", phase, parallel, replace(precision, kv_cache="fp8")),
         ("fp8 weights and activations", phase, parallel,
          replace(precision, weights="fp8", activations="fp8")),
-        ("2x tensor parallelism (twice the chips)", phase, replace(parallel, tp=parallel.tp * 2), precision),
+        ("2x tensor parallelism (twice the chips)", phase,
+         replace(parallel, tp=parallel.tp * 2), precision),
     ]
     if phase.kind == "decode":
         changes.append(("4 tokens per step (speculative decoding)",
