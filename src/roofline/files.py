@@ -19,6 +19,8 @@ def read_toml(path: str | Path, what: str) -> dict[str, Any]:
         raise RooflineError(f"{what} not found: {p}")
     try:
         return tomllib.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise RooflineError(f"{p}: cannot read: {exc.strerror or exc}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise RooflineError(f"{p}: not valid TOML: {exc}") from None
 
@@ -31,3 +33,11 @@ def read_json(path: str | Path) -> Any:
         raise RooflineError(f"{p}: cannot read: {exc}") from None
     except json.JSONDecodeError as exc:
         raise RooflineError(f"{p}: not valid JSON: {exc}") from None
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """Write an output file; a failure is one RooflineError naming the file."""
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise RooflineError(f"cannot write {path}: {exc.strerror or exc}") from None
