@@ -43,7 +43,7 @@ def main() -> int:
         ("whole model: Llama-3-70B decode, TP 4", 5e-3, 50,
          lambda: analyze("llama-3-70b", "h100", decode(64, 8192), Parallel(tp=4))),
         ("whole model: DeepSeek-V3 prefill, 64 chips", 5e-3, 50,
-         lambda: analyze("deepseek-v3", "h100", prefill(8, 4096), Parallel(tp=8, dp=8, ep=8))),
+         lambda: analyze("deepseek-v3", "h100", prefill(8, 4096), Parallel(tp=8, dp=8, ep=64))),
         ("1,000,000-point sweep (batch x context)", 1.0, 5,
          lambda: sweep_model("llama-3-70b", ["h100"], "decode", batch[:, 0], context[0],
                              tp=[4])),

@@ -255,7 +255,7 @@ def test_model_cli(capsys):
         set(data)
     assert data["memory"]["fits"] is False
     code, out, _ = run(capsys, "model", "deepseek-v3", "--phase", "prefill", "--batch", "8",
-                       "--prompt-len", "4096", "--tp", "8", "--dp", "8", "--ep", "8", "--json")
+                       "--prompt-len", "4096", "--tp", "8", "--dp", "8", "--ep", "64", "--json")
     data = json.loads(out)
     assert code == 0 and data["ttft_s"] > 0 and data["memory"]["fits"]
     code, out, _ = run(capsys, "model", "mixtral-8x7b", "--phase", "train", "--batch", "16",

@@ -141,14 +141,15 @@ def analyze(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
     (41.5, 'hbm')
     """
     spec = load_model(model)
-    chip = load_chip(hw)
+    chip = load_chip(hw)  # a System keeps its own domain size for placement below
     par = parallel or Parallel()
     prec = precision or Precision()
     if impl == "flash" and sram_bytes is None and block_q is None:
         sram_bytes = chip_sram_bytes(chip) if any(m.name == "sram" for m in chip.memory) \
             else None
         block_q = None if sram_bytes else 128  # no SRAM figure: a common FA2/FA3 tile
-    rows = build(spec, phase, par, prec, chip, impl, sram_bytes, block_q)
+    rows = build(spec, phase, par, prec, hw if isinstance(hw, System) else chip, impl,
+                 sram_bytes, block_q)
     return _summarise(spec, chip, phase, par, prec, rows)
 
 

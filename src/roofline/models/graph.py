@@ -8,9 +8,10 @@ Prefill, decode and training are the same layers with different parameters (DESI
     train     sequence length S             S                            3 = forward + backward
                                                                          (4 with recompute)
 
-Training counts the backward pass as twice the forward (dX and dW for every matmul: the
-"6·N per token" convention) for FLOPs, bytes and the TP collectives alike; full activation
-recomputation re-runs the forward once more (HFU counts it, MFU does not).
+Training counts the backward pass as twice the forward for FLOPs and HBM bytes (dX and dW for
+every matmul: the "6·N per token" convention) but once the forward for collectives (each
+forward collective has one backward partner); full activation recomputation re-runs the
+forward once more, communication included (HFU counts it, MFU does not).
 
 Parallelism (all costs per chip): TP splits heads and MLP columns (two all-reduces per
 layer forward); PP gives each chip layers / pp of the layers, with a bubble of
@@ -33,7 +34,7 @@ import numpy as np
 from ..cost import Cost
 from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError
-from ..hardware import Chip
+from ..hardware import Chip, System, make_system
 from ..ops.attention import attention, mla_attention
 from ..ops.collectives import collective
 from ..ops.elementwise import elementwise
@@ -60,6 +61,13 @@ class Phase:
     def work_factor(self) -> float:
         """Forward passes' worth of work: 1 for inference, 3 for training (+1 recompute)."""
         return 1.0 if self.kind != "train" else 3.0 + (1.0 if self.recompute else 0.0)
+
+    @property
+    def comm_factor(self) -> float:
+        """Forward passes' worth of communication: every forward collective has ONE backward
+        partner (all-reduce <-> all-reduce, all-gather <-> reduce-scatter, dispatch <->
+        combine), so training moves 2x the forward's bytes (3x with recomputation)."""
+        return 1.0 if self.kind != "train" else 2.0 + (1.0 if self.recompute else 0.0)
 
 
 def prefill(batch: Any, prompt_len: Any) -> Phase:
@@ -123,11 +131,12 @@ class Placement:
         return collective(kind, nbytes, ranks, "ring", link, domain_size)
 
 
-def place(parallel: Parallel, chip: Chip) -> Placement:
-    up = chip.links.get("scale-up")
-    domain = (up.domain_size or 1) if up else 1
-    strides = {"tp": 1, "cp": parallel.tp, "dp": parallel.tp * parallel.cp,
-               "ep": parallel.tp * parallel.cp,
+def place(parallel: Parallel, system: System) -> Placement:
+    """Each group's link: ranks are numbered TP fastest, then CP, DP, PP; EP groups take
+    consecutive ranks (they share the TP ranks' domain first)."""
+    up = system.chip.links.get("scale-up")
+    domain = system.chips_per_domain
+    strides = {"tp": 1, "cp": parallel.tp, "dp": parallel.tp * parallel.cp, "ep": 1,
                "pp": parallel.tp * parallel.cp * parallel.dp}
     sizes = {"tp": parallel.tp, "cp": parallel.cp, "dp": parallel.dp, "ep": parallel.ep,
              "pp": parallel.pp}
@@ -184,6 +193,7 @@ class _Ctx:
     impl: str
     sram_bytes: float | None
     block_q: int | None
+    vector_dtype: str  # dtype whose peak vector-unit work (the optimizer) is charged to
 
     @property
     def seqs(self) -> float:  # sequences on this chip
@@ -233,9 +243,9 @@ def _attention_ops(c: _Ctx, window: int | None) -> list[tuple[str, Cost]]:
         d = s.head_dim
         ops.append(("qkv projection", c.mm(T, s.hidden, (c.heads_local + 2 * c.kv_heads_local)
                                            * d, "qkv projection")))
-        ops.append(("attention", attention(
-            c.seqs, c.q_local, kv_len, c.heads_local, c.kv_heads_local, d, impl=_impl(c),
-            window=window, **common)))
+        ops.append(("attention", _cp_share(c, attention(
+            c.seqs, c.phase.q_len, kv_len, c.heads_local, c.kv_heads_local, d, impl=_impl(c),
+            window=window, **common))))
         ops.append(("attention output", c.mm(T, c.heads_local * d, s.hidden, "attention output")))
         return ops
     m = s.mla
@@ -262,11 +272,17 @@ def _attention_ops(c: _Ctx, window: int | None) -> list[tuple[str, Cost]]:
     else:  # expanded: decompress K and V per head, then ordinary attention
         ops.append(("kv up projection", c.mm(T, m.kv_lora_rank, c.heads_local *
                                              (m.qk_nope_dim + m.v_head_dim), "kv up projection")))
-        ops.append(("mla attention", mla_attention(c.seqs, c.q_local, kv_len, form="expanded",
-                                                   impl=_impl(c), **mla)))
+        ops.append(("mla attention", _cp_share(c, mla_attention(
+            c.seqs, c.phase.q_len, kv_len, form="expanded", impl=_impl(c), **mla))))
     ops.append(("attention output", c.mm(T, c.heads_local * m.v_head_dim, s.hidden,
                                          "attention output")))
     return ops
+
+
+def _cp_share(c: _Ctx, cost: Cost) -> Cost:
+    """One CP rank's share of the sequence's attention: load-balanced (zigzag) chunks give
+    every rank 1/cp of the causal score pairs, not the last chunk's."""
+    return cost if c.par.cp == 1 else cost.scaled(1 / c.par.cp, "1/cp")
 
 
 def _impl(c: _Ctx) -> str:
@@ -292,11 +308,13 @@ def _mlp_ops(c: _Ctx, moe_layer: bool) -> list[tuple[str, Cost]]:
                 ("mlp down", c.mm(T, f, s.hidden, "mlp down"))]
     m = s.moe
     assert m is not None
-    ep, f = c.par.ep, m.expert_ffn / c.par.tp
-    group_tokens = T * ep  # the EP group's tokens; each chip serves 1/ep of the experts
-    # each routed (token, expert) copy is sent once; TP ranks hold the same tokens and split
-    # the sending between them
-    dispatch = T * m.top_k * s.hidden * c.act_bytes / c.par.tp
+    ep, tp = c.par.ep, c.par.tp
+    # Without EP every chip holds 1/tp of each expert (tensor-parallel experts) and all its
+    # tokens. With EP a chip holds E/ep whole experts and serves what the EP group routes to
+    # them; TP ranks hold the same tokens, so each dispatches 1/tp of them.
+    f = m.expert_ffn / (tp if ep == 1 else 1)
+    group_tokens = T if ep == 1 else T * ep / tp
+    dispatch = T / tp * m.top_k * s.hidden * c.act_bytes
     ops: list[tuple[str, Cost]] = [("router", c.mm(T, s.hidden, m.experts, "router"))]
     if ep > 1:
         ops.append(("ep dispatch all-to-all", c.place.comm("all-to-all", dispatch, "ep", ep)))
@@ -304,7 +322,7 @@ def _mlp_ops(c: _Ctx, moe_layer: bool) -> list[tuple[str, Cost]]:
         ("experts up/gate", grouped_matmul(group_tokens, s.hidden, gate * f, m.experts, m.top_k,
                                            dtype=act, weight_dtype=c.prec.weights).scaled(
             1 / ep, "1/ep")),
-        ("experts activation", elementwise(T * m.top_k * f, kind, act)),
+        ("experts activation", elementwise(group_tokens / ep * m.top_k * f, kind, act)),
         ("experts down", grouped_matmul(group_tokens, f, s.hidden, m.experts, m.top_k,
                                         dtype=act, weight_dtype=c.prec.weights).scaled(
             1 / ep, "1/ep")),
@@ -329,13 +347,16 @@ def layer_ops(c: _Ctx, moe_layer: bool, window: int | None) -> list[tuple[str, C
             *c.tp_all_reduce("mlp"), ("mlp residual", add)]
 
 
-def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, chip: Chip,
+def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chip | System,
           impl: str = "flash", sram_bytes: float | None = None,
           block_q: int | None = None) -> list[OpCost]:
     """Every op of one step on one chip, grouped by layer kind, work factor applied."""
     _check(spec, phase, par)
-    c = _Ctx(spec, phase, par, prec, place(par, chip), impl, sram_bytes, block_q)
-    factor = phase.work_factor
+    system = hw if isinstance(hw, System) else make_system(hw)
+    chip = system.chip
+    # optimizer arithmetic runs on vector units: the fp32 peak where the chip publishes one
+    vector = "fp32" if "fp32" in chip.peaks else prec.activations
+    c = _Ctx(spec, phase, par, prec, place(par, system), impl, sram_bytes, block_q, vector)
     useful = 3.0 if phase.kind == "train" else 1.0  # model FLOPs exclude recomputation
     kinds: dict[tuple[bool, int | None], int] = {}
     for i in range(spec.layers):
@@ -346,20 +367,27 @@ def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, chip: C
         group = ("moe" if moe_layer else "dense") + " layer" + (
             f" (window {window})" if window else "")
         for name, cost in layer_ops(c, moe_layer, window):
-            rows.append(OpCost(group, name, count / par.pp, cost.scaled(factor, "f"),
+            rows.append(OpCost(group, name, count / par.pp, _step(cost, phase),
                                np.asarray(cost.total_flops) * useful))
     for name, cost in _edge_ops(c):
-        rows.append(OpCost("model", name, 1 / par.pp, cost.scaled(factor, "f"),
+        rows.append(OpCost("model", name, 1 / par.pp, _step(cost, phase),
                            np.asarray(cost.total_flops) * useful))
     rows += _step_ops(c)
     return rows
 
 
+def _step(cost: Cost, phase: Phase) -> Cost:
+    """A forward op's cost over the whole step (backward and recomputation included)."""
+    factor = phase.comm_factor if cost.link_bytes else phase.work_factor
+    return cost if factor == 1 else cost.scaled(factor, "f")
+
+
 def _edge_ops(c: _Ctx) -> list[tuple[str, Cost]]:
     """Embedding lookup, final norm and LM head (one pipeline stage each, averaged)."""
     s, act = c.spec, c.prec.activations
-    # serving needs logits only for the newest token(s); training needs them everywhere
-    logits_tokens = c.tokens if c.phase.kind != "prefill" else c.seqs
+    # serving needs logits only for the newest token(s), which one CP rank holds; training
+    # needs them everywhere
+    logits_tokens = c.tokens if c.phase.kind != "prefill" else c.seqs / c.par.cp
     return [("embedding", embedding_lookup(c.tokens, s.hidden, c.prec.weights, act)),
             ("final norm", elementwise(logits_tokens * s.hidden, s.norm, act)),
             ("lm head", c.mm(logits_tokens, s.hidden, s.vocab / c.par.tp, "lm head"))]
@@ -392,6 +420,7 @@ def _step_ops(c: _Ctx) -> list[OpCost]:
             rows.append(OpCost("model", "dp gradient all-reduce", 1,
                                c.place.comm("all-reduce", grad_bytes, "dp", c.par.dp)))
     shard = params / (c.par.dp if c.par.fsdp else 1)
-    rows.append(OpCost("model", "optimizer (adam)", 1, adam_update(shard, grad_dtype=c.prec.grads,
-                                                                   weight_dtype=c.prec.weights)))
+    rows.append(OpCost("model", "optimizer (adam)", 1, adam_update(
+        shard, grad_dtype=c.prec.grads, weight_dtype=c.prec.weights,
+        compute_dtype=c.vector_dtype)))
     return rows

@@ -44,7 +44,9 @@ def local_params(spec: ModelSpec, par: Parallel) -> float:
     total = 0.0
     for p in counts.layers:
         attn = (p.attention - replicated) / par.tp + replicated
-        total += attn + p.mlp_dense / par.tp + p.experts / (par.ep * par.tp) + p.router + p.norms
+        # routed experts: 1/tp of each (no EP) or E/ep whole experts (EP), as in the graph
+        experts = p.experts / (par.tp if par.ep == 1 else par.ep)
+        total += attn + p.mlp_dense / par.tp + experts + p.router + p.norms
     total += (counts.embedding + counts.lm_head) / par.tp
     return total / par.pp
 
@@ -122,7 +124,8 @@ def _activations(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
     tokens = seqs * tokens_per_seq
     if phase.kind == "train":
         micro = tokens / par.microbatches
-        per_layer = (2.0 if phase.recompute else 34.0 / par.tp) * micro * spec.hidden * s_a / 2
+        # sequence parallelism shards what is kept (layer inputs alone with recomputation)
+        per_layer = (2.0 if phase.recompute else 34.0) / par.tp * micro * spec.hidden * s_a / 2
         return per_layer * spec.layers / par.pp * min(par.pp, par.microbatches)
     ffn = spec.moe.expert_ffn * spec.moe.top_k if spec.moe else spec.ffn
     gate = 3 if spec.gated_mlp else 2

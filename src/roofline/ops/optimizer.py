@@ -20,11 +20,15 @@ ADAM_FLOPS_PER_PARAM = 12.0
 
 
 def adam_update(params: Any, state_dtype: str = "fp32", grad_dtype: str = "bf16",
-                weight_dtype: str = "bf16") -> Cost:
+                weight_dtype: str = "bf16", compute_dtype: str | None = None) -> Cost:
+    """The update of `params` parameters. FLOPs count at `compute_dtype`'s peak (default the
+    state dtype; chips that publish no fp32 peak, like TPUs, pass their widest one: a valid
+    but loose bound)."""
     P = size("P", params, "params")
     s = Sym("s_state", lookup_dtype(state_dtype).bytes)
     hbm = P * (6 * s + Sym("s_g", lookup_dtype(grad_dtype).bytes)
                + Sym("s_w", lookup_dtype(weight_dtype).bytes))
     flops = Sym("c", ADAM_FLOPS_PER_PARAM) * P
-    return Cost(flops={lookup_dtype(state_dtype).peak: flops.value}, bytes={"hbm": hbm.value},
+    peak = lookup_dtype(compute_dtype or state_dtype).peak
+    return Cost(flops={peak: flops.value}, bytes={"hbm": hbm.value},
                 terms=(Term("FLOPs", flops), Term("HBM bytes", hbm)), name="adam update")
