@@ -139,3 +139,25 @@ def test_jax_cost_analysis_beside_our_count():
     factories = sum(op.bytes for op in xt.ops if op.kind == "ones")
     assert t.xla_bytes == xt.bytes - factories
     assert t.estimate("h100").bound == "compute"
+
+
+@pytest.mark.parametrize(("op", "layout", "args", "causal"), [
+    ("_scaled_dot_product_efficient_attention", "bhld", (None, False, 0.0, True), True),
+    ("_scaled_dot_product_efficient_attention", "bhld", (None, True, 0.0, False), False),
+    ("_scaled_dot_product_cudnn_attention", "bhld", (None, True, 0.0, True), True),
+    ("_flash_attention_forward", "blhd", (None, None, 64, 64, 0.0, True, False), True),
+    ("_efficient_attention_forward", "blhd", (None, None, None, 64, 64, 0.0, 1), True),
+    ("_efficient_attention_forward", "blhd", (None, None, None, 64, 64, 0.0, 0), False),
+])
+def test_attention_kernels_read_causal_and_layout_by_schema(op, layout, args, causal):
+    # the GPU kernels cannot run here; their FLOPs come from shapes and named arguments only
+    from roofline.trace.torch_trace import count_flops
+
+    b, h, n, d = 2, 8, 64, 32
+    shape = (b, h, n, d) if layout == "bhld" else (b, n, h, d)
+    q = torch.empty(shape)
+    func = getattr(torch.ops.aten, op).default
+    flops, source, note = count_flops(func, op, (q, q, q, *args), {}, None)
+    pairs = n * (n + 1) / 2 if causal else n * n
+    assert flops == b * h * pairs * (2 * 2 * d + 5) and source == "roofline"
+    assert bool(note) == causal

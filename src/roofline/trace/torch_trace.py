@@ -87,28 +87,40 @@ def _nbytes(t: Any) -> int:
     return int(t.numel() * t.element_size())
 
 
-def _attention_flops(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[float, str]:
+# kernels that take [B, L, H, d] rather than SDPA's [B, H, L, d]
+_SEQ_FIRST = {"_flash_attention_forward", "_efficient_attention_forward"}
+
+
+def _named(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The call's arguments by their schema names (positions differ between kernels)."""
+    named = dict(zip((a.name for a in func._schema.arguments), args, strict=False))
+    named.update(kwargs)
+    return named
+
+
+def _attention_flops(kind: str, named: dict[str, Any]) -> tuple[float, str]:
     """2·B·H·pairs·(d + d_v) + 5 per score, pairs halved for causal (our attention formula)."""
     from ..ops.attention import SOFTMAX_FLOPS_PER_SCORE, score_pairs
 
-    q, k, v = args[0], args[1], args[2]
-    batch, heads, lq, d = q.shape[0], q.shape[1], q.shape[-2], q.shape[-1]
-    lkv, dv = k.shape[-2], v.shape[-1]
-    causal = bool(kwargs.get("is_causal", args[4] if len(args) > 4 and isinstance(
-        args[4], bool) else False))
+    q, k, v = named["query"], named["key"], named["value"]
+    seq, head = (1, 2) if kind in _SEQ_FIRST else (2, 1)
+    batch, heads, lq, d = q.shape[0], q.shape[head], q.shape[seq], q.shape[-1]
+    lkv, dv = k.shape[seq], v.shape[-1]
+    causal = bool(named.get("is_causal", False)) or named.get("custom_mask_type", 0) in (1, 2)
     pairs = float(score_pairs(lq, lkv, causal).value)
     flops = batch * heads * pairs * (2 * (d + dv) + SOFTMAX_FLOPS_PER_SCORE)
     note = "causal: torch's formula counts the full score matrix" if causal else ""
     return flops, note
 
 
-def count_flops(packet: Any, kind: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+def count_flops(func: Any, kind: str, args: tuple[Any, ...], kwargs: dict[str, Any],
                 out: Any) -> tuple[float, str, str]:
     """(FLOPs, source, note) for one aten call."""
     from torch.utils.flop_counter import flop_registry
 
+    packet = func._overloadpacket
     if kind in ATTENTION_OPS:
-        flops, note = _attention_flops(args, kwargs)
+        flops, note = _attention_flops(kind, _named(func, args, kwargs))
         return flops, "roofline", note
     if packet in flop_registry:
         return float(flop_registry[packet](*args, **kwargs, out_val=out)), "torch", ""
@@ -154,11 +166,10 @@ class _Recorder:
 
     def record(self, func: Any, args: Any, kwargs: dict[str, Any], out: Any,
                elapsed: float | None) -> None:
-        packet = func._overloadpacket
-        kind = packet.__name__
+        kind = func._overloadpacket.__name__
         outs = _tensors(out)
         ins = _tensors((args, kwargs))
-        flops, source, note = count_flops(packet, kind, args, kwargs, out)
+        flops, source, note = count_flops(func, kind, args, kwargs, out)
         moves = kind not in VIEWS
         reads = [(_key(t), _nbytes(t)) for t in ins] if moves and kind not in FACTORIES else []
         writes = [(_key(t), _nbytes(t)) for t in outs] if moves else []
