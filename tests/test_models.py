@@ -348,3 +348,10 @@ def test_training_on_chips_without_an_fp32_peak():
     for hw in ("v5e", "gaudi2", "tpu-7x"):
         a = analyze("llama-3-8b", hw, train(8, 4096))
         assert a.t_lower_s > 0
+
+
+def test_mfu_causal_convention_matches_the_model():
+    kw = dict(params=70e9, tokens_per_step=4096 * 64, step_time_s=1, chips=8, hw="h100",
+              layers=80, hidden=8192, seq_len=4096)
+    full, causal = mfu(**kw), mfu(**kw, causal=True)
+    assert causal.attention_flops == pytest.approx(full.attention_flops / 2)

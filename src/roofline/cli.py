@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -59,7 +60,12 @@ from .report import (
     table,
     what_if_text,
 )
-from .solve import critical_batch_term, critical_shard_dim_term, decode_critical_batch
+from .solve import (
+    critical_batch,
+    critical_batch_term,
+    critical_shard_dim_term,
+    decode_critical_batch,
+)
 from .units import format_bytes, format_si, parse_bytes, parse_count, parse_duration
 
 
@@ -399,23 +405,30 @@ def _cmd_critical_batch(args: argparse.Namespace) -> None:
     dtypes = {"dtype": args.dtype, "weight_dtype": args.weight_dtype,
               "out_dtype": args.out_dtype, "compute_dtype": args.compute_dtype}
     term = critical_batch_term(chip, args.k, args.n, **dtypes)
-    tokens = float(term.expr.value)
+    tokens = float(critical_batch(chip, args.k, args.n, **dtypes))  # inf: never
     sequences = float(decode_critical_batch(chip, args.k, args.n, q_len=args.q_len, **dtypes))
-    data = {"hardware": chip.id, "critical_batch": tokens,
-            "decode_critical_sequences": sequences, "q_len": args.q_len,
+    never = not math.isfinite(tokens)
+    data = {"hardware": chip.id, "critical_batch": None if never else tokens,
+            "compute_bound_reachable": not never,
+            "decode_critical_sequences": None if never else sequences, "q_len": args.q_len,
             "derivation": [term.render()]}
-    shape = f"K = {args.k}, N = {args.n}" if args.k or args.n else "large K, N"
+    shape = ", ".join(f"{n} = {v}" for n, v in (("K", args.k), ("N", args.n)) if v) or \
+        "large K, N"
+    verdict = (["  never compute-bound: the activation traffic alone outweighs the work "
+                "at this K, N"] if never else
+               [f"  matmul turns compute-bound at M* = {tokens:.4g} tokens",
+                f"  decode weight GEMMs at {sequences:.4g} sequences ({args.q_len} token(s) "
+                "each); decode attention never does by batching"])
     text = "\n".join([
         f"critical batch on {chip.id} ({shape}; weights {args.weight_dtype or args.dtype}, "
-        f"activations {args.dtype}):",
-        f"  matmul turns compute-bound at M* = {tokens:.4g} tokens",
-        f"  decode weight GEMMs at {sequences:.4g} sequences ({args.q_len} token(s) each);"
-        " decode attention never does by batching",
+        f"activations {args.dtype}):", *verdict,
         *([f"  {term.render()}"] if args.explain else [])])
     _emit(data, args.json, text)
 
 
 def _cmd_critical_dim(args: argparse.Namespace) -> None:
+    if args.shards < 2:
+        raise RooflineError("--shards: a sharded matmul needs at least 2 chips")
     chip = load_chip(args.hw)
     kind = args.reduce
     factor = float(busbw_factor(kind, args.shards))  # link bytes per byte of partial sums
@@ -515,7 +528,7 @@ def _cmd_mfu(args: argparse.Namespace) -> None:
     from .models.mfu import mfu
 
     r = mfu(args.params, args.tokens_per_step, args.step_time_s, args.gpus, args.hw,
-            args.dtype, args.layers, args.hidden, args.seq_len, args.recompute)
+            args.dtype, args.layers, args.hidden, args.seq_len, args.recompute, args.causal)
     if r.warning and not args.json:
         print(f"roofline: warning: {r.warning}", file=sys.stderr)
     _emit(vars(r), args.json, mfu_text(r))
@@ -759,6 +772,8 @@ def build_parser() -> argparse.ArgumentParser:
     mf.add_argument("--hidden", type=count["count"])
     mf.add_argument("--seq-len", type=count["count"], dest="seq_len")
     mf.add_argument("--recompute", action="store_true", help="full activation recomputation")
+    mf.add_argument("--causal", action="store_true", help="count causal attention as half the "
+                    "score matrix (as `roofline model` does; default: full, as Megatron-LM)")
     mf.add_argument("--json", action="store_true", help="print one JSON object")
     mf.set_defaults(func=_cmd_mfu)
 

@@ -242,7 +242,8 @@ def model_text(a: Any, explain: bool = False) -> str:
     head = (f"{a.model} ({a.params_total / 1e9:.3g}B params"
             + (f", {a.params_active / 1e9:.3g}B active" if a.params_active < a.params_total
                else "") + f") on {a.hardware}, {p.kind}: batch {p.batch}, "
-            + (f"{p.q_len} new token(s) per sequence, context {p.kv_len}" if p.kind == "decode"
+            + (f"{p.q_len} new token(s) per sequence after a context of {p.kv_len - p.q_len}"
+               if p.kind == "decode"
                else f"{p.q_len} tokens per sequence")
             + f"; tp {par.tp} pp {par.pp} dp {par.dp} ep {par.ep} cp {par.cp}"
             + f"; weights {a.precision.weights}, activations {a.precision.activations}, "
@@ -278,7 +279,8 @@ def model_text(a: Any, explain: bool = False) -> str:
     else:
         lines.append(f"step >= {ft(a.t_lower_s)}; <= {format_si(a.tokens_per_s)} tokens/s")
     lines.append(f"at the bound: MFU {100 * a.mfu:.1f}%, HFU {100 * a.hfu:.1f}%, "
-                 f"HBM bandwidth {100 * a.hbm_utilization:.1f}%")
+                 f"HBM bandwidth {100 * a.hbm_utilization:.1f}% (causal attention counted as "
+                 "half the scores)")
     fit = "fits" if m.fits else "DOES NOT FIT"
     lines += ["", f"memory per chip: weights {format_bytes(m.weights_bytes)}, KV cache "
               f"{format_bytes(m.kv_cache_bytes)} ({format_bytes(m.kv_bytes_per_token)}/token), "
@@ -292,8 +294,10 @@ def model_text(a: Any, explain: bool = False) -> str:
 
 
 def mfu_text(r: Any) -> str:
+    convention = "causal: half the scores" if r.causal else "full score matrix, as Megatron-LM"
     lines = [f"model FLOPs per step {format_si(r.model_flops)} (attention "
-             f"{format_si(r.attention_flops)}), achieved {format_si(r.achieved_flops_per_s)}"
+             f"{format_si(r.attention_flops)}, {convention}), achieved "
+             f"{format_si(r.achieved_flops_per_s)}"
              f"FLOP/s of {format_si(r.peak_flops_per_s)}FLOP/s dense peak",
              f"MFU {100 * r.mfu:.1f}%  HFU {100 * r.hfu:.1f}%"]
     if r.warning:

@@ -210,7 +210,9 @@ def critical_shard_dim_term(hw: Chip | str, link: str, dtype: str | DType,
     P = Sym("P", chip.peak_flops(d.name))
     W = Sym("W", chip.link(link).bandwidth_Bps)
     f = size("f", bytes_factor, "bytes_factor")
-    return Term("d*", f * Sym("s", d.bytes) * P / (2 * W))
+    # partial sums leave a GEMM in at least 16 bits (fp8 / fp4 GEMMs accumulate and emit bf16)
+    partial = Sym("s", max(d.bytes, 2.0))
+    return Term("d*", f * partial * P / (2 * W))
 
 
 def critical_shard_dim(

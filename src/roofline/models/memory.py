@@ -168,9 +168,11 @@ def footprint(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
     kv_total = kv(seqs, context)
     activations = per_chip(seqs, context) - weights - optimizer - kv_total
     max_context = None
-    if phase.kind != "train":
-        max_context = unwrap(np.broadcast_to(_max_context(
-            spec, par, prec, seqs, capacity_bytes - weights - optimizer - activations), shape))
+    if phase.kind != "train":  # never beyond the context the model was built for
+        fits = _max_context(spec, par, prec, seqs, capacity_bytes - weights - optimizer -
+                            activations)
+        limit = spec.max_context or np.inf
+        max_context = unwrap(np.broadcast_to(np.minimum(fits, limit), shape))
     return MemoryFootprint(weights, unwrap(kv_total), float(kv_bytes_per_token(spec, par, prec)),
                            unwrap(activations), optimizer, capacity_bytes, unwrap(max_batch),
                            max_context)

@@ -5,7 +5,8 @@ model FLOPs per step = 6·N·tokens  +  12·L·h·s² per sequence · sequences
   12·L·h·s² per sequence: the attention score and value matmuls (4·s²·h per layer forward,
   times 3), which the 6·N term misses. It is per sequence, so a step of `tokens` tokens at
   sequence length s holds tokens / s sequences (DESIGN §4 item 6: the seed's code forgets to
-  multiply by them). Non-causal counting, as in Megatron-LM; causal kernels do half.
+  multiply by them). Non-causal counting by default, as in Megatron-LM; `causal=True` counts
+  half the score matrix, the convention `roofline model` uses, so the two MFUs agree.
 hardware FLOPs (HFU) add what recomputation re-executes: one more forward, 2·N per token
   and 4·L·h·s² per sequence with full activation recomputation.
 MFU = model FLOPs / (step time · chips · dense peak). Above ~75% a real training run is
@@ -28,6 +29,7 @@ class MFUResult:
     model_flops: float  # per step, all chips
     hardware_flops: float
     attention_flops: float  # the part of model_flops from attention scores
+    causal: bool  # attention counted as half the score matrix
     achieved_flops_per_s: float
     peak_flops_per_s: float  # all chips
     mfu: float
@@ -38,7 +40,7 @@ class MFUResult:
 def mfu(params: float, tokens_per_step: float, step_time_s: float, chips: int,
         hw: Chip | str, dtype: str = "bf16", layers: int | None = None,
         hidden: int | None = None, seq_len: int | None = None,
-        recompute: bool = False) -> MFUResult:
+        recompute: bool = False, causal: bool = False) -> MFUResult:
     """MFU and HFU of one training step (see the module docstring for the counting)."""
     for name, value in [("params", params), ("tokens_per_step", tokens_per_step),
                         ("step_time_s", step_time_s), ("chips", chips)]:
@@ -51,7 +53,7 @@ def mfu(params: float, tokens_per_step: float, step_time_s: float, chips: int,
     attention = 0.0
     if layers and hidden and seq_len:
         sequences = tokens_per_step / seq_len
-        attention = 12.0 * layers * hidden * seq_len**2 * sequences
+        attention = 12.0 * layers * hidden * seq_len**2 * sequences * (0.5 if causal else 1.0)
     model = 6.0 * params * tokens_per_step + attention
     hardware = model + ((2.0 * params * tokens_per_step + attention / 3.0) if recompute else 0.0)
     peak = chips * chip.peak_flops(dtype)
@@ -64,5 +66,5 @@ def mfu(params: float, tokens_per_step: float, step_time_s: float, chips: int,
     elif value > PLAUSIBLE_MFU:
         warning = (f"MFU {value:.0%} is implausibly high for real training (above "
                    f"{PLAUSIBLE_MFU:.0%}); well-tuned large runs reach about 40-60%")
-    return MFUResult(model, hardware, attention, achieved, peak, value,
+    return MFUResult(model, hardware, attention, causal, achieved, peak, value,
                      hardware / step_time_s / peak, warning)
