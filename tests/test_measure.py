@@ -452,6 +452,13 @@ def test_alpha_beta_fit_edge_cases():
         comm_sizes(0, 10)
 
 
+@pytest.mark.parametrize("factor", [math.nan, math.inf, -math.inf, 1.0, 0.5])
+def test_comm_sizes_needs_a_finite_factor_above_1(factor):
+    with pytest.raises(RooflineError, match="--factor") as info:
+        comm_sizes(1024, 2**20, factor)
+    assert "\n" not in str(info.value)
+
+
 def test_comm_sweep_reports_nccl_test_bandwidths_and_a_link_profile(tmp_path):
     rows = _comm_times(20e-6, 5e9, 2, ["all-reduce", "all-gather"], comm_sizes(1024, 2**24))
     points = tuple(CommPoint(k, s, 2, fixed(t)) for k, s, t in rows)
@@ -551,6 +558,9 @@ def test_cli_ops_json_calibration_and_plot(capsys, tmp_path):
     (["peaks", "--backend", "numpy", "--device", "cuda"], "CPU only"),
     (["comm"], "runs under torchrun"),
     (["comm", "--kinds", "gossip"], "--kinds"),
+    (["comm", "--factor", "nan"], "--factor"),
+    (["comm", "--factor", "inf"], "--factor"),
+    (["comm", "--factor", "1"], "--factor"),
 ])
 def test_cli_bad_input_one_line_exit_2(capsys, monkeypatch, argv, needle):
     monkeypatch.delenv("WORLD_SIZE", raising=False)

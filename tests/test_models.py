@@ -303,10 +303,18 @@ def test_vectorized_analysis_equals_scalar_point_by_point():
 
 
 def test_max_context_is_the_last_that_fits():
-    for name, par in [("llama-3-70b", Parallel(tp=4)), ("gemma-2-9b", Parallel())]:
-        ctx = analyze(name, "h100", decode(8, 8192), par).memory.max_context
-        assert analyze(name, "h100", decode(8, int(ctx) - 1), par).memory.fits
-        assert not analyze(name, "h100", decode(8, int(ctx) + 2), par).memory.fits
+    # gemma at batch 32: past its 4096 window (only global layers grow), below its 8192 limit
+    for name, batch, par in [("qwen2.5-7b", 64, Parallel()), ("gemma-2-9b", 32, Parallel()),
+                             ("llama-3-70b", 64, Parallel(tp=4))]:
+        ctx = analyze(name, "h100", decode(batch, 1024), par).memory.max_context
+        assert ctx < load_model(name).max_context
+        assert analyze(name, "h100", decode(batch, int(ctx) - 1), par).memory.fits
+        assert not analyze(name, "h100", decode(batch, int(ctx) + 2), par).memory.fits
+
+
+def test_max_context_is_capped_by_the_model():
+    phi = analyze("phi-3-mini", "h100", decode(1, 1024))  # every layer windowed
+    assert phi.memory.max_context == load_model("phi-3-mini").max_context
 
 
 @pytest.mark.parametrize(("tp", "ep", "dp"), [(8, 8, 1), (8, 1, 1), (1, 8, 8), (4, 8, 2)])

@@ -15,9 +15,9 @@ from .errors import RooflineError
 
 def read_toml(path: str | Path, what: str) -> dict[str, Any]:
     p = Path(path)
-    if not p.is_file():
-        raise RooflineError(f"{what} not found: {p}")
     try:
+        if not p.is_file():  # is_file() itself raises for e.g. a name too long
+            raise RooflineError(f"{what} not found: {p}")
         return tomllib.loads(p.read_text(encoding="utf-8"))
     except OSError as exc:
         raise RooflineError(f"{p}: cannot read: {exc.strerror or exc}") from None

@@ -17,7 +17,6 @@ HTML report draws the same chart as inline SVG without matplotlib.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from .cost import LINKS
 from .dtypes import dtype as lookup_dtype
 from .errors import RooflineError
 from .evaluate import Estimate, evaluate
+from .files import read_json
 from .hardware import Chip, load_chip
 from .ops import matmul
 from .units import format_bytes, format_si, format_time
@@ -189,17 +189,7 @@ def load_results(path: str | Path) -> list[OpResult]:
 
     Only JSON is parsed: nothing in the file is evaluated or unpickled.
     """
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RooflineError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    except UnicodeDecodeError:
-        raise RooflineError(f"{path}: not UTF-8 text") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RooflineError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, "
-                            f"column {exc.colno})") from None
+    data = read_json(path)
     if isinstance(data, list):
         if not data:
             raise RooflineError(f"{path}: empty list, expected op results")

@@ -11,11 +11,12 @@ from __future__ import annotations
 import argparse
 import math
 import shlex
-from pathlib import Path
 from typing import Any
 
+from .argtypes import count_arg
 from .errors import RooflineError, unknown
 from .evaluate import Estimate
+from .files import write_text
 from .hardware import Chip, load_chip
 from .plot import FORMATS, SWEEP_METRICS, Measured, OpResult, check_format, load_results
 
@@ -32,15 +33,6 @@ def _measured(text: str) -> Measured:
             f"expected NAME,INTENSITY,FLOPS with positive numbers (e.g. 'my gemm,124,6.1e14'), "
             f"got {text!r}")
     return name, x, y
-
-
-def _count(text: str) -> int:
-    from .units import parse_count
-
-    try:
-        return parse_count(text, "value")
-    except RooflineError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("value: ")) from None
 
 
 def _add_sources(p: argparse.ArgumentParser) -> None:
@@ -148,14 +140,6 @@ def _cmd_plot_breakdown(args: argparse.Namespace) -> None:
     _written(args.output)
 
 
-def _write(path: str, text: str) -> None:
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise RooflineError(f"{path}: cannot write ({exc.strerror or exc})") from None
-    _written(path)
-
-
 def _cmd_report(args: argparse.Namespace) -> None:
     from .html_report import estimates_csv, html_report, markdown_report
 
@@ -164,11 +148,14 @@ def _cmd_report(args: argparse.Namespace) -> None:
         raise RooflineError("report: give at least one --op or --from FILE")
     title = args.title or f"roofline report: {chip.name}"
     if args.html:
-        _write(args.html, html_report(chip, items, title, args.measured, args.level))
+        write_text(args.html, html_report(chip, items, title, args.measured, args.level))
+        _written(args.html)
     if args.markdown:
-        _write(args.markdown, markdown_report(chip, items, title, args.measured, args.level))
+        write_text(args.markdown, markdown_report(chip, items, title, args.measured, args.level))
+        _written(args.markdown)
     if args.csv:
-        _write(args.csv, estimates_csv(items))
+        write_text(args.csv, estimates_csv(items))
+        _written(args.csv)
     if not (args.html or args.markdown or args.csv):  # nothing to write: show the tables
         print(markdown_report(chip, items, title, args.measured, args.level))
 
@@ -198,9 +185,10 @@ def register(subparsers: Any) -> None:
                           description="Seed 001 Problem 3: roofline plot sweep --hw v5e "
                           "--weight-dtype int8 -o sweep.png")
     sw.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
-    sw.add_argument("--size", action="append", type=_count,
+    sw.add_argument("--size", action="append", type=count_arg("--size"),
                     help="D = F of a [D, F] weight; repeatable (default 4096 and 1024)")
-    sw.add_argument("--max-batch", type=_count, default=512, dest="max_batch",
+    sw.add_argument("--max-batch", type=count_arg("--max-batch"), default=512,
+                    dest="max_batch",
                     help="sweep the batch from 1 to this (default 512)")
     sw.add_argument("--dtype", default="bf16", help="activation and compute dtype")
     sw.add_argument("--weight-dtype", dest="weight_dtype", help="weight dtype (default --dtype)")
@@ -215,7 +203,8 @@ def register(subparsers: Any) -> None:
 
     md.add_argument("model", help="catalog id, config.json, model directory or Hub id")
     add_model_args(md)
-    md.add_argument("--top", type=_count, default=20, help="ops to show (default 20)")
+    md.add_argument("--top", type=count_arg("--top"), default=20,
+                    help="ops to show (default 20)")
     md.add_argument("-o", "--output", required=True, help=f"output file ({formats})")
     md.set_defaults(func=_cmd_plot_model)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RooflineError
+from ..files import read_toml, write_text
 from ..hardware import Chip, parse_chip
 from ..hardware.catalog import SCHEMA_VERSION
 from .bandwidth import BandwidthSweep, MeasuredLevel
@@ -128,9 +129,9 @@ def read_links(path: str | Path) -> dict[str, dict[str, Any]]:
     """The [link.*] tables of a file written by `measure comm --out`."""
     p = Path(path)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise RooflineError(f"{p}: cannot read a link profile: {exc}") from None
+        data = read_toml(p, "file")
+    except RooflineError as exc:  # already names the file
+        raise RooflineError(f"cannot read a link profile: {exc}") from None
     links = data.get("link")
     if not isinstance(links, dict) or not links:
         raise RooflineError(f"{p}: no [link.scale-up] or [link.scale-out] table")
@@ -143,9 +144,5 @@ def write_chip(machine: MeasuredMachine, path: str | Path, chip_id: str | None =
     from ..hardware import load_chip_file
 
     text = chip_toml(machine, chip_id, links)
-    p = Path(path)
-    try:
-        p.write_text(text + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise RooflineError(f"cannot write the chip file {p}: {exc.strerror}") from None
-    return load_chip_file(p)
+    write_text(path, text + "\n")
+    return load_chip_file(Path(path))

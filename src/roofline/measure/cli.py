@@ -1,24 +1,23 @@
 """`roofline measure peaks | ops | comm`: the command-line layer over roofline.measure.
 
 `register(subparsers)` adds the `measure` command to the main parser; `main(argv)` runs it
-on its own (`python -m roofline.measure ...`, e.g. under torchrun before the main CLI knows
-it). torch is imported only inside the commands that need it.
+on its own (`python -m roofline.measure ...`, e.g. under torchrun), through the main CLI.
+torch is imported only inside the commands that need it.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ..argtypes import bytes_arg, count_arg, emit
 from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError
+from ..files import write_text
 from ..hardware import Chip, load_chip
-from ..report import jsonable
-from ..units import parse_bytes, parse_count
 from .backend import BACKENDS, DEVICES, STREAM_KERNELS
 from .comm import COMM_KINDS
 from .progress import Progress
@@ -41,28 +40,6 @@ def _list(text: str, allowed: Sequence[str], what: str) -> list[str]:
 
 def _dtypes(text: str) -> list[str]:
     return [lookup_dtype(t.strip()).name for t in text.split(",") if t.strip()]
-
-
-def _bytes(flag: str) -> Any:
-    def convert(text: str) -> float:
-        try:
-            return parse_bytes(text, flag)
-        except RooflineError as exc:
-            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{flag}: ")) from None
-    return convert
-
-
-def _count(flag: str) -> Any:
-    def convert(text: str) -> int:
-        try:
-            return parse_count(text, flag)
-        except RooflineError as exc:
-            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{flag}: ")) from None
-    return convert
-
-
-def _emit(data: dict[str, Any], as_json: bool, text: str) -> None:
-    print(json.dumps(jsonable(data), indent=2) if as_json else text)
 
 
 def _device_args(p: argparse.ArgumentParser) -> None:
@@ -122,7 +99,7 @@ def _cmd_peaks(args: argparse.Namespace) -> None:
         write_calibration(cal, args.calibration_out)
         data["calibration"] = cal.efficiencies()
         text += f"\nwrote calibration {args.calibration_out} (against {compare.id!r})"
-    _emit(data, args.json, text)
+    emit(data, args.json, text)
 
 
 # --- ops --------------------------------------------------------------------------------------
@@ -157,7 +134,7 @@ def _cmd_ops(args: argparse.Namespace) -> None:
     if args.plot:
         _plot_ops(sweep, chip, args.plot)
         text += f"\nwrote {args.plot}: the achieved points on {chip.id}'s roofline"
-    _emit(data, args.json, text)
+    emit(data, args.json, text)
 
 
 def _plot_ops(sweep: Any, chip: Chip, path: str) -> None:
@@ -215,10 +192,10 @@ def _cmd_comm(args: argparse.Namespace) -> None:
     data = sweep.to_dict()
     text = comm_text(sweep, fits)
     if (args.out or args.calibration_out) and isinstance(fits["all measured"], str):
-        _emit(data, args.json, text)  # keep the measurements, then say what failed
+        emit(data, args.json, text)  # keep the measurements, then say what failed
         raise RooflineError(f"no link profile written: {fits['all measured']}")
     if args.out:
-        _write(args.out, link_toml(sweep, fits["all measured"], args.link) + "\n")
+        write_text(args.out, link_toml(sweep, fits["all measured"], args.link) + "\n")
         text += f"\n\nwrote link profile {args.out} ([link.{args.link}]): add it to a chip " \
                 f"file with `roofline measure peaks --link {args.out} --out chip.toml`"
     if args.calibration_out and compare is not None:
@@ -227,15 +204,7 @@ def _cmd_comm(args: argparse.Namespace) -> None:
         write_calibration(cal, args.calibration_out)
         data["calibration"] = cal.efficiencies()
         text += f"\nwrote calibration {args.calibration_out} (against {compare.id!r})"
-    _emit(data, args.json, text)
-
-
-def _write(path: str, text: str) -> None:
-    try:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as exc:
-        raise RooflineError(f"cannot write {path}: {exc.strerror}") from None
+    emit(data, args.json, text)
 
 
 # --- wiring -----------------------------------------------------------------------------------
@@ -254,9 +223,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--dtypes", help="comma-separated dtypes (default: all the device runs)")
     p.add_argument("--kernels", default=",".join(STREAM_KERNELS),
                    help="streaming kernels (default read,copy,triad)")
-    p.add_argument("--max-bytes", type=_bytes("--max-bytes"), dest="max_bytes",
+    p.add_argument("--max-bytes", type=bytes_arg("--max-bytes"), dest="max_bytes",
                    help="largest working set (default 8x the last cache, at least 64 MiB)")
-    p.add_argument("--threads", type=_count("--threads"), help="CPU threads for the "
+    p.add_argument("--threads", type=count_arg("--threads"), help="CPU threads for the "
                    "streaming kernels (default: the faster of 1 and one per core, per point)")
     p.add_argument("--no-bandwidth", action="store_true", dest="no_bandwidth",
                    help="peaks only (no chip file can be written)")
@@ -286,9 +255,9 @@ def register(subparsers: Any) -> None:
                    help="default: nccl with CUDA, else gloo")
     c.add_argument("--kinds", default=",".join(COMM_KINDS), help="comma-separated "
                    f"collectives (default {','.join(COMM_KINDS)})")
-    c.add_argument("--min-bytes", type=_bytes("--min-bytes"), dest="min_bytes",
+    c.add_argument("--min-bytes", type=bytes_arg("--min-bytes"), dest="min_bytes",
                    help="smallest message (default 1KiB)")
-    c.add_argument("--max-bytes", type=_bytes("--max-bytes"), dest="max_bytes",
+    c.add_argument("--max-bytes", type=bytes_arg("--max-bytes"), dest="max_bytes",
                    help="largest message (default 64MiB; --quick 1MiB)")
     c.add_argument("--factor", type=float, default=4.0, help="size step factor (default 4)")
     c.add_argument("--dtype", default="fp32", choices=("fp32", "bf16", "fp16"),
@@ -304,26 +273,12 @@ def register(subparsers: Any) -> None:
     c.set_defaults(func=_cmd_comm)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """A parser holding only `measure` (for `python -m roofline.measure`)."""
-    from ..cli import _Parser
-
-    parser = _Parser(prog="roofline", description="Measure this machine.")
-    register(parser.add_subparsers(dest="command", required=True, parser_class=_Parser))
-    return parser
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run `measure ...` (argv without the leading 'measure' is accepted too)."""
+    """Run `measure ...` (argv without the leading 'measure' is accepted too) through the main
+    CLI, so parsing and error handling (one line, exit 2) are the same as `roofline measure`."""
+    from ..cli import main as cli_main
+
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list[:1] != ["measure"]:
         args_list.insert(0, "measure")
-    args = build_parser().parse_args(args_list)
-    try:
-        args.func(args)
-    except RooflineError as exc:
-        print(f"roofline: error: {exc}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:
-        return 0
-    return 0
+    return cli_main(args_list)

@@ -195,8 +195,11 @@ def link_toml(sweep: CommSweep, fit: LinkFit, link: str = "scale-up") -> str:
 
 def comm_sizes(min_bytes: float, max_bytes: float, factor: float = 4.0) -> list[float]:
     """Message sizes from min to max, multiplying by `factor` (nccl-tests' -b -e -f)."""
-    if min_bytes <= 0 or max_bytes < min_bytes or factor <= 1:
-        raise RooflineError("message sizes: need 0 < min <= max and a factor above 1")
+    if not (math.isfinite(factor) and factor > 1):  # NaN and inf pass a plain `<= 1` test
+        raise RooflineError(f"--factor: the size step must be a finite number above 1, "
+                            f"got {factor!r}")
+    if not (0 < min_bytes <= max_bytes and math.isfinite(max_bytes)):
+        raise RooflineError("message sizes: need 0 < min <= max, both finite")
     n = math.floor(math.log(max_bytes / min_bytes, factor) + 1e-9) + 1
     return [min_bytes * factor**i for i in range(n)]
 
