@@ -305,7 +305,7 @@ def test_vectorized_analysis_equals_scalar_point_by_point():
 def test_max_context_is_the_last_that_fits():
     # gemma at batch 32: past its 4096 window (only global layers grow), below its 8192 limit
     for name, batch, par in [("qwen2.5-7b", 64, Parallel()), ("gemma-2-9b", 32, Parallel()),
-                             ("llama-3-70b", 64, Parallel(tp=4))]:
+                             ("llama-3-70b", 128, Parallel(tp=4))]:
         ctx = analyze(name, "h100", decode(batch, 1024), par).memory.max_context
         assert ctx < load_model(name).max_context
         assert analyze(name, "h100", decode(batch, int(ctx) - 1), par).memory.fits
