@@ -19,12 +19,13 @@ def test_parse_bytes_rejects(text):
         parse_bytes(text, "size")
 
 
-@pytest.mark.parametrize(("text", "expected"), [("8192", 8192), ("1e6", 1_000_000), (" 7 ", 7)])
+@pytest.mark.parametrize(("text", "expected"), [("8192", 8192), ("1e6", 1_000_000), (" 7 ", 7),
+                                               ("8k", 8192), ("2M", 2 * 1024**2)])
 def test_parse_count(text, expected):
     assert parse_count(text) == expected
 
 
-@pytest.mark.parametrize("text", ["0", "-1", "1.5", "abc", "inf", "nan", ""])
+@pytest.mark.parametrize("text", ["0", "-1", "1.5", "abc", "inf", "nan", "", "1e300", "8kB"])
 def test_parse_count_rejects(text):
     with pytest.raises(RooflineError, match="--m: expected a positive whole number"):
         parse_count(text, "--m")

@@ -35,7 +35,7 @@ from .levers import (
     what_if,
 )
 from .ops import ELEMENTWISE_KINDS, dot, elementwise, gemv, matmul
-from .ops.attention import IMPLEMENTATIONS, attention, chip_sram_bytes, mla_attention
+from .ops.attention import IMPLEMENTATIONS, attention, flash_tiling, mla_attention
 from .ops.collectives import (
     ALGORITHMS,
     COLLECTIVES,
@@ -66,7 +66,14 @@ from .solve import (
     critical_shard_dim_term,
     decode_critical_batch,
 )
-from .units import format_bytes, format_si, parse_bytes, parse_count, parse_duration
+from .units import (
+    format_bytes,
+    format_si,
+    parse_bytes,
+    parse_count,
+    parse_duration,
+    parse_number,
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -119,7 +126,11 @@ class Arg:
     default: Any = None
     required: bool = False
     choices: Sequence[str] = ()
-    dest: str | None = None
+    name: str | None = None  # the op function's argument (default: from the flag)
+
+    @property
+    def dest(self) -> str:
+        return self.name or self.flag.lstrip("-").replace("-", "_")
 
 
 @dataclass(frozen=True)
@@ -139,21 +150,19 @@ def _dtype_args(*which: str) -> list[Arg]:
     table_ = {
         "dtype": Arg("--dtype", f"activation / input dtype ({names}, int4-g128, nvfp4, ...)",
                      "str", "bf16"),
-        "weight": Arg("--weight-dtype", "weight dtype (default: --dtype)", "str",
-                      dest="weight_dtype"),
-        "out": Arg("--out-dtype", "output dtype (default: --dtype)", "str", dest="out_dtype"),
-        "compute": Arg("--compute-dtype", "dtype whose peak applies (default: --dtype)", "str",
-                       dest="compute_dtype"),
-        "kv": Arg("--kv-dtype", "KV cache dtype (default: --dtype)", "str", dest="kv_dtype"),
+        "weight": Arg("--weight-dtype", "weight dtype (default: --dtype)", "str"),
+        "out": Arg("--out-dtype", "output dtype (default: --dtype)", "str"),
+        "compute": Arg("--compute-dtype", "dtype whose peak applies (default: --dtype)", "str"),
+        "kv": Arg("--kv-dtype", "KV cache dtype (default: --dtype)", "str"),
     }
     return [table_[w] for w in which]
 
 
 def _flash_sram(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
-    """FlashAttention's SRAM budget M defaults to the chip's per-SM (per-core) SRAM."""
+    """FlashAttention's tiling defaults to the chip's per-SM SRAM (or a 128-row tile)."""
     if kwargs.get("impl", "flash") == "flash" and kwargs.get("sram_bytes") is None \
             and kwargs.get("block_q") is None:
-        kwargs["sram_bytes"] = chip_sram_bytes(chip)
+        kwargs.update(flash_tiling(chip))
     return kwargs
 
 
@@ -176,11 +185,13 @@ def _collective_report(kind: str) -> Callable[[dict[str, Any], Estimate, Chip],
                                               dict[str, Any]]:
     def report(kwargs: dict[str, Any], est: Estimate, chip: Chip) -> dict[str, Any]:
         nbytes, ranks = kwargs["nbytes"], kwargs["ranks"]
-        algbw = nbytes / float(est.t_lower_s)
-        out = {"algbw_Bps": algbw, "busbw_Bps": algbw * float(busbw_factor(kind, ranks)),
+        t = float(est.t_lower_s)
+        algbw = nbytes / t if t > 0 else None  # one rank: nothing moves, no bandwidth to quote
+        out = {"algbw_Bps": algbw,
+               "busbw_Bps": None if algbw is None else algbw * float(busbw_factor(kind, ranks)),
                "latency_crossover_bytes": None}
         links = list(est.cost.link_bytes)
-        if len(links) == 1:  # one phase on one link: alpha·steps = bytes/W has one solution
+        if len(links) == 1 and algbw is not None:  # one link: alpha·steps = bytes/W once
             link = chip.link(links[0])
             out["latency_crossover_bytes"] = latency_crossover_bytes(
                 est.cost, nbytes, link.latency_s, link.bandwidth_Bps, links[0])
@@ -198,12 +209,12 @@ def _collective_fn(kind: str) -> OpFunction:
 
 COLLECTIVE_ARGS = [
     Arg("--bytes", "message size as nccl-tests counts it (e.g. 64MiB, 1GB)", "bytes",
-        required=True, dest="nbytes"),
+        required=True, name="nbytes"),
     Arg("--ranks", "ranks in the group", required=True),
     Arg("--link", "link the group sits on (a group larger than the scale-up domain also "
         "uses scale-out)", "choice", "scale-up", choices=("scale-up", "scale-out")),
     Arg("--algo", "algorithm", "choice", "ring", choices=ALGORITHMS),
-    Arg("--domain-size", "ranks per scale-up domain (default: the chip's)", dest="domain_size"),
+    Arg("--domain-size", "ranks per scale-up domain (default: the chip's)"),
 ]
 PLACEMENT_ARGS = COLLECTIVE_ARGS[2:]
 
@@ -217,36 +228,34 @@ COLLECTIVE_OPS = [
 
 ATTENTION_ARGS = [
     Arg("--batch", "sequences", default=1), Arg("--q-len", "query tokens per sequence",
-                                                required=True, dest="q_len"),
-    Arg("--kv-len", "keys per sequence (context incl. the queries; default --q-len)",
-        dest="kv_len"),
+                                                required=True),
+    Arg("--kv-len", "keys per sequence (context incl. the queries; default --q-len)"),
 ]
 
 OPS = [
     OpSpec("matmul", "X[M,K] x W[K,N] -> Y[M,N]", matmul, [
-        Arg("--m", "rows of X (tokens)", required=True, dest="m"),
-        Arg("--k", "contraction dimension", required=True, dest="k"),
-        Arg("--n", "columns of W", required=True, dest="n"),
+        Arg("--m", "rows of X (tokens)", required=True),
+        Arg("--k", "contraction dimension", required=True),
+        Arg("--n", "columns of W", required=True),
         *_dtype_args("dtype", "weight", "out", "compute")], MATMUL_LEVERS),
     OpSpec("gemv", "one token through W[K,N] (matmul with M = 1)", gemv, [
-        Arg("--k", "input features", required=True, dest="k"),
-        Arg("--n", "output features", required=True, dest="n"),
+        Arg("--k", "input features", required=True),
+        Arg("--n", "output features", required=True),
         *_dtype_args("dtype", "weight", "out", "compute")], GEMV_LEVERS),
     OpSpec("dot", "dot product of two length-N vectors", dot, [
-        Arg("--n", "vector length", required=True, dest="n"), *_dtype_args("dtype")], DOT_LEVERS),
+        Arg("--n", "vector length", required=True), *_dtype_args("dtype")], DOT_LEVERS),
     OpSpec("elementwise", "norm / softmax / activation / add over N elements", elementwise, [
-        Arg("--n", "number of elements", required=True, dest="n"),
+        Arg("--n", "number of elements", required=True),
         Arg("--kind", "preset operation count and inputs per element", "choice", "generic",
             choices=list(ELEMENTWISE_KINDS)),
-        Arg("--ops-per-element", "override the preset's ops per element", "float",
-            dest="ops_per_element"),
-        Arg("--inputs", "override the number of inputs", dest="inputs"),
+        Arg("--ops-per-element", "override the preset's ops per element", "float"),
+        Arg("--inputs", "override the number of inputs"),
         *_dtype_args("dtype", "out", "compute")], ELEMENTWISE_LEVERS),
     OpSpec("tiled-matmul", "matmul with (bm, bn, bk) block tiles in SRAM and (wm, wn) warp tiles",
            tiled_matmul, [
-        Arg("--m", "rows of X (tokens)", required=True, dest="m"),
-        Arg("--k", "contraction dimension", required=True, dest="k"),
-        Arg("--n", "columns of W", required=True, dest="n"),
+        Arg("--m", "rows of X (tokens)", required=True),
+        Arg("--k", "contraction dimension", required=True),
+        Arg("--n", "columns of W", required=True),
         Arg("--bm", "block tile rows", default=128), Arg("--bn", "block tile columns", default=128),
         Arg("--bk", "block tile depth", default=64),
         Arg("--wm", "warp tile rows", default=64), Arg("--wn", "warp tile columns", default=64),
@@ -256,77 +265,72 @@ OPS = [
     OpSpec("batched-matmul", "X[B,M,K] x W[B,K,N]: a separate weight per batch element",
            batched_matmul, [
         Arg("--batch", "batch elements (each with its own weight)", required=True),
-        Arg("--m", "rows per batch element", default=1, dest="m"),
-        Arg("--k", "contraction dimension", required=True, dest="k"),
-        Arg("--n", "output features", required=True, dest="n"),
+        Arg("--m", "rows per batch element", default=1),
+        Arg("--k", "contraction dimension", required=True),
+        Arg("--n", "output features", required=True),
         *_dtype_args("dtype", "weight", "out", "compute")], GEMV_LEVERS),
     OpSpec("grouped-matmul", "MoE experts: T tokens routed to top-k of E [K,N] experts",
            grouped_matmul, [
         Arg("--tokens", "tokens entering the MoE layer", required=True),
-        Arg("--k", "input features", required=True, dest="k"),
-        Arg("--n", "output features per expert", required=True, dest="n"),
+        Arg("--k", "input features", required=True),
+        Arg("--n", "output features per expert", required=True),
         Arg("--experts", "routed experts E", required=True),
-        Arg("--top-k", "experts per token", required=True, dest="top_k"),
+        Arg("--top-k", "experts per token", required=True),
         *_dtype_args("dtype", "weight", "out", "compute")], MATMUL_LEVERS[1:]),
     OpSpec("sharded-matmul", "X[M,K] x W[K,N] sharded over chips: T_math vs T_comm per chip",
            sharded_matmul, [
-        Arg("--m", "rows of X (tokens)", required=True, dest="m"),
-        Arg("--k", "contraction dimension (full, before sharding)", required=True, dest="k"),
-        Arg("--n", "columns of W (full)", required=True, dest="n"),
+        Arg("--m", "rows of X (tokens)", required=True),
+        Arg("--k", "contraction dimension (full, before sharding)", required=True),
+        Arg("--n", "columns of W (full)", required=True),
         Arg("--shards", "chips sharing the matmul", required=True),
         Arg("--shard", "which dimension is split", "choice", "contraction", choices=SHARDINGS),
         Arg("--reduce", "how partial sums combine (contraction sharding)", "choice",
             "all-reduce", choices=("all-reduce", "reduce-scatter")),
-        Arg("--no-gather", "output sharding: leave Y sharded (no all-gather)", "flag",
-            dest="no_gather"),
+        Arg("--no-gather", "output sharding: leave Y sharded (no all-gather)", "flag"),
         *PLACEMENT_ARGS, *_dtype_args("dtype", "weight", "out", "compute")], MATMUL_LEVERS[1:],
         _placement),
     OpSpec("tp-layer", "one decoder layer (forward) with Megatron tensor parallelism",
            tp_layer, [
         Arg("--batch", "sequences", default=1), Arg("--seq-len", "tokens per sequence",
-                                                    required=True, dest="seq_len"),
+                                                    required=True),
         Arg("--hidden", "model width", required=True), Arg("--ffn", "MLP width", required=True),
         Arg("--heads", "query heads", required=True),
-        Arg("--kv-heads", "KV heads (default --heads)", dest="kv_heads"),
-        Arg("--head-dim", "head dimension (default hidden / heads)", dest="head_dim"),
+        Arg("--kv-heads", "KV heads (default --heads)"),
+        Arg("--head-dim", "head dimension (default hidden / heads)"),
         Arg("--tp", "tensor-parallel degree", default=1),
-        Arg("--no-gated", "plain (non-gated) MLP", "flag", dest="no_gated"),
+        Arg("--no-gated", "plain (non-gated) MLP", "flag"),
         Arg("--impl", "attention kernel", "choice", "flash", choices=IMPLEMENTATIONS),
-        Arg("--sram-bytes", "flash SRAM budget M (default: the chip's per-SM SRAM)", "bytes",
-            dest="sram_bytes"),
-        Arg("--block-q", "flash query-block rows Br", dest="block_q"),
+        Arg("--sram-bytes", "flash SRAM budget M (default: the chip's per-SM SRAM)", "bytes"),
+        Arg("--block-q", "flash query-block rows Br"),
         *PLACEMENT_ARGS, *_dtype_args("dtype")], TP_LAYER_LEVERS,
         lambda kw, chip: _placement(_flash_sram(kw, chip), chip)),
     OpSpec("attention", "attention: prefill, decode (--q-len 1) or speculative (--q-len k)",
            attention, [
         *ATTENTION_ARGS,
         Arg("--heads", "query heads", required=True),
-        Arg("--kv-heads", "KV heads (GQA / MQA; default --heads)", dest="kv_heads"),
-        Arg("--head-dim", "head dimension", default=128, dest="head_dim"),
-        Arg("--v-head-dim", "value head dimension (default --head-dim)", dest="v_head_dim"),
-        Arg("--no-causal", "full (bidirectional) attention", "flag", dest="no_causal"),
+        Arg("--kv-heads", "KV heads (GQA / MQA; default --heads)"),
+        Arg("--head-dim", "head dimension", default=128),
+        Arg("--v-head-dim", "value head dimension (default --head-dim)"),
+        Arg("--no-causal", "full (bidirectional) attention", "flag"),
         Arg("--window", "causal sliding window (keys)"),
         Arg("--impl", "kernel", "choice", "flash", choices=IMPLEMENTATIONS),
-        Arg("--sram-bytes", "flash SRAM budget M (default: the chip's per-SM SRAM)", "bytes",
-            dest="sram_bytes"),
-        Arg("--block-q", "flash query-block rows Br (overrides --sram-bytes)", dest="block_q"),
+        Arg("--sram-bytes", "flash SRAM budget M (default: the chip's per-SM SRAM)", "bytes"),
+        Arg("--block-q", "flash query-block rows Br (overrides --sram-bytes)"),
         *_dtype_args("dtype", "kv", "out")], ATTENTION_LEVERS, _flash_sram),
     OpSpec("mla", "multi-head latent attention (DeepSeek-V2/V3)", _mla, [
         *ATTENTION_ARGS,
         Arg("--heads", "query heads", default=128),
-        Arg("--kv-lora-rank", "latent KV rank r", default=512, dest="kv_lora_rank"),
-        Arg("--qk-rope-dim", "RoPE key dimension", default=64, dest="qk_rope_dim"),
-        Arg("--qk-nope-dim", "non-RoPE query/key head dimension", default=128,
-            dest="qk_nope_dim"),
-        Arg("--v-head-dim", "value head dimension", default=128, dest="v_head_dim"),
+        Arg("--kv-lora-rank", "latent KV rank r", default=512),
+        Arg("--qk-rope-dim", "RoPE key dimension", default=64),
+        Arg("--qk-nope-dim", "non-RoPE query/key head dimension", default=128),
+        Arg("--v-head-dim", "value head dimension", default=128),
         Arg("--form", "absorbed (decode) or expanded (prefill)", "choice", "absorbed",
             choices=("absorbed", "expanded")),
-        Arg("--no-causal", "full (bidirectional) attention", "flag", dest="no_causal"),
+        Arg("--no-causal", "full (bidirectional) attention", "flag"),
         Arg("--impl", "kernel (default: decode for absorbed, flash for expanded)", "choice",
             choices=IMPLEMENTATIONS),
-        Arg("--sram-bytes", "flash SRAM budget M (default: the chip's per-SM SRAM)", "bytes",
-            dest="sram_bytes"),
-        Arg("--block-q", "flash query-block rows Br", dest="block_q"),
+        Arg("--sram-bytes", "flash SRAM budget M (default: the chip's per-SM SRAM)", "bytes"),
+        Arg("--block-q", "flash query-block rows Br"),
         *_dtype_args("dtype", "kv", "out")], ATTENTION_LEVERS,
         lambda kw, chip: _flash_sram(kw, chip) if kw.get("impl") == "flash" or (
             kw.get("impl") is None and kw.get("form") == "expanded") else kw),
@@ -335,7 +339,7 @@ OPS = [
 
 
 def _add_arg(parser: argparse.ArgumentParser, arg: Arg) -> None:
-    dest = arg.dest or arg.flag.lstrip("-").replace("-", "_")
+    dest = arg.dest
     if arg.kind == "flag":
         parser.add_argument(arg.flag, dest=dest, action="store_true", help=arg.help)
         return
@@ -350,12 +354,17 @@ def _add_arg(parser: argparse.ArgumentParser, arg: Arg) -> None:
 def _op_kwargs(spec: OpSpec, args: argparse.Namespace) -> dict[str, Any]:
     kwargs = {}
     for arg in spec.args:
-        dest = arg.dest or arg.flag.lstrip("-").replace("-", "_")
+        dest = arg.dest
         value = getattr(args, dest)
         if dest.startswith("no_"):  # --no-causal, --no-gather, --no-gated
             kwargs[dest.removeprefix("no_")] = not value
         elif value is not None:
             kwargs[dest] = value
+    return _with_defaults(kwargs)
+
+
+def _with_defaults(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Defaults that depend on other arguments: attention's keys default to its queries."""
     if "q_len" in kwargs and "kv_len" not in kwargs:
         kwargs["kv_len"] = kwargs["q_len"]
     return kwargs
@@ -539,11 +548,12 @@ def _cmd_sweep_model(args: argparse.Namespace) -> None:
 
     length = {"decode": args.context, "prefill": args.prompt_len, "train": args.seq_len}
     result = sweep_model(
-        args.model, parse_list(args.hw), args.phase, parse_axis(args.batch, "--batch"),
+        args.model, parse_list(args.hw, "--hw"), args.phase, parse_axis(args.batch, "--batch"),
         parse_axis(length[args.phase], "--context/--prompt-len/--seq-len"),
         tp=_ints(args.tp, "--tp"), pp=_ints(args.pp, "--pp"), dp=_ints(args.dp, "--dp"),
-        ep=_ints(args.ep, "--ep"), weight_dtypes=parse_list(args.weight_dtype or args.dtype),
-        kv_dtypes=parse_list(args.kv_dtype or args.dtype), dtype=args.dtype, k=args.k,
+        ep=_ints(args.ep, "--ep"),
+        weight_dtypes=parse_list(args.weight_dtype or args.dtype, "--weight-dtype"),
+        kv_dtypes=parse_list(args.kv_dtype or args.dtype, "--kv-dtype"), dtype=args.dtype, k=args.k,
         microbatches=args.microbatches)
     limit = args.max_latency
     frontier = result.frontier(limit)
@@ -570,7 +580,7 @@ def _cmd_sweep_op(args: argparse.Namespace) -> None:
     categorical: dict[str, list[Any]] = {}
     fixed: dict[str, Any] = {}
     for arg in spec.args:
-        dest = arg.dest or arg.flag.lstrip("-").replace("-", "_")
+        dest = arg.dest
         value = getattr(args, dest)
         if value is None:
             continue
@@ -579,13 +589,18 @@ def _cmd_sweep_op(args: argparse.Namespace) -> None:
         elif arg.kind == "count":
             numeric[dest] = parse_axis(str(value), arg.flag)
         elif arg.kind == "bytes":
-            numeric[dest] = np.array([parse_bytes(v, arg.flag) for v in parse_list(value)])
+            numeric[dest] = parse_axis(str(value), arg.flag, parse_bytes, whole=False)
         elif arg.kind == "float":
-            numeric[dest] = np.array([float(v) for v in parse_list(value)])
+            numeric[dest] = parse_axis(str(value), arg.flag, parse_number, whole=False)
         else:
-            categorical[dest] = parse_list(value)
-    result = sweep_op(spec.function, parse_list(args.hw), numeric, categorical, fixed,
-                      spec.prepare)
+            categorical[dest] = parse_list(value, arg.flag)
+
+    def prepare(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
+        kwargs = _with_defaults(kwargs)
+        return spec.prepare(kwargs, chip) if spec.prepare else kwargs
+
+    result = sweep_op(spec.function, parse_list(args.hw, "--hw"), numeric, categorical, fixed,
+                      prepare)
     if args.csv:
         _write_csv(args.csv, result.columns)
     c = result.columns
@@ -709,7 +724,7 @@ def build_parser() -> argparse.ArgumentParser:
     mp.add_argument("model", help="catalog id, config.json path, model directory, Hub id, or "
                     "'list'")
     add_model_args(mp)
-    count = {"count": _typed(parse_count, "value")}
+    count = _typed(parse_count, "value")
     mp.add_argument("--json", action="store_true", help="print one JSON object")
     mp.add_argument("--explain", action="store_true", help="every op, not just every layer")
     mp.set_defaults(func=_cmd_model)
@@ -727,10 +742,10 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("--context", default="1k,8k,32k", help="decode context (axis)")
     sm.add_argument("--prompt-len", default="1k,8k", help="prefill prompt length (axis)")
     sm.add_argument("--seq-len", default="4k", help="training sequence length (axis)")
-    sm.add_argument("--k", type=count["count"], default=1, help="decode tokens per step")
+    sm.add_argument("--k", type=count, default=1, help="decode tokens per step")
     for name in ("tp", "pp", "dp", "ep"):
         sm.add_argument(f"--{name}", default="1", help=f"{name} degrees (list)")
-    sm.add_argument("--microbatches", type=count["count"], default=1)
+    sm.add_argument("--microbatches", type=count, default=1)
     sm.add_argument("--dtype", default="bf16", help="activation dtype")
     sm.add_argument("--weight-dtype", help="weight dtypes (list; default --dtype)")
     sm.add_argument("--kv-dtype", help="KV cache dtypes (list; default --dtype)")
@@ -750,7 +765,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "ranges (1,8,64 / 1:4096:x2); text ones take comma lists.")
         q.add_argument("--hw", default="h100", help="comma-separated chips")
         for arg in spec.args:
-            dest = arg.dest or arg.flag.lstrip("-").replace("-", "_")
+            dest = arg.dest
             if arg.kind == "flag":
                 q.add_argument(arg.flag, dest=dest, action="store_true", help=arg.help)
             else:  # every value is a string here: lists and ranges are parsed by the sweep
@@ -758,19 +773,19 @@ def build_parser() -> argparse.ArgumentParser:
                                else str(arg.default), required=arg.required, help=arg.help)
         q.add_argument("--csv", help="write every point to this CSV file")
         q.add_argument("--json", action="store_true", help="print every point as JSON")
-        q.add_argument("--rows", type=count["count"], default=40, help="rows to print")
+        q.add_argument("--rows", type=count, default=40, help="rows to print")
         q.set_defaults(func=_cmd_sweep_op, spec=spec)
 
     mf = sub.add_parser("mfu", help="MFU / HFU of a measured training step")
     mf.add_argument("--params", type=float, required=True, help="model parameters (e.g. 70e9)")
     mf.add_argument("--tokens-per-step", type=float, required=True, dest="tokens_per_step")
     mf.add_argument("--step-time-s", type=float, required=True, dest="step_time_s")
-    mf.add_argument("--gpus", type=count["count"], required=True, help="chips in the job")
+    mf.add_argument("--gpus", type=count, required=True, help="chips in the job")
     mf.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
     mf.add_argument("--dtype", default="bf16", help="dtype whose dense peak applies")
-    mf.add_argument("--layers", type=count["count"])
-    mf.add_argument("--hidden", type=count["count"])
-    mf.add_argument("--seq-len", type=count["count"], dest="seq_len")
+    mf.add_argument("--layers", type=count)
+    mf.add_argument("--hidden", type=count)
+    mf.add_argument("--seq-len", type=count, dest="seq_len")
     mf.add_argument("--recompute", action="store_true", help="full activation recomputation")
     mf.add_argument("--causal", action="store_true", help="count causal attention as half the "
                     "score matrix (as `roofline model` does; default: full, as Megatron-LM)")

@@ -8,6 +8,7 @@ symbolically and with the numbers filled in. So `--explain` shows
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Union
@@ -20,13 +21,15 @@ Operand = Union["Expr", float, int]
 _PRECEDENCE = {"+": 1, "-": 1, "·": 2, "/": 2, "^": 3}
 
 
-def _fmt_number(value: Num) -> str:
+def _fmt_number(value: Num, exact_below: float = 1e7) -> str:
+    """Whole numbers below `exact_below` in full, others to 4 significant digits; an array as
+    its range."""
     arr = np.asarray(value)
     if arr.size != 1:
         lo, hi = float(arr.min()), float(arr.max())
-        return f"[{_fmt_number(lo)}…{_fmt_number(hi)}]"
+        return f"[{_fmt_number(lo, exact_below)}…{_fmt_number(hi, exact_below)}]"
     v = float(arr)
-    if v == int(v) and abs(v) < 1e7:
+    if math.isfinite(v) and v == int(v) and abs(v) < exact_below:
         return str(int(v))
     return f"{v:.4g}"
 
@@ -47,7 +50,10 @@ class Expr:
 
     def derivation(self, name: str) -> str:
         """'name = formula = numbers = value' (steps that repeat the previous one are dropped)."""
-        parts = [name, self.formula(), self.substituted(), _fmt_result(self.value)]
+        formula = self.formula()
+        if name.endswith(f" {formula}"):  # "block rows Br = Br = 128": say Br once
+            formula = name
+        parts = [name, formula, self.substituted(), _fmt_result(self.value)]
         kept = [parts[0]]
         for p in parts[1:]:
             if p != kept[-1]:
@@ -83,11 +89,7 @@ class Expr:
 
 
 def _fmt_result(value: Num) -> str:
-    arr = np.asarray(value)
-    if arr.size != 1:
-        return _fmt_number(value)
-    v = float(arr)
-    return str(int(v)) if v == int(v) and abs(v) < 1e5 else f"{v:.4g}"
+    return _fmt_number(value, exact_below=1e5)
 
 
 class Sym(Expr):

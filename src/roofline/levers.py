@@ -84,9 +84,10 @@ def _fused(kw: dict[str, Any], cost: Cost, chip: Chip) -> Cost:
 def _flash(kw: dict[str, Any], cost: Cost, chip: Chip) -> dict[str, Any] | None:
     if kw.get("impl") != "naive":
         return None
-    from .ops.attention import chip_sram_bytes
+    from .ops.attention import flash_tiling
 
-    return {**kw, "impl": "flash", "sram_bytes": kw.get("sram_bytes") or chip_sram_bytes(chip)}
+    tiling = {} if kw.get("sram_bytes") or kw.get("block_q") else flash_tiling(chip)
+    return {**kw, "impl": "flash", **tiling}
 
 
 MATMUL_LEVERS = [

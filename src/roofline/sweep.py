@@ -10,8 +10,7 @@ marked `fits = False`, never dropped.
 from __future__ import annotations
 
 import itertools
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,44 +20,48 @@ from .errors import RooflineError
 from .hardware import load_chip
 from .models import Parallel, Precision, analyze, decode, prefill, train
 from .models.catalog import load_model
+from .units import parse_number
 
-_SUFFIX = {"": 1, "k": 1024, "K": 1024, "m": 1024**2, "M": 1024**2}
-_NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kKmM]?)\s*$")
-
-
-def _number(text: str, what: str) -> float:
-    m = _NUMBER.match(text)
-    if not m:
-        raise RooflineError(f"{what}: cannot read {text!r} (use e.g. 8192, 8k, 1:1024:x2)")
-    return float(m.group(1)) * _SUFFIX[m.group(2)]
+MAX_AXIS = 10_000_000  # points on one axis
+MAX_POINTS = 50_000_000  # points in one sweep
 
 
-def parse_axis(text: str, what: str) -> np.ndarray[Any, Any]:
+def parse_axis(text: str, what: str, number: Callable[[str, str], float] = parse_number,
+               whole: bool = True) -> np.ndarray[Any, Any]:
     """'1,8,64', '1k,8k,128k' (k = 1024 tokens), 'start:stop:xF' (geometric) or
-    'start:stop:+S' (arithmetic), stop included when the step lands on it."""
+    'start:stop:+S' (arithmetic), stop included when the step lands on it. `number` reads
+    one value (parse_bytes for byte sizes: '1KiB:1GiB:x4')."""
     text = str(text).strip()
     if ":" in text:
         parts = text.split(":")
         if len(parts) != 3 or parts[2][:1] not in ("x", "+"):
             raise RooflineError(f"{what}: a range is start:stop:xF or start:stop:+S, got {text!r}")
-        start, stop = _number(parts[0], what), _number(parts[1], what)
-        step = _number(parts[2][1:], what)
-        if start <= 0 or stop < start or (parts[2][0] == "x" and step <= 1) or step <= 0:
+        start, stop = number(parts[0], what), number(parts[1], what)
+        geometric = parts[2][0] == "x"
+        step = parse_number(parts[2][1:], what) if geometric else number(parts[2][1:], what)
+        if stop < start or (geometric and step <= 1):
             raise RooflineError(f"{what}: range {text!r} is empty or never ends")
-        if parts[2][0] == "x":
-            count = int(np.floor(np.log(stop / start) / np.log(step) + 1e-9)) + 1
-            values = start * step ** np.arange(count)
-        else:
-            values = np.arange(start, stop + step / 2, step)
+        count = 1 + (np.floor(np.log(stop / start) / np.log(step) + 1e-9) if geometric
+                     else np.floor((stop - start) / step + 1e-9))
+        if count > MAX_AXIS:
+            raise RooflineError(f"{what}: range {text!r} has {count:.3g} points (at most "
+                                f"{MAX_AXIS:.0e} per axis)")
+        steps = np.arange(int(count))
+        values = start * step**steps if geometric else start + step * steps
     else:
-        values = np.array([_number(v, what) for v in text.split(",") if v.strip()])
-    if values.size == 0 or np.any(values < 1) or np.any(values != np.round(values)):
-        raise RooflineError(f"{what}: values must be whole numbers >= 1, got {text!r}")
+        values = np.array([number(v, what) for v in text.split(",") if v.strip()])
+    if values.size == 0:
+        raise RooflineError(f"{what}: no values in {text!r}")
+    if whole and np.any(values != np.round(values)):
+        raise RooflineError(f"{what}: values must be whole numbers, got {text!r}")
     return values.astype(float)
 
 
-def parse_list(text: str) -> list[str]:
-    return [v.strip() for v in str(text).split(",") if v.strip()]
+def parse_list(text: str, what: str = "list") -> list[str]:
+    values = [v.strip() for v in str(text).split(",") if v.strip()]
+    if not values:
+        raise RooflineError(f"{what}: give at least one value, got {text!r}")
+    return values
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,8 @@ class SweepResult:
         if max_latency_s is not None:
             ok &= c["t_lower_s"] <= max_latency_s
         idx = np.flatnonzero(ok)
+        if idx.size == 0:
+            return []
         order = idx[np.lexsort((-c["tokens_per_s"][idx], c["t_lower_s"][idx]))]
         best = np.maximum.accumulate(c["tokens_per_s"][order])
         improves = np.r_[True, best[1:] > best[:-1]]
@@ -133,6 +138,10 @@ def sweep_model(model: str, hardware: Sequence[str], phase: str, batch: Any, len
     or sequence length (train)."""
     spec = load_model(model)
     chips = [load_chip(h) for h in hardware]
+    configs = len(chips) * len(tp) * len(pp) * len(dp) * len(ep) * len(weight_dtypes) * len(
+        kv_dtypes)
+    if configs * np.size(batch) * np.size(length) > MAX_POINTS:
+        raise RooflineError(f"the sweep has more than {MAX_POINTS:.0e} points; narrow an axis")
     b = np.asarray(batch, dtype=float)[:, None]
     n = np.asarray(length, dtype=float)[None, :]
     bb, nn = np.broadcast_arrays(b, n)

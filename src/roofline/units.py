@@ -33,14 +33,34 @@ def parse_bytes(text: str, what: str = "size") -> float:
     return value
 
 
+# Counts (tokens, batch, dimensions) use binary k / M as ML code does: 8k context = 8192.
+# Byte sizes say which they mean: KB = 1000, KiB = 1024 (parse_bytes).
+_COUNT_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmM]?)\s*$")
+_COUNT_SUFFIX = {"": 1, "k": 1024, "K": 1024, "m": 1024**2, "M": 1024**2}
+MAX_COUNT = 2**53  # beyond this a float no longer holds every whole number
+
+
+def _read_number(text: str) -> float:
+    m = _COUNT_RE.match(str(text))
+    value = float(m.group(1)) * _COUNT_SUFFIX[m.group(2)] if m else math.nan
+    return value if math.isfinite(value) and 0 < value <= MAX_COUNT else math.nan
+
+
+def parse_number(text: str, what: str = "value") -> float:
+    """A positive number with an optional binary suffix: '8192', '8k' (8192), '1e6', '2M'."""
+    value = _read_number(text)
+    if math.isnan(value):
+        raise RooflineError(f"{what}: expected a positive number such as 8192, 8k (= 8192) or "
+                            f"1e6 (at most 2**53), got {text!r}")
+    return value
+
+
 def parse_count(text: str, what: str = "value") -> int:
-    """Parse a positive whole count such as '8192' or '1e6' (no unit suffixes)."""
-    try:
-        value = float(str(text).strip())
-    except ValueError:
-        raise RooflineError(f"{what}: expected a positive whole number, got {text!r}") from None
-    if not math.isfinite(value) or value != int(value) or value < 1:
-        raise RooflineError(f"{what}: expected a positive whole number, got {text!r}")
+    """Parse a positive whole count such as '8192', '8k' (= 8192) or '1e6'."""
+    value = _read_number(text)
+    if math.isnan(value) or value != int(value):
+        raise RooflineError(f"{what}: expected a positive whole number such as 8192, 8k "
+                            f"(= 8192) or 1e6 (at most 2**53), got {text!r}")
     return int(value)
 
 

@@ -65,6 +65,9 @@ class Chip:
     def peak_flops(self, compute_dtype: str) -> float:
         """Dense peak FLOP/s for a compute dtype (a dtype name or alias)."""
         key = lookup_dtype(compute_dtype).peak
+        if key == "none":
+            raise RooflineError(f"dtype {compute_dtype!r} is storage-only (a scale format); "
+                                "it cannot be a compute dtype")
         if key not in self.peaks:
             raise RooflineError(
                 f"chip {self.id!r} has no {key} peak (it has: {', '.join(self.peaks)})"

@@ -25,14 +25,13 @@ from ..dtypes import dtype as lookup_dtype
 from ..evaluate import Estimate, evaluate
 from ..hardware import Chip
 from ..ops import attention, elementwise, matmul
-from ..ops.attention import chip_sram_bytes
+from ..ops.attention import DEFAULT_BLOCK_Q, flash_tiling
 from .backend import ROW, Backend, Unsupported
 from .device import DeviceInfo
 from .progress import Progress, quiet
 from .timing import Settings, Timing, looped, measure
 
 SEED_BATCHES = (1, 8, 32, 128, 256, 512, 1024, 4096)  # seed 001 §2.9
-FLASH_BLOCK_Q = 128  # FlashAttention-2's query block on Hopper, when the chip has no sram level
 
 Builder = Callable[[Backend], Callable[[], Any]]
 
@@ -82,12 +81,10 @@ def attention_case(batch: int, q_len: int, kv_len: int, heads: int, kv_heads: in
     The flash bound uses the chip's per-SM SRAM for the query block (Br), or Br = 128 when
     the chip file has no sram level (a measured GPU chip)."""
     dtype = lookup_dtype(dtype).name
-    has_sram = chip is not None and any(lv.name == "sram" for lv in chip.memory)
-    sram = chip_sram_bytes(chip) if has_sram and chip is not None else None
     impl = "decode" if q_len == 1 else "flash"
-    block_q = FLASH_BLOCK_Q if impl == "flash" and sram is None else None
+    tiling = flash_tiling(chip) if chip is not None else {"block_q": DEFAULT_BLOCK_Q}
     cost = attention(batch, q_len, kv_len, heads, kv_heads, head_dim, impl=impl, dtype=dtype,
-                     sram_bytes=sram, block_q=block_q)
+                     **tiling)
     label = (f"attention {impl} B={batch} Lq={q_len} Lkv={kv_len} H={heads}/{kv_heads} "
              f"d={head_dim}")
     return OpCase("attention", label, dtype, cost,

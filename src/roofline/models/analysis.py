@@ -20,7 +20,7 @@ from ..derivation import unwrap
 from ..errors import RooflineError
 from ..evaluate import Estimate, evaluate, max_sum_argmax
 from ..hardware import Chip, System, load_chip
-from ..ops.attention import chip_sram_bytes
+from ..ops.attention import flash_tiling
 from ..report import jsonable
 from ..solve import decode_critical_batch
 from .catalog import load_model
@@ -145,9 +145,8 @@ def analyze(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
     par = parallel or Parallel()
     prec = precision or Precision()
     if impl == "flash" and sram_bytes is None and block_q is None:
-        sram_bytes = chip_sram_bytes(chip) if any(m.name == "sram" for m in chip.memory) \
-            else None
-        block_q = None if sram_bytes else 128  # no SRAM figure: a common FA2/FA3 tile
+        tiling = flash_tiling(chip)
+        sram_bytes, block_q = tiling["sram_bytes"], tiling["block_q"]
     rows = build(spec, phase, par, prec, hw if isinstance(hw, System) else chip, impl,
                  sram_bytes, block_q)
     return _summarise(spec, chip, phase, par, prec, rows)

@@ -128,6 +128,9 @@ def parse_config(data: Any, name: str, origin: str) -> ModelSpec:
     hidden = c.integer("hidden_size")
     heads = c.integer("num_attention_heads")
     layers = c.integer("num_hidden_layers")
+    if "head_dim" not in data and heads > hidden:
+        raise c.error("num_attention_heads", f"{heads} heads exceed hidden_size {hidden} "
+                      "(give head_dim)")
     common: dict[str, Any] = dict(
         name=name, model_type=model_type, hidden=hidden, layers=layers, heads=heads,
         kv_heads=c.integer("num_key_value_heads", default=heads),

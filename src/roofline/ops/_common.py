@@ -10,15 +10,24 @@ from ..derivation import Num, Sym
 from ..errors import RooflineError
 
 
+def shown(value: Any) -> str:
+    """A value for an error message: arrays as their offending range, on one line."""
+    if isinstance(value, np.ndarray) and value.size > 1:
+        bad = value[~(np.isfinite(value) & (value > 0))] if value.dtype.kind == "f" else value
+        pick = bad if bad.size else value
+        return f"array of {value.size} values including {float(pick.flat[0]):g}"
+    return repr(value.item() if isinstance(value, np.ndarray) else value)
+
+
 def size(symbol: str, value: Any, what: str | None = None) -> Sym:
     """A positive size as a derivation symbol; arrays are checked element by element."""
     label = what or symbol
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
-        raise RooflineError(f"{label}: expected a positive number, got {value!r}") from None
+        raise RooflineError(f"{label}: expected a positive number, got {shown(value)}") from None
     if arr.size == 0 or not np.all(np.isfinite(arr)) or not np.all(arr > 0):
-        raise RooflineError(f"{label}: must be a positive finite number, got {value!r}")
+        raise RooflineError(f"{label}: must be a positive finite number, got {shown(arr)}")
     v: Num = float(arr) if arr.ndim == 0 else arr
     return Sym(symbol, v)
 
@@ -28,5 +37,5 @@ def whole(symbol: str, value: Any, what: str | None = None) -> Sym:
     count = size(symbol, value, what)
     arr = np.asarray(count.value)
     if not np.all(arr == np.round(arr)):
-        raise RooflineError(f"{what or symbol}: must be a whole number, got {value!r}")
+        raise RooflineError(f"{what or symbol}: must be a whole number, got {shown(arr)}")
     return count

@@ -100,8 +100,11 @@ def attention(
     o = lookup_dtype(out_dtype) if out_dtype is not None else x
     B, H = size("B", batch, "batch"), size("H", heads, "heads")
     Hkv = size("Hkv", heads if kv_heads is None else kv_heads, "kv_heads")
-    if np.any(np.mod(np.asarray(H.value), np.asarray(Hkv.value)) != 0):
-        raise RooflineError(f"heads ({heads}) must be a multiple of kv_heads ({kv_heads})")
+    h_arr, kv_arr = np.broadcast_arrays(np.asarray(H.value), np.asarray(Hkv.value))
+    bad = np.mod(h_arr, kv_arr) != 0
+    if np.any(bad):
+        raise RooflineError(f"heads ({h_arr[bad].flat[0]:g}) must be a multiple of kv_heads "
+                            f"({kv_arr[bad].flat[0]:g})")
     d = size("d", head_dim, "head_dim")
     dv = size("d_v", head_dim if v_head_dim is None else v_head_dim, "v_head_dim")
     Lq, Lkv = size("Lq", q_len, "q_len"), size("Lkv", kv_len, "kv_len")
@@ -158,13 +161,17 @@ def _block_rows(sram_bytes: Any, block_q: Any, d: Sym, dv: Sym, x: DType) -> Exp
     return rows
 
 
-def chip_sram_bytes(chip: Chip) -> float:
-    """The SRAM one flash kernel block can use on a chip: its per-SM (per-core) SRAM."""
+DEFAULT_BLOCK_Q = 128  # FA2 / FA3's query tile, for chips whose file gives no SRAM level
+
+
+def flash_tiling(chip: Chip) -> dict[str, Any]:
+    """How flash attention tiles on a chip: its per-SM (per-core) SRAM as M, or, when the chip
+    file has no sram level (Gaudi, a measured GPU), Br = 128 query rows."""
     if not any(m.name == "sram" for m in chip.memory):
-        raise RooflineError(f"chip {chip.id!r} has no sram level: pass sram_bytes (--sram-bytes) "
-                            "or block_q (--block-q) for flash attention")
+        return {"sram_bytes": None, "block_q": DEFAULT_BLOCK_Q}
     sram = chip.level("sram")
-    return float(sram.unit_capacity_bytes or sram.capacity_bytes or 0.0)
+    return {"sram_bytes": float(sram.unit_capacity_bytes or sram.capacity_bytes or 0.0),
+            "block_q": None}
 
 
 def kv_cache_bytes(tokens: Any, kv_heads: Any, head_dim: Any, v_head_dim: Any = None,

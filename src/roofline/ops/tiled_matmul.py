@@ -40,7 +40,7 @@ from ..cost import Cost
 from ..derivation import Call, Expr, Sym, Term
 from ..dtypes import DType, operand_dtypes
 from ..errors import RooflineError
-from ._common import size
+from ._common import shown, size
 
 LEVELS = ("hbm", "l2")
 
@@ -50,7 +50,7 @@ def _tile(symbol: str, value: Any) -> Sym:
     tile = size(symbol, value)
     arr = np.asarray(tile.value)
     if not np.all(arr == np.round(arr)):
-        raise RooflineError(f"{symbol}: tile sizes must be whole numbers, got {value!r}")
+        raise RooflineError(f"{symbol}: tile sizes must be whole numbers, got {shown(value)}")
     return tile
 
 
@@ -59,8 +59,8 @@ def _divides(inner: Sym, outer: Sym) -> None:
     if np.any(a > b) or np.any(np.mod(b, a) != 0):
         raise RooflineError(
             f"{inner.name}: a warp tile must divide the block tile {outer.name} "
-            f"(so {inner.name} <= {outer.name}), got {inner.name}={inner.value!r}, "
-            f"{outer.name}={outer.value!r}"
+            f"(so {inner.name} <= {outer.name}), got {inner.name}={shown(inner.value)}, "
+            f"{outer.name}={shown(outer.value)}"
         )
 
 

@@ -30,6 +30,8 @@ def load_function(target: str) -> Any:
     sys.path.insert(0, str(path.parent.resolve()))  # the script's own imports resolve
     try:
         spec.loader.exec_module(module)
+    except Exception as exc:  # the user's script failed: say so in one line
+        raise RooflineError(f"importing {path} failed: {type(exc).__name__}: {exc}") from None
     finally:
         sys.path.pop(0)
     fn = getattr(module, name, None)
@@ -52,6 +54,11 @@ def _cmd_trace(args: argparse.Namespace) -> None:
     torch.set_default_device(args.device)  # tensors the function creates land there
     try:
         result = trace(fn, time_ops=args.time)
+    except RooflineError:
+        raise
+    except Exception as exc:  # the traced function failed (e.g. it needs arguments)
+        raise RooflineError(f"running {args.target} failed: {type(exc).__name__}: "
+                            f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
     finally:
         torch.set_default_device(previous)
     if args.json:
