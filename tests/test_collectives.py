@@ -6,13 +6,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from roofline import Cost, RooflineError, evaluate, load_chip
+from roofline.models import tp_layer
 from roofline.ops.collectives import (
     COLLECTIVES,
     busbw_factor,
     collective,
     latency_crossover_bytes,
 )
-from roofline.ops.parallel import sharded_matmul, tp_layer
+from roofline.ops.parallel import sharded_matmul
 from roofline.solve import critical_shard_dim
 
 H100 = load_chip("h100")
@@ -208,7 +209,7 @@ def test_tp_layer_flops_split_evenly():
 
 
 def test_tp_layer_rejects_bad_split():
-    with pytest.raises(RooflineError, match="divisible by tp"):
+    with pytest.raises(RooflineError, match="must divide the 32 attention heads"):
         tp_layer(1, 128, 4096, 11008, 32, tp=3, block_q=128)
 
 

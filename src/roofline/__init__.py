@@ -12,9 +12,10 @@ from .dtypes import DType, dtype
 from .errors import RooflineError
 from .evaluate import Estimate, evaluate
 from .hardware import Chip, Link, MemoryLevel, Peak, System, list_chips, load_chip, make_system
+from .models import tp_layer
 from .ops import attention, dot, elementwise, gemv, kv_cache_bytes, matmul, mla_attention
 from .ops.collectives import collective
-from .ops.parallel import sharded_matmul, tp_layer
+from .ops.parallel import sharded_matmul
 from .trace import trace, trace_jax, tracing
 
 __version__ = "0.1.0"

@@ -44,7 +44,7 @@ from .ops.collectives import (
     latency_crossover_bytes,
 )
 from .ops.moe import batched_matmul, grouped_matmul
-from .ops.parallel import SHARDINGS, sharded_matmul, tp_layer
+from .ops.parallel import SHARDINGS, sharded_matmul
 from .ops.tiled_matmul import tiled_matmul
 from .quant import quant_table
 from .report import (
@@ -170,6 +170,12 @@ def _mla(**kwargs: Any) -> Any:
     return mla_attention(**kwargs)
 
 
+def _tp_layer(**kwargs: Any) -> Any:
+    from .models import tp_layer  # the model graph: imported when used, not at CLI start
+
+    return tp_layer(**kwargs)
+
+
 def _placement(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
     """Groups larger than the chip's scale-up domain go hierarchical; NVLS needs the switch."""
     link = kwargs.get("link", "scale-up")
@@ -290,7 +296,7 @@ OPS = [
         *PLACEMENT_ARGS, *_dtype_args("dtype", "weight", "out", "compute")], MATMUL_LEVERS[1:],
         _placement),
     OpSpec("tp-layer", "one decoder layer (forward) with Megatron tensor parallelism",
-           tp_layer, [
+           _tp_layer, [
         Arg("--batch", "sequences", default=1), Arg("--seq-len", "tokens per sequence",
                                                     required=True),
         Arg("--hidden", "model width", required=True), Arg("--ffn", "MLP width", required=True),

@@ -2,7 +2,7 @@
 
 from .analysis import LayerResult, ModelAnalysis, OpResult, analyze
 from .catalog import list_models, load_model
-from .graph import Parallel, Phase, Precision, decode, prefill, train
+from .graph import Parallel, Phase, Precision, decode, prefill, tp_layer, train
 from .memory import MemoryFootprint, footprint, kv_bytes_per_token, local_params
 from .params import ParamCount, param_counts
 from .spec import MLA, ModelSpec, MoE, parse_config
@@ -29,5 +29,6 @@ __all__ = [
            "param_counts",
            "parse_config",
            "prefill",
+           "tp_layer",
            "train",
 ]

@@ -125,10 +125,11 @@ class Placement:
 
     domain: int  # chips per scale-up domain (1 when the chip has no scale-up link)
     links: dict[str, tuple[str, int | None]] = field(default_factory=dict)
+    algo: str = "ring"
 
     def comm(self, kind: str, nbytes: Any, group: str, ranks: int) -> Cost:
         link, domain_size = self.links[group]
-        return collective(kind, nbytes, ranks, "ring", link, domain_size)
+        return collective(kind, nbytes, ranks, self.algo, link, domain_size)
 
 
 def place(parallel: Parallel, system: System) -> Placement:
@@ -424,3 +425,35 @@ def _step_ops(c: _Ctx) -> list[OpCost]:
         shard, grad_dtype=c.prec.grads, weight_dtype=c.prec.weights,
         compute_dtype=c.vector_dtype)))
     return rows
+
+
+def tp_layer(batch: Any, seq_len: Any, hidden: int, ffn: int, heads: int,
+             kv_heads: int | None = None, head_dim: int | None = None, tp: int = 1,
+             gated: bool = True, dtype: str = "bf16", impl: str = "flash",
+             sram_bytes: float | None = None, block_q: int | None = None, algo: str = "ring",
+             link: str = "scale-up", domain_size: int | None = None) -> Cost:
+    """Forward cost per chip of one decoder layer (prefill / training shapes) with Megatron
+    tensor parallelism: the same layer ops a whole model is built from, with the TP group
+    placed on `link` (ask "is TP = 8 across nodes communication-bound?" with "scale-out").
+
+    >>> from roofline import evaluate
+    >>> layer = tp_layer(8, 4096, 8192, 28672, 64, 8, tp=8, block_q=128)
+    >>> evaluate(layer, "h100").bound, evaluate(tp_layer(8, 4096, 8192, 28672, 64, 8, tp=8,
+    ...     block_q=128, link="scale-out"), "h100").bound
+    ('compute', 'scale-out')
+    """
+    for name, value in [("hidden", hidden), ("ffn", ffn), ("heads", heads), ("tp", tp)]:
+        if not isinstance(value, (int, np.integer)) or value < 1:
+            raise RooflineError(f"{name}: expected a positive whole number, got {value!r}")
+    if head_dim is None and heads > hidden:
+        raise RooflineError(f"heads ({heads}) exceed hidden ({hidden}); give head_dim")
+    spec = ModelSpec(name="tp layer", model_type="llama", hidden=hidden, layers=1, heads=heads,
+                     kv_heads=kv_heads or heads, head_dim=head_dim or hidden // heads, ffn=ffn,
+                     vocab=1, gated_mlp=gated, norm="rmsnorm")
+    phase, par, prec = prefill(batch, seq_len), Parallel(tp=tp), Precision(dtype, dtype)
+    _check(spec, phase, par)
+    placement = Placement(domain_size or tp, {"tp": (link, domain_size)}, algo)
+    c = _Ctx(spec, phase, par, prec, placement, impl, sram_bytes, block_q, dtype)
+    total = sum((cost for _, cost in layer_ops(c, False, None)), Cost())
+    return Cost(total.flops, total.bytes, total.link_bytes, total.link_steps, total.terms,
+                name=f"tensor-parallel layer (tp={tp})")

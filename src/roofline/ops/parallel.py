@@ -1,4 +1,5 @@
-"""Work split over chips: sharded matmuls and the Megatron tensor-parallel transformer layer.
+"""Work split over chips: sharded matmuls (the Megatron tensor-parallel decoder layer is
+`roofline.models.tp_layer`, built from the same layer ops as whole models).
 
 All costs are per chip: the chip's share of the FLOPs and HBM traffic plus the collective it
 takes part in, so `evaluate` weighs T_math against T_comm directly (seed 001 §2.5).
@@ -11,26 +12,17 @@ sharded_matmul, X[M,K] x W[K,N] over p chips:
   output       each chip holds N/p columns of W and computes Y[:, N/p]; an all-gather
                assembles Y (skip it with gather=False, as Megatron's column-parallel layer
                does when the next layer consumes the shard).
-
-tp_layer: one decoder layer with Megatron tensor parallelism (forward): QKV and the MLP's
-up/gate projections are column-parallel, the attention output and MLP down projections are
-row-parallel, so each half ends in one all-reduce of the [tokens, hidden] activations: two
-all-reduces per layer forward. Norms, the activation and residual adds are elementwise.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ..cost import Cost
 from ..dtypes import DType, operand_dtypes
 from ..errors import RooflineError
 from ._common import size, whole
-from .attention import attention
 from .collectives import collective
-from .elementwise import elementwise
 from .matmul import matmul
 
 SHARDINGS = ("contraction", "output")
@@ -80,66 +72,3 @@ def sharded_matmul(
     total = local + comm
     return Cost(total.flops, total.bytes, total.link_bytes, total.link_steps, total.terms,
                 name=f"{shard}-sharded matmul over {shards}")
-
-
-def tp_layer(
-    batch: Any,
-    seq_len: Any,
-    hidden: Any,
-    ffn: Any,
-    heads: Any,
-    kv_heads: Any = None,
-    head_dim: Any = None,
-    tp: Any = 1,
-    gated: bool = True,
-    dtype: str | DType = "bf16",
-    impl: str = "flash",
-    sram_bytes: Any = None,
-    block_q: Any = None,
-    algo: str = "ring",
-    link: str = "scale-up",
-    domain_size: Any = None,
-) -> Cost:
-    """Forward cost per chip of one decoder layer (prefill / training shapes) at TP degree tp.
-
-    >>> from roofline import evaluate
-    >>> layer = tp_layer(8, 4096, 8192, 28672, 64, 8, tp=8, block_q=128)
-    >>> evaluate(layer, "h100").bound, evaluate(tp_layer(8, 4096, 8192, 28672, 64, 8, tp=8,
-    ...     block_q=128, link="scale-out"), "h100").bound
-    ('compute', 'scale-out')
-    """
-    t = whole("tp", tp, "tp")
-    H = whole("H", heads, "heads")
-    Hkv = whole("Hkv", heads if kv_heads is None else kv_heads, "kv_heads")
-    d = size("d", (size("hidden", hidden) / H).value if head_dim is None else head_dim,
-             "head_dim")
-    tpv, hv, hkv = np.asarray(t.value), np.asarray(H.value), np.asarray(Hkv.value)
-    if np.any(np.mod(hv, tpv) != 0):
-        raise RooflineError(f"heads ({heads}) must be divisible by tp ({tp})")
-    if np.any((np.mod(hkv, tpv) != 0) & (np.mod(tpv, hkv) != 0)):
-        raise RooflineError(f"kv_heads ({kv_heads}) and tp ({tp}) must divide one another")
-    kv_local = np.maximum(hkv / tpv, 1.0)  # fewer KV heads than ranks: each rank keeps one
-    tokens = (size("B", batch, "batch") * size("S", seq_len, "seq_len")).value
-    h, f = size("hidden", hidden).value, size("ffn", ffn).value
-    q_cols = hv / tpv * d.value
-    kv_cols = 2 * kv_local * d.value
-    parts = [
-        elementwise(tokens * h, "rmsnorm", dtype),
-        matmul(tokens, h, q_cols + kv_cols, dtype, name="qkv projection"),
-        attention(batch, seq_len, seq_len, hv / tpv, kv_local, d.value, impl=impl,
-                  dtype=dtype, sram_bytes=sram_bytes, block_q=block_q),
-        matmul(tokens, q_cols, h, dtype, name="attention output projection"),
-        elementwise(tokens * h, "add", dtype),
-        elementwise(tokens * h, "rmsnorm", dtype),
-        matmul(tokens, h, (2 if gated else 1) * f / tpv, dtype, name="mlp up/gate"),
-        elementwise(tokens * f / tpv, "swiglu" if gated else "gelu", dtype),
-        matmul(tokens, f / tpv, h, dtype, name="mlp down"),
-        elementwise(tokens * h, "add", dtype),
-    ]
-    if np.any(tpv > 1):
-        all_reduce = collective("all-reduce", tokens * h * operand_dtypes(dtype).x.bytes, tp,
-                                algo, link, domain_size)
-        parts += [all_reduce, all_reduce]
-    total = sum(parts[1:], parts[0])
-    return Cost(total.flops, total.bytes, total.link_bytes, total.link_steps, total.terms,
-                name=f"tensor-parallel layer (tp={tp})")
