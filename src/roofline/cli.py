@@ -20,7 +20,7 @@ from . import __version__
 from .dtypes import dtype_names
 from .errors import RooflineError
 from .evaluate import Estimate, evaluate
-from .hardware import Chip, list_chips, load_chip
+from .hardware import Chip, list_chips, load_chip, make_system
 from .levers import (
     ATTENTION_LEVERS,
     COLLECTIVE_LEVERS,
@@ -180,7 +180,7 @@ def _placement(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
     """Groups larger than the chip's scale-up domain go hierarchical; NVLS needs the switch."""
     link = kwargs.get("link", "scale-up")
     if kwargs.get("domain_size") is None and link == "scale-up" and "scale-up" in chip.links:
-        kwargs["domain_size"] = chip.links["scale-up"].domain_size
+        kwargs["domain_size"] = make_system(chip).chips_per_domain
     if kwargs.get("algo") == "nvls" and not chip.link(link).in_switch_reduction:
         raise RooflineError(f"--algo nvls needs in-switch reduction (NVLink SHARP), which "
                             f"{chip.id!r}'s {link} link does not have (use ring or tree)")
