@@ -7,7 +7,6 @@ Keep imports light: this module must not pull in matplotlib, torch, jax or panda
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from collections.abc import Callable, Sequence
@@ -17,6 +16,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from . import __version__
+from .argtypes import emit, typed
 from .dtypes import dtype_names
 from .errors import RooflineError
 from .evaluate import Estimate, evaluate
@@ -52,7 +52,6 @@ from .report import (
     chip_text,
     estimate_text,
     extra_text,
-    jsonable,
     mfu_text,
     model_text,
     model_what_if_text,
@@ -81,20 +80,6 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"roofline: error: {message} (try '{self.prog} --help')\n")
 
 
-def _typed(parse: Callable[[str, str], Any], what: str) -> Callable[[str], Any]:
-    def convert(text: str) -> Any:
-        try:
-            return parse(text, what)
-        except RooflineError as exc:  # argparse already names the option
-            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{what}: ")) from None
-
-    return convert
-
-
-def _emit(data: dict[str, Any], as_json: bool, text: str) -> None:
-    print(json.dumps(jsonable(data), indent=2) if as_json else text)
-
-
 # --- hw ---------------------------------------------------------------------------------------
 
 
@@ -106,13 +91,13 @@ def _cmd_hw_list(args: argparse.Namespace) -> None:
             for c in chips]
     data = {"chips": [{"id": c.id, "name": c.name, "vendor": c.vendor, "aliases": list(c.aliases)}
                       for c in chips]}
-    _emit(data, args.json, table(["id", "name", "bf16 dense", "memory", "bandwidth",
+    emit(data, args.json, table(["id", "name", "bf16 dense", "memory", "bandwidth",
                                   "aliases"], rows))
 
 
 def _cmd_hw_show(args: argparse.Namespace) -> None:
     chip = load_chip(args.chip)
-    _emit(chip_dict(chip), args.json, chip_text(chip))
+    emit(chip_dict(chip), args.json, chip_text(chip))
 
 
 # --- ops: one declaration per op --------------------------------------------------------------
@@ -349,8 +334,8 @@ def _add_arg(parser: argparse.ArgumentParser, arg: Arg) -> None:
     if arg.kind == "flag":
         parser.add_argument(arg.flag, dest=dest, action="store_true", help=arg.help)
         return
-    converters: dict[str, Any] = {"count": _typed(parse_count, arg.flag),
-                                  "bytes": _typed(parse_bytes, arg.flag),
+    converters: dict[str, Any] = {"count": typed(parse_count, arg.flag),
+                                  "bytes": typed(parse_bytes, arg.flag),
                                   "float": float, "str": str, "choice": str}
     extra: dict[str, Any] = {"choices": list(arg.choices)} if arg.kind == "choice" else {}
     parser.add_argument(arg.flag, dest=dest, type=converters[arg.kind], default=arg.default,
@@ -412,7 +397,7 @@ def _cmd_op(args: argparse.Namespace) -> None:
         rows = what_if(spec.function, kwargs, chip, spec.levers, est)
         data["what_if"] = [vars(r) for r in rows]
         text += "\n\n" + what_if_text(est, rows)
-    _emit(data, args.json, text)
+    emit(data, args.json, text)
 
 
 def _cmd_critical_batch(args: argparse.Namespace) -> None:
@@ -438,7 +423,7 @@ def _cmd_critical_batch(args: argparse.Namespace) -> None:
         f"critical batch on {chip.id} ({shape}; weights {args.weight_dtype or args.dtype}, "
         f"activations {args.dtype}):", *verdict,
         *([f"  {term.render()}"] if args.explain else [])])
-    _emit(data, args.json, text)
+    emit(data, args.json, text)
 
 
 def _cmd_critical_dim(args: argparse.Namespace) -> None:
@@ -460,7 +445,7 @@ def _cmd_critical_dim(args: argparse.Namespace) -> None:
         f"  compute-bound when K / {args.shards} > {per_chip:.4g} "
         f"(K > {per_chip * args.shards:.4g}); the batch cancels out",
         *([f"  {term.render()}"] if args.explain else [])])
-    _emit(data, args.json, text)
+    emit(data, args.json, text)
 
 
 def _cmd_model(args: argparse.Namespace) -> None:
@@ -477,7 +462,7 @@ def _cmd_model(args: argparse.Namespace) -> None:
                          str(spec.layers), str(spec.hidden)])
             data.append({"id": name, "model_type": spec.model_type, "params": counts.total,
                          "active_params": counts.active, "source": spec.source})
-        _emit({"models": data}, args.json, table(["id", "type", "params", "active", "layers",
+        emit({"models": data}, args.json, table(["id", "type", "params", "active", "layers",
                                                   "hidden"], rows))
         return
     _model_step(args)
@@ -493,7 +478,7 @@ def _model_step(args: argparse.Namespace) -> None:
                                 result.precision, args.impl)
         data["what_if"] = [vars(r) for r in changes]
         text += "\n\n" + model_what_if_text(changes)
-    _emit(data, args.json, text)
+    emit(data, args.json, text)
 
 
 def model_analysis(args: argparse.Namespace) -> Any:
@@ -516,7 +501,7 @@ def model_analysis(args: argparse.Namespace) -> Any:
 
 def add_model_args(mp: argparse.ArgumentParser) -> None:
     """The options that describe one model step (roofline model, roofline plot model)."""
-    count = _typed(parse_count, "value")
+    count = typed(parse_count, "value")
     mp.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
     mp.add_argument("--phase", default="decode", choices=["prefill", "decode", "train"])
     mp.add_argument("--batch", type=count, default=1, help="sequences per step")
@@ -546,7 +531,7 @@ def _cmd_mfu(args: argparse.Namespace) -> None:
             args.dtype, args.layers, args.hidden, args.seq_len, args.recompute, args.causal)
     if r.warning and not args.json:
         print(f"roofline: warning: {r.warning}", file=sys.stderr)
-    _emit(vars(r), args.json, mfu_text(r))
+    emit(vars(r), args.json, mfu_text(r))
 
 
 def _cmd_sweep_model(args: argparse.Namespace) -> None:
@@ -573,7 +558,7 @@ def _cmd_sweep_model(args: argparse.Namespace) -> None:
         data = {"frontier": frontier}
         if args.all:
             data["points"] = {k: v.tolist() for k, v in result.columns.items()}
-        _emit(data, True, "")
+        emit(data, True, "")
         return
     print(sweep_text(result, frontier, limit))
 
@@ -611,7 +596,7 @@ def _cmd_sweep_op(args: argparse.Namespace) -> None:
         _write_csv(args.csv, result.columns)
     c = result.columns
     if args.json:
-        _emit({"points": {k: v.tolist() for k, v in c.items()},
+        emit({"points": {k: v.tolist() for k, v in c.items()},
                "bound_changes": result.bound_changes}, True, "")
         return
     shown = range(min(len(result), args.rows))
@@ -660,15 +645,15 @@ def _cmd_quant_table(args: argparse.Namespace) -> None:
     text = (f"quantization schemes on {chip.id} (critical batch in tokens, "
             f"{'large K, N' if args.k is None else f'K = {args.k}, N = {args.n}'}):\n"
             + table(["scheme", "notation", "bytes/param", "peak used", "critical batch"], body))
-    _emit({"hardware": chip.id, "rows": [vars(r) for r in rows]}, args.json, text)
+    emit({"hardware": chip.id, "rows": [vars(r) for r in rows]}, args.json, text)
 
 
 def _solver_parser(sub: Any, name: str, help_text: str,
                    func: Callable[[argparse.Namespace], None]) -> argparse.ArgumentParser:
     q = sub.add_parser(name, help=help_text, description=help_text)
     q.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
-    q.add_argument("--k", type=_typed(parse_count, "--k"), help="weight rows (default: large)")
-    q.add_argument("--n", type=_typed(parse_count, "--n"), help="weight columns (default: large)")
+    q.add_argument("--k", type=typed(parse_count, "--k"), help="weight rows (default: large)")
+    q.add_argument("--n", type=typed(parse_count, "--n"), help="weight columns (default: large)")
     q.add_argument("--json", action="store_true", help="print one JSON object")
     q.add_argument("--explain", action="store_true", help="print the derivation")
     q.set_defaults(func=func)
@@ -710,14 +695,14 @@ def build_parser() -> argparse.ArgumentParser:
                         _cmd_critical_batch)
     for arg in _dtype_args("dtype", "weight", "out", "compute"):
         _add_arg(cb, arg)
-    cb.add_argument("--q-len", type=_typed(parse_count, "--q-len"), default=1,
+    cb.add_argument("--q-len", type=typed(parse_count, "--q-len"), default=1,
                    help="tokens per decoding sequence (speculative decoding: k)")
     cd = sub.add_parser("critical-dim", help="per-chip shard of a contraction-sharded matmul "
                         "above which it is compute-bound, not communication-bound")
     cd.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
     cd.add_argument("--link", default="scale-up", choices=["scale-up", "scale-out"])
     cd.add_argument("--dtype", default="bf16", help="compute dtype (partial sums travel in it)")
-    cd.add_argument("--shards", type=_typed(parse_count, "--shards"), default=2,
+    cd.add_argument("--shards", type=typed(parse_count, "--shards"), default=2,
                     help="chips sharing the contraction (default 2, as in seed 001)")
     cd.add_argument("--reduce", default="all-reduce", choices=["all-reduce", "reduce-scatter"])
     cd.add_argument("--json", action="store_true", help="print one JSON object")
@@ -730,7 +715,7 @@ def build_parser() -> argparse.ArgumentParser:
     mp.add_argument("model", help="catalog id, config.json path, model directory, Hub id, or "
                     "'list'")
     add_model_args(mp)
-    count = _typed(parse_count, "value")
+    count = typed(parse_count, "value")
     mp.add_argument("--json", action="store_true", help="print one JSON object")
     mp.add_argument("--explain", action="store_true", help="every op, not just every layer")
     mp.set_defaults(func=_cmd_model)
@@ -755,7 +740,7 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("--dtype", default="bf16", help="activation dtype")
     sm.add_argument("--weight-dtype", help="weight dtypes (list; default --dtype)")
     sm.add_argument("--kv-dtype", help="KV cache dtypes (list; default --dtype)")
-    sm.add_argument("--max-tpot", "--max-latency", type=_typed(parse_duration, "--max-tpot"),
+    sm.add_argument("--max-tpot", "--max-latency", type=typed(parse_duration, "--max-tpot"),
                     dest="max_latency", help="latency target for the frontier (e.g. 50ms)")
     sm.add_argument("--csv", help="write every point to this CSV file")
     sm.add_argument("--plot", help="chart tokens/s against batch (PNG / SVG / PDF)")
