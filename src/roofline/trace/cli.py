@@ -43,16 +43,16 @@ def load_function(target: str) -> Any:
 def _cmd_trace(args: argparse.Namespace) -> None:
     from ..report import jsonable, table
     from ..units import format_bytes, format_si, format_time
-    from .torch_trace import trace
+    from .torch_trace import _torch, trace
 
-    fn = load_function(args.target)
-    import torch
-
+    torch = _torch()
     if args.device == "cuda" and not torch.cuda.is_available():
         raise RooflineError("--device cuda: this torch has no CUDA device (CPU-only build?)")
     previous = torch.get_default_device()
-    torch.set_default_device(args.device)  # tensors the function creates land there
+    # tensors the script creates, at import or in the function, land on the chosen device
+    torch.set_default_device(args.device)
     try:
+        fn = load_function(args.target)
         result = trace(fn, time_ops=args.time)
     except RooflineError:
         raise
