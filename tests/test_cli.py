@@ -309,3 +309,16 @@ def test_op_calibrated(capsys, tmp_path):
     assert "calibrated estimate" in out and "test rig" in out
     code, _, err = run(capsys, "op", "dot", "--n", "10", "--calibrated", "missing.toml")
     assert code == 2 and "calibration file not found" in err
+
+
+def test_model_tables_as_csv_and_markdown(capsys, tmp_path):
+    csv_path, md_path = tmp_path / "ops.csv", tmp_path / "ops.md"
+    code, _, _ = run(capsys, "model", "llama-3-8b", "--batch", "8", "--csv", str(csv_path),
+                     "--markdown", str(md_path))
+    assert code == 0
+    lines = csv_path.read_text().splitlines()
+    assert lines[0].startswith("group,name,count,flops")
+    assert any(",mlp up/gate," in line for line in lines)
+    md = md_path.read_text().splitlines()
+    assert md[0].startswith("| group | name |") and md[1].startswith("|---|")
+    assert len(md) == len(lines) + 1  # header rule line

@@ -473,6 +473,8 @@ def _model_step(args: argparse.Namespace) -> None:
 
     result = model_analysis(args)
     data, text = result.to_dict(), model_text(result, explain=args.explain)
+    if args.csv or args.markdown:
+        _model_tables(result, args.csv, args.markdown)
     if args.explain:
         changes = model_what_if(args.model, load_chip(args.hw), result.phase, result.parallel,
                                 result.precision, args.impl)
@@ -522,6 +524,24 @@ def add_model_args(mp: argparse.ArgumentParser) -> None:
     mp.add_argument("--weight-dtype", help="weights (e.g. int4-g128, fp8; default --dtype)")
     mp.add_argument("--kv-dtype", help="KV cache dtype (default --dtype)")
     mp.add_argument("--impl", default="flash", choices=IMPLEMENTATIONS, help="attention kernel")
+
+
+MODEL_OP_COLUMNS = ["group", "name", "count", "flops", "hbm_bytes", "link_bytes", "intensity",
+                    "t_lower_s", "t_upper_s", "bound", "share"]
+
+
+def _model_tables(result: Any, csv_path: str | None, md_path: str | None) -> None:
+    """The per-op table of a model step as CSV (raw SI numbers) and / or Markdown."""
+    rows = [[getattr(op, c) for c in MODEL_OP_COLUMNS] for op in result.ops]
+    if csv_path:
+        _write_csv(csv_path, {c: np.array([r[i] for r in rows], dtype=object)
+                              for i, c in enumerate(MODEL_OP_COLUMNS)})
+    if md_path:
+        from .files import write_text
+        from .html_report import markdown_table
+
+        shown = [[str(v) if isinstance(v, str) else f"{float(v):.4g}" for v in r] for r in rows]
+        write_text(md_path, markdown_table(MODEL_OP_COLUMNS, shown) + "\n")
 
 
 def _cmd_mfu(args: argparse.Namespace) -> None:
@@ -718,6 +738,8 @@ def build_parser() -> argparse.ArgumentParser:
     count = typed(parse_count, "value")
     mp.add_argument("--json", action="store_true", help="print one JSON object")
     mp.add_argument("--explain", action="store_true", help="every op, not just every layer")
+    mp.add_argument("--csv", help="write the per-op table to this CSV file")
+    mp.add_argument("--markdown", help="write the per-op table to this Markdown file")
     mp.set_defaults(func=_cmd_model)
 
     sw = sub.add_parser("sweep", help="a grid of configurations in one vectorized pass")

@@ -414,7 +414,8 @@ def _md_cell(text: str) -> str:
     return html.escape(str(text), quote=False).replace("|", "\\|").replace("\n", " ")
 
 
-def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A GitHub-flavoured Markdown table; every cell escaped (names are data)."""
     lines = ["| " + " | ".join(_md_cell(h) for h in headers) + " |",
              "|" + "|".join("---" for _ in headers) + "|"]
     lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
@@ -423,7 +424,7 @@ def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 def estimates_markdown(estimates: Items) -> str:
     """The ops table as a Markdown (GFM) table."""
-    return _md_table(OPS_HEADERS, [_op_row(r) for r in op_results(estimates)])
+    return markdown_table(OPS_HEADERS, [_op_row(r) for r in op_results(estimates)])
 
 
 def markdown_report(chip: Chip | str, estimates: Items, title: str = "roofline report",
@@ -437,10 +438,10 @@ def markdown_report(chip: Chip | str, estimates: Items, title: str = "roofline r
            "direction.", "", "## Ops", "", estimates_markdown(results), ""]
     if measured:
         geo = roofline_geometry(chip, default_dtypes(chip, results), None, level)
-        out += [_md_table(MEASURED_HEADERS, _measured_rows(geo, measured)), ""]
+        out += [markdown_table(MEASURED_HEADERS, _measured_rows(geo, measured)), ""]
     out += [f"## Hardware: {_md_cell(chip.name)}", ""]
     for caption, headers, rows in _hardware_tables(chip):
-        out += [f"**{_md_cell(caption)}**", "", _md_table(headers, rows), ""]
+        out += [f"**{_md_cell(caption)}**", "", markdown_table(headers, rows), ""]
     out += ["## Derivations", ""]
     for r in results:
         out += [f"### {_md_cell(r.name)}", "", "```text", *_derivation(r), "```", ""]
