@@ -6,19 +6,32 @@
 ('hbm', 41.3)
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .cost import Cost
 from .derivation import Term
 from .dtypes import DType, dtype
 from .errors import RooflineError
 from .evaluate import Estimate, evaluate
 from .hardware import Chip, Link, MemoryLevel, Peak, System, list_chips, load_chip, make_system
-from .models import tp_layer
 from .ops import attention, dot, elementwise, gemv, kv_cache_bytes, matmul, mla_attention
 from .ops.collectives import collective
 from .ops.parallel import sharded_matmul
 from .trace import trace, trace_jax, tracing
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from .models import tp_layer
+
+
+def __getattr__(name: str) -> Any:
+    # the model graph loads on first use: `import roofline` (and the CLI) stays quick
+    if name == "tp_layer":
+        from .models import tp_layer
+
+        return tp_layer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "Chip",

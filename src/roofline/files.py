@@ -41,3 +41,16 @@ def write_text(path: str | Path, text: str) -> None:
         Path(path).write_text(text, encoding="utf-8")
     except OSError as exc:
         raise RooflineError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def write_csv(path: str | Path, columns: dict[str, Any]) -> None:
+    """Columns (equal-length arrays or lists) as a CSV file with a header row."""
+    import csv
+
+    try:
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(list(columns))
+            writer.writerows(zip(*(list(c) for c in columns.values()), strict=True))
+    except OSError as exc:
+        raise RooflineError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -23,24 +23,72 @@ torch.distributed. `get_backend("cpu")` or `get_backend("cuda")` picks the machi
 (10.0, 20.0)
 """
 
-from .backend import Backend, Unsupported, get_backend
-from .bandwidth import BandwidthSweep, MeasuredLevel, measure_bandwidth
-from .calibration import (
-    CalibratedEstimate,
-    Calibration,
-    calibrate,
-    calibrated_text,
-    calibration_from_link,
-    calibration_from_ops,
-    calibration_from_peaks,
-    load_calibration,
-    write_calibration,
-)
-from .chipfile import MeasuredMachine, chip_toml, write_chip
-from .comm import CommPoint, CommSweep, LinkFit, fit_alpha_beta, run_comm_sweep
-from .ops import OpCase, OpPoint, OpSweep, default_cases, run_ops
-from .peaks import PeakResult, measure_peaks
-from .timing import Settings, Timing
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the real imports, for type checkers; at run time they load on first use
+    from .backend import Backend, Unsupported, get_backend
+    from .bandwidth import BandwidthSweep, MeasuredLevel, measure_bandwidth
+    from .calibration import (
+        CalibratedEstimate,
+        Calibration,
+        calibrate,
+        calibrated_text,
+        calibration_from_link,
+        calibration_from_ops,
+        calibration_from_peaks,
+        load_calibration,
+        write_calibration,
+    )
+    from .chipfile import MeasuredMachine, chip_toml, write_chip
+    from .comm import CommPoint, CommSweep, LinkFit, fit_alpha_beta, run_comm_sweep
+    from .ops import OpCase, OpPoint, OpSweep, default_cases, run_ops
+    from .peaks import PeakResult, measure_peaks
+    from .timing import Settings, Timing
+
+# Importing `roofline.measure.cli` (every `roofline` command does) must stay cheap, so the
+# package loads a submodule only when one of its names is first used.
+_WHERE = {
+    "Backend": "backend",
+    "BandwidthSweep": "bandwidth",
+    "CalibratedEstimate": "calibration",
+    "Calibration": "calibration",
+    "CommPoint": "comm",
+    "CommSweep": "comm",
+    "LinkFit": "comm",
+    "MeasuredLevel": "bandwidth",
+    "MeasuredMachine": "chipfile",
+    "OpCase": "ops",
+    "OpPoint": "ops",
+    "OpSweep": "ops",
+    "PeakResult": "peaks",
+    "Settings": "timing",
+    "Timing": "timing",
+    "Unsupported": "backend",
+    "calibrate": "calibration",
+    "calibrated_text": "calibration",
+    "calibration_from_link": "calibration",
+    "calibration_from_ops": "calibration",
+    "calibration_from_peaks": "calibration",
+    "chip_toml": "chipfile",
+    "default_cases": "ops",
+    "fit_alpha_beta": "comm",
+    "get_backend": "backend",
+    "load_calibration": "calibration",
+    "measure_bandwidth": "bandwidth",
+    "measure_peaks": "peaks",
+    "run_comm_sweep": "comm",
+    "run_ops": "ops",
+    "write_calibration": "calibration",
+    "write_chip": "chipfile",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(import_module(f".{_WHERE[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "Backend",

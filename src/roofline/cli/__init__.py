@@ -1,0 +1,49 @@
+"""Command line: a thin layer over the public API, one module per command group.
+
+Bad input prints one line on stderr and exits 2; `--json` prints one JSON object.
+Keep imports light: the CLI must not pull in matplotlib, torch, jax or pandas at start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from .. import __version__
+from ..errors import RooflineError
+from . import hardware, models, ops, solvers, sweeps
+from ._base import _Parser
+from .models import add_model_args, model_analysis
+from .ops import OPS, op_estimate
+
+__all__ = ["OPS", "add_model_args", "build_parser", "main", "model_analysis", "op_estimate"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="roofline", description="Roofline bounds for ML work on accelerators.")
+    p.add_argument("--version", action="version", version=f"roofline {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for group in (hardware, ops, solvers, models, sweeps):
+        group.register(sub)
+    from ..measure.cli import register as register_measure  # torch is imported lazily
+    from ..plot_cli import register as register_plots  # matplotlib is imported lazily
+    from ..trace.cli import register as register_trace
+
+    register_plots(sub)
+    register_measure(sub)
+    register_trace(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        args.func(args)
+    except RooflineError as exc:
+        print(f"roofline: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # e.g. `roofline hw list | head`
+        return 0
+    return 0

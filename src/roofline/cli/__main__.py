@@ -1,0 +1,7 @@
+"""`python -m roofline.cli` is the `roofline` command."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

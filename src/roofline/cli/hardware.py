@@ -1,0 +1,48 @@
+"""`roofline hw list|show`: the chip catalog."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..argtypes import emit
+from ..hardware import list_chips, load_chip
+from ..report import (
+    chip_dict,
+    chip_text,
+    table,
+)
+from ..units import (
+    format_bytes,
+    format_si,
+)
+from ._base import _Parser
+
+
+def _cmd_hw_list(args: argparse.Namespace) -> None:
+    chips = [load_chip(c) for c in list_chips()]
+    rows = [[c.id, c.name, format_si(c.peaks["bf16"].flops_per_s, "FLOP/s") if "bf16" in
+             c.peaks else "-", format_bytes(c.memory[0].capacity_bytes or 0),
+             format_si(c.memory[0].bandwidth_Bps, "B/s"), ", ".join(c.aliases)]
+            for c in chips]
+    data = {"chips": [{"id": c.id, "name": c.name, "vendor": c.vendor, "aliases": list(c.aliases)}
+                      for c in chips]}
+    emit(data, args.json, table(["id", "name", "bf16 dense", "memory", "bandwidth",
+                                  "aliases"], rows))
+
+
+def _cmd_hw_show(args: argparse.Namespace) -> None:
+    chip = load_chip(args.chip)
+    emit(chip_dict(chip), args.json, chip_text(chip))
+
+
+def register(sub: Any) -> None:
+    hw = sub.add_parser("hw", help="the hardware catalog")
+    hw_sub = hw.add_subparsers(dest="hw_command", required=True, parser_class=_Parser)
+    hw_list = hw_sub.add_parser("list", help="list the built-in chips")
+    hw_list.add_argument("--json", action="store_true", help="print one JSON object")
+    hw_list.set_defaults(func=_cmd_hw_list)
+    hw_show = hw_sub.add_parser("show", help="peaks, memory levels, links, ridge points, sources")
+    hw_show.add_argument("chip", help="catalog id, alias, or path to a chip .toml file")
+    hw_show.add_argument("--json", action="store_true", help="print one JSON object")
+    hw_show.set_defaults(func=_cmd_hw_show)

@@ -1,0 +1,161 @@
+"""`roofline model` and `roofline mfu`: whole transformers."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import numpy as np
+
+from ..argtypes import emit, typed
+from ..files import write_csv
+from ..hardware import load_chip
+from ..ops.attention import IMPLEMENTATIONS
+from ..report import (
+    mfu_text,
+    model_text,
+    model_what_if_text,
+    table,
+)
+from ..units import (
+    parse_count,
+)
+
+
+def _cmd_model(args: argparse.Namespace) -> None:
+    from ..models import list_models, load_model
+    from ..models.params import param_counts
+
+    if args.model == "list":
+        rows, data = [], []
+        for name in list_models():
+            spec = load_model(name)
+            counts = param_counts(spec)
+            rows.append([name, spec.model_type, f"{counts.total / 1e9:.3g}B",
+                         f"{counts.active / 1e9:.3g}B" if counts.active < counts.total else "-",
+                         str(spec.layers), str(spec.hidden)])
+            data.append({"id": name, "model_type": spec.model_type, "params": counts.total,
+                         "active_params": counts.active, "source": spec.source})
+        emit({"models": data}, args.json, table(["id", "type", "params", "active", "layers",
+                                                  "hidden"], rows))
+        return
+    _model_step(args)
+
+
+def _model_step(args: argparse.Namespace) -> None:
+    from ..levers import model_what_if
+
+    result = model_analysis(args)
+    data, text = result.to_dict(), model_text(result, explain=args.explain)
+    if args.csv or args.markdown:
+        _model_tables(result, args.csv, args.markdown)
+    if args.explain:
+        changes = model_what_if(args.model, load_chip(args.hw), result.phase, result.parallel,
+                                result.precision, args.impl)
+        data["what_if"] = [vars(r) for r in changes]
+        text += "\n\n" + model_what_if_text(changes)
+    emit(data, args.json, text)
+
+
+def model_analysis(args: argparse.Namespace) -> Any:
+    """The ModelAnalysis that `add_model_args` options describe (shared with `plot model`)."""
+    from ..models import Parallel, Precision, analyze, decode, prefill
+    from ..models import train as train_phase
+
+    if args.phase == "decode":
+        phase = decode(args.batch, args.context, args.k)
+    elif args.phase == "prefill":
+        phase = prefill(args.batch, args.prompt_len)
+    else:
+        phase = train_phase(args.batch, args.seq_len or args.prompt_len, args.recompute)
+    par = Parallel(tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep, cp=args.cp,
+                   microbatches=args.microbatches, fsdp=args.fsdp)
+    prec = Precision(weights=args.weight_dtype or args.dtype, activations=args.dtype,
+                     kv_cache=args.kv_dtype)
+    return analyze(args.model, args.hw, phase, par, prec, impl=args.impl)
+
+
+def add_model_args(mp: argparse.ArgumentParser) -> None:
+    """The options that describe one model step (roofline model, roofline plot model)."""
+    count = typed(parse_count, "value")
+    mp.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
+    mp.add_argument("--phase", default="decode", choices=["prefill", "decode", "train"])
+    mp.add_argument("--batch", type=count, default=1, help="sequences per step")
+    mp.add_argument("--prompt-len", type=count, default=2048, help="prefill tokens")
+    mp.add_argument("--seq-len", type=count, help="training sequence length")
+    mp.add_argument("--context", type=count, default=4096,
+                    help="decode: tokens already in the KV cache")
+    mp.add_argument("--k", type=count, default=1,
+                    help="decode: new tokens per step (speculative decoding)")
+    for name, text in [("tp", "tensor"), ("pp", "pipeline"), ("dp", "data"), ("ep", "expert"),
+                       ("cp", "context")]:
+        mp.add_argument(f"--{name}", type=count, default=1, help=f"{text} parallel")
+    mp.add_argument("--microbatches", type=count, default=1,
+                    help="pipeline micro-batches (bubble (m + pp - 1)/m)")
+    mp.add_argument("--fsdp", action="store_true", help="training: shard weights over dp")
+    mp.add_argument("--recompute", action="store_true", help="training: full recomputation")
+    mp.add_argument("--dtype", default="bf16", help="activation / compute dtype")
+    mp.add_argument("--weight-dtype", help="weights (e.g. int4-g128, fp8; default --dtype)")
+    mp.add_argument("--kv-dtype", help="KV cache dtype (default --dtype)")
+    mp.add_argument("--impl", default="flash", choices=IMPLEMENTATIONS, help="attention kernel")
+
+
+MODEL_OP_COLUMNS = ["group", "name", "count", "flops", "hbm_bytes", "link_bytes", "intensity",
+                    "t_lower_s", "t_upper_s", "bound", "share"]
+
+
+def _model_tables(result: Any, csv_path: str | None, md_path: str | None) -> None:
+    """The per-op table of a model step as CSV (raw SI numbers) and / or Markdown."""
+    rows = [[getattr(op, c) for c in MODEL_OP_COLUMNS] for op in result.ops]
+    if csv_path:
+        write_csv(csv_path, {c: np.array([r[i] for r in rows], dtype=object)
+                              for i, c in enumerate(MODEL_OP_COLUMNS)})
+    if md_path:
+        from ..files import write_text
+        from ..html_report import markdown_table
+
+        shown = [[str(v) if isinstance(v, str) else f"{float(v):.4g}" for v in r] for r in rows]
+        write_text(md_path, markdown_table(MODEL_OP_COLUMNS, shown) + "\n")
+
+
+def _cmd_mfu(args: argparse.Namespace) -> None:
+    from ..models.mfu import mfu
+
+    r = mfu(args.params, args.tokens_per_step, args.step_time_s, args.gpus, args.hw,
+            args.dtype, args.layers, args.hidden, args.seq_len, args.recompute, args.causal)
+    if r.warning and not args.json:
+        print(f"roofline: warning: {r.warning}", file=sys.stderr)
+    emit(vars(r), args.json, mfu_text(r))
+
+
+def register(sub: Any) -> None:
+    count = typed(parse_count, "value")
+    mp = sub.add_parser("model", help="bound a transformer's prefill / decode / training step",
+                        description="Bound one step of a model (catalog id, config.json, model "
+                        "directory or Hub id) on one chip; `roofline model list` shows the "
+                        "catalog.")
+    mp.add_argument("model", help="catalog id, config.json path, model directory, Hub id, or "
+                    "'list'")
+    add_model_args(mp)
+    mp.add_argument("--json", action="store_true", help="print one JSON object")
+    mp.add_argument("--explain", action="store_true", help="every op, not just every layer")
+    mp.add_argument("--csv", help="write the per-op table to this CSV file")
+    mp.add_argument("--markdown", help="write the per-op table to this Markdown file")
+    mp.set_defaults(func=_cmd_model)
+
+    mf = sub.add_parser("mfu", help="MFU / HFU of a measured training step")
+    mf.add_argument("--params", type=float, required=True, help="model parameters (e.g. 70e9)")
+    mf.add_argument("--tokens-per-step", type=float, required=True, dest="tokens_per_step")
+    mf.add_argument("--step-time-s", type=float, required=True, dest="step_time_s")
+    mf.add_argument("--gpus", type=count, required=True, help="chips in the job")
+    mf.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
+    mf.add_argument("--dtype", default="bf16", help="dtype whose dense peak applies")
+    mf.add_argument("--layers", type=count)
+    mf.add_argument("--hidden", type=count)
+    mf.add_argument("--seq-len", type=count, dest="seq_len")
+    mf.add_argument("--recompute", action="store_true", help="full activation recomputation")
+    mf.add_argument("--causal", action="store_true", help="count causal attention as half the "
+                    "score matrix (as `roofline model` does; default: full, as Megatron-LM)")
+    mf.add_argument("--json", action="store_true", help="print one JSON object")
+    mf.set_defaults(func=_cmd_mfu)

@@ -1,0 +1,164 @@
+"""`roofline sweep model|op`: grids of configurations in one vectorized pass."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import numpy as np
+
+from ..argtypes import emit, typed
+from ..files import write_csv
+from ..hardware import Chip
+from ..report import (
+    sweep_text,
+    table,
+)
+from ..units import (
+    parse_bytes,
+    parse_count,
+    parse_duration,
+    parse_number,
+)
+from ._base import _Parser
+from .ops import OPS, OpSpec, _with_defaults
+
+
+def _cmd_sweep_model(args: argparse.Namespace) -> None:
+    from ..sweep import parse_axis, parse_list, sweep_model
+
+    length = {"decode": args.context, "prefill": args.prompt_len, "train": args.seq_len}
+    result = sweep_model(
+        args.model, parse_list(args.hw, "--hw"), args.phase, parse_axis(args.batch, "--batch"),
+        parse_axis(length[args.phase], "--context/--prompt-len/--seq-len"),
+        tp=_ints(args.tp, "--tp"), pp=_ints(args.pp, "--pp"), dp=_ints(args.dp, "--dp"),
+        ep=_ints(args.ep, "--ep"),
+        weight_dtypes=parse_list(args.weight_dtype or args.dtype, "--weight-dtype"),
+        kv_dtypes=parse_list(args.kv_dtype or args.dtype, "--kv-dtype"), dtype=args.dtype, k=args.k,
+        microbatches=args.microbatches)
+    limit = args.max_latency
+    frontier = result.frontier(limit)
+    if args.csv:
+        write_csv(args.csv, result.columns)
+    if args.plot:
+        from ..plot import plot_model_sweep, save_figure
+
+        save_figure(plot_model_sweep(result), args.plot)
+    if args.json:
+        data = {"frontier": frontier}
+        if args.all:
+            data["points"] = {k: v.tolist() for k, v in result.columns.items()}
+        emit(data, True, "")
+        return
+    print(sweep_text(result, frontier, limit))
+
+
+def _cmd_sweep_op(args: argparse.Namespace) -> None:
+    from ..sweep import parse_axis, parse_list, sweep_op
+
+    spec: OpSpec = args.spec
+    numeric: dict[str, Any] = {}
+    categorical: dict[str, list[Any]] = {}
+    fixed: dict[str, Any] = {}
+    for arg in spec.args:
+        dest = arg.dest
+        value = getattr(args, dest)
+        if value is None:
+            continue
+        if arg.kind == "flag":
+            fixed[dest.removeprefix("no_")] = not value
+        elif arg.kind == "count":
+            numeric[dest] = parse_axis(str(value), arg.flag)
+        elif arg.kind == "bytes":
+            numeric[dest] = parse_axis(str(value), arg.flag, parse_bytes, whole=False)
+        elif arg.kind == "float":
+            numeric[dest] = parse_axis(str(value), arg.flag, parse_number, whole=False)
+        else:
+            categorical[dest] = parse_list(value, arg.flag)
+
+    def prepare(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
+        kwargs = _with_defaults(kwargs)
+        return spec.prepare(kwargs, chip) if spec.prepare else kwargs
+
+    result = sweep_op(spec.function, parse_list(args.hw, "--hw"), numeric, categorical, fixed,
+                      prepare)
+    if args.csv:
+        write_csv(args.csv, result.columns)
+    c = result.columns
+    if args.json:
+        emit({"points": {k: v.tolist() for k, v in c.items()},
+               "bound_changes": result.bound_changes}, True, "")
+        return
+    shown = range(min(len(result), args.rows))
+    cols = ["hardware", *categorical, *numeric, "t_lower_s", "attainable_flops_per_s", "bound"]
+    body = [[_cell(c[k][i]) for k in cols] for i in shown]
+    lines = [f"{len(result)} points of {spec.name}" + (f" (first {args.rows})"
+                                                       if len(result) > args.rows else ""),
+             table(cols, body)]
+    if result.bound_changes:
+        lines += ["", "where the bound changes along " + str(result.bound_changes[0]["axis"])
+                  + ":"] + [f"  {ch['hardware']} {ch['from']} -> {ch['to']} at {ch['at']:g}"
+                            for ch in result.bound_changes[:20]]
+    print("\n".join(lines))
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, (float, np.floating)):
+        return f"{float(value):.4g}"
+    return str(value)
+
+
+def _ints(text: str, what: str) -> list[int]:
+    from ..sweep import parse_axis
+
+    return [int(v) for v in parse_axis(text, what)]
+
+
+def register(sub: Any) -> None:
+    count = typed(parse_count, "value")
+    sw = sub.add_parser("sweep", help="a grid of configurations in one vectorized pass")
+    sw_sub = sw.add_subparsers(dest="sweep_kind", required=True, parser_class=_Parser)
+    sm = sw_sub.add_parser("model", help="sweep a model over chips, batch, length, parallelism"
+                           " and dtypes", description="Axes: lists '1,8,64' or '1k,8k' "
+                           "(k = 1024 tokens), ranges 'start:stop:xF' / 'start:stop:+S'. "
+                           "Points that do not fit are kept and marked.")
+    sm.add_argument("model", help="catalog id or config.json")
+    sm.add_argument("--hw", default="h100", help="comma-separated chips, e.g. h100,h200,mi300x")
+    sm.add_argument("--phase", default="decode", choices=["prefill", "decode", "train"])
+    sm.add_argument("--batch", default="1:256:x2", help="sequences per replica (axis)")
+    sm.add_argument("--context", default="1k,8k,32k", help="decode context (axis)")
+    sm.add_argument("--prompt-len", default="1k,8k", help="prefill prompt length (axis)")
+    sm.add_argument("--seq-len", default="4k", help="training sequence length (axis)")
+    sm.add_argument("--k", type=count, default=1, help="decode tokens per step")
+    for name in ("tp", "pp", "dp", "ep"):
+        sm.add_argument(f"--{name}", default="1", help=f"{name} degrees (list)")
+    sm.add_argument("--microbatches", type=count, default=1)
+    sm.add_argument("--dtype", default="bf16", help="activation dtype")
+    sm.add_argument("--weight-dtype", help="weight dtypes (list; default --dtype)")
+    sm.add_argument("--kv-dtype", help="KV cache dtypes (list; default --dtype)")
+    sm.add_argument("--max-tpot", "--max-latency", type=typed(parse_duration, "--max-tpot"),
+                    dest="max_latency", help="latency target for the frontier (e.g. 50ms)")
+    sm.add_argument("--csv", help="write every point to this CSV file")
+    sm.add_argument("--plot", help="chart tokens/s against batch (PNG / SVG / PDF)")
+    sm.add_argument("--json", action="store_true", help="print the frontier as JSON")
+    sm.add_argument("--all", action="store_true", help="with --json: every point too")
+    sm.set_defaults(func=_cmd_sweep_model)
+
+    so = sw_sub.add_parser("op", help="sweep one op's arguments (lists / ranges) and chips")
+    so_sub = so.add_subparsers(dest="op", required=True, parser_class=_Parser)
+    for spec in OPS:
+        q = so_sub.add_parser(spec.name, help=spec.help, aliases=list(spec.aliases),
+                              description=f"{spec.help}. Numeric arguments take lists or "
+                              "ranges (1,8,64 / 1:4096:x2); text ones take comma lists.")
+        q.add_argument("--hw", default="h100", help="comma-separated chips")
+        for arg in spec.args:
+            dest = arg.dest
+            if arg.kind == "flag":
+                q.add_argument(arg.flag, dest=dest, action="store_true", help=arg.help)
+            else:  # every value is a string here: lists and ranges are parsed by the sweep
+                q.add_argument(arg.flag, dest=dest, default=None if arg.default is None
+                               else str(arg.default), required=arg.required, help=arg.help)
+        q.add_argument("--csv", help="write every point to this CSV file")
+        q.add_argument("--json", action="store_true", help="print every point as JSON")
+        q.add_argument("--rows", type=count, default=40, help="rows to print")
+        q.set_defaults(func=_cmd_sweep_op, spec=spec)
