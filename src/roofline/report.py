@@ -289,7 +289,8 @@ def model_text(a: Any, explain: bool = False) -> str:
               f"{format_bytes(m.capacity_bytes)}: {fit}",
               f"largest batch that fits: {m.max_batch:g}"
               + ("" if m.max_context is None else f"; longest context at this batch: "
-                 f"{m.max_context:g}")]
+                 f"{m.max_context:g}" + (" (the model's maximum)" if m.context_limit and
+                                         m.max_context >= m.context_limit else ""))]
     return "\n".join(lines)
 
 

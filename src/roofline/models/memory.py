@@ -105,6 +105,7 @@ class MemoryFootprint:
     capacity_bytes: float
     max_batch: Any  # largest batch (all DP replicas) that fits; 0 if not even one
     max_context: Any  # longest context that fits at this batch (inference; None in training)
+    context_limit: float | None = None  # the model's own maximum context, which caps it
 
     @property
     def total_bytes(self) -> Any:
@@ -175,4 +176,4 @@ def footprint(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
         max_context = unwrap(np.broadcast_to(np.minimum(fits, limit), shape))
     return MemoryFootprint(weights, unwrap(kv_total), float(kv_bytes_per_token(spec, par, prec)),
                            unwrap(activations), optimizer, capacity_bytes, unwrap(max_batch),
-                           max_context)
+                           max_context, float(spec.max_context) if spec.max_context else None)
