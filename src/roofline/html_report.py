@@ -334,9 +334,11 @@ CSP = (f"default-src 'none'; script-src '{_sha256(_JS)}'; style-src '{_sha256(_C
 
 
 def html_report(chip: Chip | str, estimates: Items, title: str = "roofline report",
-                measured: Iterable[Measured] = (), level: str = "hbm") -> str:
+                measured: Iterable[Measured] = (), level: str = "hbm",
+                summary: Sequence[str] = ()) -> str:
     """One self-contained HTML page: the interactive roofline, the ops table, the hardware
-    with its sources, and each op's derivation."""
+    with its sources, and each op's derivation; `summary` lines (plain text, escaped) open
+    the page, e.g. a model step's totals and memory footprint."""
     from . import __version__  # here, not at import: roofline/__init__ may import this module
 
     chip = load_chip(chip)
@@ -352,6 +354,8 @@ def html_report(chip: Chip | str, estimates: Items, title: str = "roofline repor
         f'<p class="note">{_e(chip.name)} ({_e(chip.id)}) · {len(results)} op(s) · '
         f"roofline {_e(__version__)}. Times are lower bounds (perfect overlap); peaks are "
         "dense; link bandwidth is per direction.</p></header>",
+        *([f'<section id="summary"><h2>Summary</h2><pre>{_e(chr(10).join(summary))}</pre>'
+           "</section>"] if summary else []),
         '<section id="roofline"><h2>Roofline</h2>',
         f'<div id="chart">{svg}<div id="tooltip" role="tooltip" hidden></div></div>',
         f'<p class="note">{note}Hover over or tab to a point for its numbers. The x axis is '

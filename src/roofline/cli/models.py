@@ -50,6 +50,8 @@ def _model_step(args: argparse.Namespace) -> None:
     data, text = result.to_dict(), model_text(result, explain=args.explain)
     if args.csv or args.markdown:
         _model_tables(result, args.csv, args.markdown)
+    if args.html:
+        _model_html(args, result, text)
     if args.explain:
         changes = model_what_if(args.model, load_chip(args.hw), result.phase, result.parallel,
                                 result.precision, args.impl)
@@ -119,6 +121,20 @@ def _model_tables(result: Any, csv_path: str | None, md_path: str | None) -> Non
         write_text(md_path, markdown_table(MODEL_OP_COLUMNS, shown) + "\n")
 
 
+def _model_html(args: argparse.Namespace, result: Any, text: str) -> None:
+    """The step as the standalone HTML report: its ops on the chip's roofline, the tables,
+    the chip's sources and every derivation, with the text summary on top."""
+    from ..files import write_text
+    from ..html_report import html_report
+    from ..models.analysis import step_estimates
+
+    chip = load_chip(args.hw)
+    ests = step_estimates(args.model, chip, result.phase, result.parallel, result.precision,
+                          args.impl)
+    title = f"{result.model} {result.phase.kind} on {result.hardware}"
+    write_text(args.html, html_report(chip, ests, title=title, summary=text.splitlines()))
+
+
 def _cmd_mfu(args: argparse.Namespace) -> None:
     from ..models.mfu import mfu
 
@@ -142,6 +158,7 @@ def register(sub: Any) -> None:
     mp.add_argument("--explain", action="store_true", help="every op, not just every layer")
     mp.add_argument("--csv", help="write the per-op table to this CSV file")
     mp.add_argument("--markdown", help="write the per-op table to this Markdown file")
+    mp.add_argument("--html", help="write the step as a standalone HTML report")
     mp.set_defaults(func=_cmd_model)
 
     mf = sub.add_parser("mfu", help="MFU / HFU of a measured training step")

@@ -140,6 +140,29 @@ def analyze(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
     >>> round(a.tpot_s * 1e3, 1), a.bound
     (41.5, 'hbm')
     """
+    spec, chip, par, prec, rows = _step(model, hw, phase, parallel, precision, impl,
+                                        sram_bytes, block_q)
+    return _summarise(spec, chip, phase, par, prec, rows)
+
+
+def step_estimates(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
+                   parallel: Parallel | None = None, precision: Precision | None = None,
+                   impl: str = "flash") -> list[Estimate]:
+    """Every op of the step as an Estimate on the chip (all its occurrences on one chip),
+    named 'group: op': what the roofline chart and the HTML report plot."""
+    _, chip, _, _, rows = _step(model, hw, phase, parallel, precision, impl, None, None)
+    out = []
+    for r in rows:
+        cost = r.cost * r.count
+        out.append(evaluate(Cost(cost.flops, cost.bytes, cost.link_bytes, cost.link_steps,
+                                 cost.terms, name=f"{r.group}: {r.name}"), chip))
+    return out
+
+
+def _step(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
+          parallel: Parallel | None, precision: Precision | None, impl: str,
+          sram_bytes: float | None, block_q: int | None
+          ) -> tuple[ModelSpec, Chip, Parallel, Precision, list[OpCost]]:
     spec = load_model(model)
     chip = load_chip(hw)  # a System keeps its own domain size for placement below
     par = parallel or Parallel()
@@ -149,7 +172,7 @@ def analyze(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
         sram_bytes, block_q = tiling["sram_bytes"], tiling["block_q"]
     rows = build(spec, phase, par, prec, hw if isinstance(hw, System) else chip, impl,
                  sram_bytes, block_q)
-    return _summarise(spec, chip, phase, par, prec, rows)
+    return spec, chip, par, prec, rows
 
 
 def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: Precision,
