@@ -363,3 +363,45 @@ def test_mfu_causal_convention_matches_the_model():
               layers=80, hidden=8192, seq_len=4096)
     full, causal = mfu(**kw), mfu(**kw, causal=True)
     assert causal.attention_flops == pytest.approx(full.attention_flops / 2)
+
+
+def test_pipeline_micro_batches_re_read_the_stage_weights():
+    # each micro-batch streams the stage's weights from HBM again: never faster than that
+    from roofline.models import local_params
+
+    hbm = load_chip("h100").level("hbm").bandwidth_Bps
+    for m in (1, 2, 4, 8):
+        par = Parallel(pp=4, microbatches=m)
+        a = analyze("llama-3-70b", "h100", decode(64, 4096), par)
+        stage_weights = local_params(load_model("llama-3-70b"), par) * 2
+        assert a.t_lower_s >= (m + 3) * stage_weights / hbm * 0.99
+        assert a.bytes["hbm"] >= m * stage_weights * 0.99
+
+
+def test_expert_parallel_gradients_are_not_all_reduced_over_unique_experts():
+    a = analyze("mixtral-8x7b", "h100", train(8, 4096), Parallel(ep=8, dp=8))
+    names = {op.name: op for op in a.ops}
+    assert "expert gradient all-reduce" not in names  # ep = dp: one copy of each expert
+    dense_params = 1.606e9  # attention, norms, routers, embeddings of Mixtral
+    assert names["dp gradient all-reduce"].link_bytes == pytest.approx(
+        2 * 7 / 8 * dense_params * 2, rel=0.01)
+    tp = analyze("mixtral-8x7b", "h100", train(8, 4096), Parallel(tp=2, dp=4))
+    assert "expert gradient all-reduce" in {op.name for op in tp.ops}  # replicated over dp
+
+
+def test_moe_decode_names_the_expert_critical_batch():
+    a = analyze("deepseek-v3", "h200", decode(64, 1024), Parallel(tp=8))
+    assert a.decode_expert_compute_bound_batch == pytest.approx(
+        a.decode_compute_bound_batch * 256 / 8)
+    assert analyze("llama-3-8b", "h100", decode(8, 1024)).decode_expert_compute_bound_batch \
+        is None
+
+
+def test_pipeline_stage_holds_a_whole_embedding_table():
+    from roofline.models import local_params
+
+    spec = load_model("llama-3-8b")
+    counts = param_counts(spec)
+    body = counts.total - counts.embedding - counts.lm_head
+    assert local_params(spec, Parallel(pp=4)) == pytest.approx(body / 4 + counts.embedding,
+                                                               rel=1e-3)

@@ -273,9 +273,11 @@ def model_text(a: Any, explain: bool = False) -> str:
     if p.kind == "prefill":
         lines.append(f"TTFT >= {ft(a.t_lower_s)}")
     elif p.kind == "decode":
+        experts = (f" (routed experts at {a.decode_expert_compute_bound_batch:.4g}: each sees "
+                   "top_k/E of the tokens)" if a.decode_expert_compute_bound_batch else "")
         lines.append(f"TPOT >= {ft(a.t_lower_s)}; <= {format_si(a.tokens_per_s)} tokens/s "
-                     f"across the batch; weight GEMMs turn compute-bound at batch "
-                     f"{a.decode_compute_bound_batch:.4g}")
+                     f"across the batch; dense weight GEMMs turn compute-bound at batch "
+                     f"{a.decode_compute_bound_batch:.4g}{experts}")
     else:
         lines.append(f"step >= {ft(a.t_lower_s)}; <= {format_si(a.tokens_per_s)} tokens/s")
     lines.append(f"at the bound: MFU {100 * a.mfu:.1f}%, HFU {100 * a.hfu:.1f}%, "

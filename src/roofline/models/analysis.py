@@ -3,9 +3,11 @@
 Step times: each op is bound by its own roof (t_lower per op: its resources overlap
 perfectly) and ops run one after another, so the step's t_lower is the sum of the ops'
 t_lower and t_upper the sum of their t_upper; `t_floor_s` is the stricter physical floor
-where everything in the step could overlap (the evaluator on the step's total Cost). With a
-pipeline, the step is the slowest stage's time times (m + pp − 1)/m. These are bounds, not
-forecasts: no kernel launch overhead, no efficiency factors.
+where everything in the step could overlap (the evaluator on the step's total Cost). With
+m micro-batches over pp pipeline stages the step takes m + pp − 1 micro-batch slots of the
+slowest stage (the one holding the LM head), each re-reading that stage's weights; gradient
+sync and the optimizer run once per step. Op times include their share of the pipeline
+bubble. These are bounds, not forecasts: no kernel launch overhead, no efficiency factors.
 """
 
 from __future__ import annotations
@@ -83,7 +85,9 @@ class ModelAnalysis:
     hfu: Any
     hbm_utilization: Any
     memory: MemoryFootprint
-    decode_compute_bound_batch: Any  # batch at which decode's weight GEMMs turn compute-bound
+    decode_compute_bound_batch: Any  # batch at which decode's dense weight GEMMs turn
+    # compute-bound; MoE experts see batch·top_k/E tokens each, so they need E/top_k times more
+    decode_expert_compute_bound_batch: Any = None
 
     @property
     def ttft_s(self) -> Any:
@@ -177,55 +181,64 @@ def _step(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
 
 def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: Precision,
                rows: list[OpCost]) -> ModelAnalysis:
+    # A pipeline of m micro-batches over pp stages takes m + pp - 1 micro-batch slots of the
+    # slowest stage; every micro-batch re-reads the stage's weights. Per-step ops (gradient
+    # sync, optimizer) run once, outside the pipeline.
+    m = par.microbatches
+    slots = m + par.pp - 1
     ests = [evaluate(r.cost, chip) for r in rows]
-    stage_lower: Any = sum(r.count * np.asarray(e.t_lower_s) for r, e in zip(rows, ests,
-                                                                              strict=True))
-    bubble = (par.microbatches + par.pp - 1) / par.microbatches
-    t_lower = stage_lower * bubble
+    times = [r.count * np.asarray(e.t_lower_s) * (1 if r.per_step else slots)
+             for r, e in zip(rows, ests, strict=True)]
+    t_lower: Any = sum(times)
     ops = []
     op_times: list[dict[str, Any]] = []  # per op: its time credited to its bounding resource
     by_resource: dict[str, Any] = {}
     with np.errstate(divide="ignore", invalid="ignore"):
-        for r, e in zip(rows, ests, strict=True):
-            lower = r.count * np.asarray(e.t_lower_s)
+        for r, e, lower in zip(rows, ests, times, strict=True):
+            n = r.count * (1 if r.per_step else m)  # occurrences per step
             hbm = np.asarray(e.bytes.get("hbm", 0.0))
             links = sum((np.asarray(v) for v in e.link_bytes.values()), np.asarray(0.0))
             per_op: dict[str, Any] = {}
             _add_by_bound(per_op, e, lower)
             op_times.append(per_op)
             ops.append(OpResult(
-                r.group, r.name, r.count, unwrap(r.count * np.asarray(e.flops)),
-                unwrap(r.count * hbm), unwrap(r.count * links),
-                unwrap(np.where(hbm > 0, np.asarray(e.flops) / hbm, np.inf)), unwrap(lower),
-                unwrap(r.count * np.asarray(e.t_upper_s)), e.bound, unwrap(lower / stage_lower)))
+                r.group, r.name, n, unwrap(n * np.asarray(e.flops)), unwrap(n * hbm),
+                unwrap(n * links), unwrap(np.where(hbm > 0, np.asarray(e.flops) / hbm, np.inf)),
+                unwrap(lower), unwrap(np.asarray(lower) * np.asarray(e.t_upper_s)
+                                      / np.asarray(e.t_lower_s)),
+                e.bound, unwrap(lower / t_lower)))
             for resource, t in per_op.items():
                 by_resource[resource] = by_resource.get(resource, 0.0) + t
-    total = sum((r.cost * r.count for r in rows), Cost())
-    floor = evaluate(total, chip)
-    model_flops = sum(r.count * np.asarray(r.model_flops) for r in rows)
+    total = sum((r.cost * (r.count * (1 if r.per_step else m)) for r in rows), Cost())
+    floor = evaluate(total, chip)  # everything overlapped, no bubble: the physical floor
+    model_flops = sum((r.model_share if r.model_share is not None else r.count)
+                      * (1 if r.per_step else m) * np.asarray(r.model_flops) for r in rows)
     flops = np.asarray(total.total_flops)
     peak = chip.peak_flops(prec.activations)
     counts = param_counts(spec)
     q_len = phase.q_len if phase.kind == "decode" else 1
+    critical = np.asarray(decode_critical_batch(chip, dtype=prec.activations,
+                                                weight_dtype=prec.weights, q_len=q_len))
     return ModelAnalysis(
         model=spec.name, hardware=chip.id, model_source=spec.source, phase=phase, parallel=par,
         precision=prec,
         params_total=counts.total, params_active=counts.active, ops=tuple(ops),
-        layers=_layers(ops, op_times, stage_lower), flops=unwrap(flops),
+        layers=_layers(ops, op_times, t_lower), flops=unwrap(flops),
         model_flops=unwrap(model_flops),
         bytes={k: unwrap(v) for k, v in total.bytes.items()},
         link_bytes={k: unwrap(v) for k, v in total.link_bytes.items()},
         t_lower_s=unwrap(t_lower),
-        t_upper_s=unwrap(bubble * sum(np.asarray(op.t_upper_s) for op in ops)),
-        t_floor_s=unwrap(np.asarray(floor.t_lower_s) * bubble),
+        t_upper_s=unwrap(sum(np.asarray(op.t_upper_s) for op in ops)),
+        t_floor_s=unwrap(floor.t_lower_s),
         bound=_dominant(by_resource),
         mfu=unwrap(model_flops / (t_lower * peak)),
         hfu=unwrap(flops / (t_lower * peak)),
         hbm_utilization=unwrap(np.asarray(total.bytes.get("hbm", 0.0)) / (
             t_lower * chip.level("hbm").bandwidth_Bps)),
         memory=footprint(spec, phase, par, prec, chip.memory[0].capacity_bytes or 0.0),
-        decode_compute_bound_batch=unwrap(np.asarray(decode_critical_batch(
-            chip, dtype=prec.activations, weight_dtype=prec.weights, q_len=q_len)) * par.dp),
+        decode_compute_bound_batch=unwrap(critical * par.dp),
+        decode_expert_compute_bound_batch=unwrap(
+            critical * par.dp * spec.moe.experts / spec.moe.top_k) if spec.moe else None,
     )
 
 

@@ -26,7 +26,7 @@ shares a domain).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -112,11 +112,13 @@ class Precision:
 
 @dataclass(frozen=True)
 class OpCost:
-    group: str  # e.g. "dense layer" / "moe layer (window)"; "model" for once-per-step ops
+    group: str  # e.g. "dense layer" / "moe layer (window)"; "model" for whole-model ops
     name: str
-    count: float  # occurrences per step on this chip (layers of this kind on this chip)
+    count: float  # occurrences per micro-batch (per step for per-step ops) on this chip
     cost: Cost  # per occurrence, per chip, work factor applied
     model_flops: Any = 0.0  # useful FLOPs per occurrence (no recompute): for MFU
+    per_step: bool = False  # once per step (gradient sync, optimizer), not per micro-batch
+    model_share: float | None = None  # occurrences for MFU (an average stage), if not count
 
 
 @dataclass(frozen=True)
@@ -168,6 +170,9 @@ def _check(spec: ModelSpec, phase: Phase, par: Parallel) -> None:
         raise RooflineError(f"pp ({par.pp}) exceeds the {spec.layers} layers")
     if np.any(np.mod(phase.batch, par.dp)):
         raise RooflineError(f"batch ({phase.batch}) must be divisible by dp ({par.dp})")
+    if np.any(np.mod(phase.batch, par.dp * par.microbatches)):
+        raise RooflineError(f"batch ({phase.batch}) must split into {par.microbatches} "
+                            f"micro-batches on each of the {par.dp} data-parallel replicas")
     if par.ep > 1 and (spec.moe is None or spec.moe.experts % par.ep):
         raise RooflineError(f"ep ({par.ep}) needs an MoE model whose expert count it divides")
     if par.ep > par.dp * par.tp:
@@ -351,13 +356,16 @@ def layer_ops(c: _Ctx, moe_layer: bool, window: int | None) -> list[tuple[str, C
 def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chip | System,
           impl: str = "flash", sram_bytes: float | None = None,
           block_q: int | None = None) -> list[OpCost]:
-    """Every op of one step on one chip, grouped by layer kind, work factor applied."""
+    """Every op of one micro-batch (or, `per_step`, of the whole step) on the slowest pipeline
+    stage's chip, grouped by layer kind, work factor applied. Each micro-batch streams the
+    stage's weights again: the step is (m + pp - 1) micro-batch times (analysis.py)."""
     _check(spec, phase, par)
     system = hw if isinstance(hw, System) else make_system(hw)
     chip = system.chip
     # optimizer arithmetic runs on vector units: the fp32 peak where the chip publishes one
     vector = "fp32" if "fp32" in chip.peaks else prec.activations
-    c = _Ctx(spec, phase, par, prec, place(par, system), impl, sram_bytes, block_q, vector)
+    micro = replace(phase, batch=phase.batch / par.microbatches)
+    c = _Ctx(spec, micro, par, prec, place(par, system), impl, sram_bytes, block_q, vector)
     useful = 3.0 if phase.kind == "train" else 1.0  # model FLOPs exclude recomputation
     kinds: dict[tuple[bool, int | None], int] = {}
     for i in range(spec.layers):
@@ -370,9 +378,9 @@ def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chi
         for name, cost in layer_ops(c, moe_layer, window):
             rows.append(OpCost(group, name, count / par.pp, _step(cost, phase),
                                np.asarray(cost.total_flops) * useful))
-    for name, cost in _edge_ops(c):
-        rows.append(OpCost("model", name, 1 / par.pp, _step(cost, phase),
-                           np.asarray(cost.total_flops) * useful))
+    for name, cost in _edge_ops(c):  # the last stage holds the LM head: the slowest stage
+        rows.append(OpCost("model", name, 1.0, _step(cost, phase),
+                           np.asarray(cost.total_flops) * useful, model_share=1 / par.pp))
     rows += _step_ops(c)
     return rows
 
@@ -398,11 +406,11 @@ def _step_ops(c: _Ctx) -> list[OpCost]:
     """Once-per-step communication and updates: PP hand-offs, gradient sync, optimizer."""
     rows: list[OpCost] = []
     passes = 2.0 if c.phase.kind == "train" else 1.0  # activations forward, gradients back
-    if c.par.pp > 1:
-        nbytes = c.tokens * c.spec.hidden * c.act_bytes / c.par.microbatches
+    if c.par.pp > 1:  # one hand-off per micro-batch (forward, and backward in training)
+        nbytes = c.tokens * c.spec.hidden * c.act_bytes
         link, _ = c.place.links["pp"]
         hop = collective("send-recv", nbytes, 2, link=link)
-        rows.append(OpCost("model", "pp send/recv", passes * c.par.microbatches, hop))
+        rows.append(OpCost("model", "pp send/recv", passes, hop))
     if c.phase.kind != "train":
         return rows
     from .memory import local_params  # memory imports graph's dataclasses, not the reverse
@@ -414,16 +422,33 @@ def _step_ops(c: _Ctx) -> list[OpCost]:
             w = params * lookup_dtype(c.prec.weights).bytes
             rows += [OpCost("model", "fsdp weight all-gather",
                             2 + (1 if c.phase.recompute else 0),
-                            c.place.comm("all-gather", w, "dp", c.par.dp)),
+                            c.place.comm("all-gather", w, "dp", c.par.dp), per_step=True),
                      OpCost("model", "fsdp gradient reduce-scatter", 1,
-                            c.place.comm("reduce-scatter", grad_bytes, "dp", c.par.dp))]
+                            c.place.comm("reduce-scatter", grad_bytes, "dp", c.par.dp),
+                            per_step=True)]
         else:
-            rows.append(OpCost("model", "dp gradient all-reduce", 1,
-                               c.place.comm("all-reduce", grad_bytes, "dp", c.par.dp)))
+            rows += _gradient_all_reduce(c)
     shard = params / (c.par.dp if c.par.fsdp else 1)
     rows.append(OpCost("model", "optimizer (adam)", 1, adam_update(
         shard, grad_dtype=c.prec.grads, weight_dtype=c.prec.weights,
-        compute_dtype=c.vector_dtype)))
+        compute_dtype=c.vector_dtype), per_step=True))
+    return rows
+
+
+def _gradient_all_reduce(c: _Ctx) -> list[OpCost]:
+    """Data-parallel gradient sync. Replicated weights all-reduce over dp; routed experts
+    only over their own copies: dp·tp/ep ranks with EP (none when each expert is unique)."""
+    from .memory import local_param_split
+
+    dense, experts = local_param_split(c.spec, c.par)
+    s_g = lookup_dtype(c.prec.grads).bytes
+    rows = [OpCost("model", "dp gradient all-reduce", 1,
+                   c.place.comm("all-reduce", dense * s_g, "dp", c.par.dp), per_step=True)]
+    copies = c.par.dp if c.par.ep == 1 else c.par.dp * c.par.tp // c.par.ep
+    if experts and copies > 1:
+        rows.append(OpCost("model", "expert gradient all-reduce", 1,
+                           c.place.comm("all-reduce", experts * s_g, "dp", copies),
+                           per_step=True))
     return rows
 
 

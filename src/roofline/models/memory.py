@@ -37,18 +37,27 @@ def _replicated_attention(spec: ModelSpec) -> float:
     return q_down + spec.hidden * (m.kv_lora_rank + m.qk_rope_dim) + m.kv_lora_rank
 
 
-def local_params(spec: ModelSpec, par: Parallel) -> float:
-    """Parameters held by one chip (an average pipeline stage)."""
+def local_param_split(spec: ModelSpec, par: Parallel) -> tuple[float, float]:
+    """(replicated-over-DP parameters, routed-expert parameters) held by one chip of the
+    largest pipeline stage: its share of the layers plus the embedding or the LM head."""
     counts = param_counts(spec)
     replicated = _replicated_attention(spec)
-    total = 0.0
+    dense = experts = 0.0
     for p in counts.layers:
         attn = (p.attention - replicated) / par.tp + replicated
+        dense += attn + p.mlp_dense / par.tp + p.router + p.norms
         # routed experts: 1/tp of each (no EP) or E/ep whole experts (EP), as in the graph
-        experts = p.experts / (par.tp if par.ep == 1 else par.ep)
-        total += attn + p.mlp_dense / par.tp + experts + p.router + p.norms
-    total += (counts.embedding + counts.lm_head) / par.tp
-    return total / par.pp
+        experts += p.experts / (par.tp if par.ep == 1 else par.ep)
+    # one stage holds the embedding and another the LM head (both, when pp = 1)
+    table = counts.embedding + counts.lm_head if par.pp == 1 else \
+        max(counts.embedding, counts.lm_head or counts.embedding)
+    return dense / par.pp + table / par.tp, experts / par.pp
+
+
+def local_params(spec: ModelSpec, par: Parallel) -> float:
+    """Parameters held by one chip (of the pipeline stage holding the most)."""
+    dense, experts = local_param_split(spec, par)
+    return dense + experts
 
 
 def _kv_per_layer(spec: ModelSpec, par: Parallel, prec: Precision) -> float:

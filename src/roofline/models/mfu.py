@@ -6,7 +6,9 @@ model FLOPs per step = 6·N·tokens  +  12·L·h·s² per sequence · sequences
   times 3), which the 6·N term misses. It is per sequence, so a step of `tokens` tokens at
   sequence length s holds tokens / s sequences (DESIGN §4 item 6: the seed's code forgets to
   multiply by them). Non-causal counting by default, as in Megatron-LM; `causal=True` counts
-  half the score matrix, the convention `roofline model` uses, so the two MFUs agree.
+  half the score matrix, the convention `roofline model` uses. The two MFUs then agree when N
+  leaves out the input embedding table (a lookup does no multiply-adds; `roofline model`
+  counts it as zero FLOPs), i.e. N = published count − vocab·hidden for untied embeddings.
 hardware FLOPs (HFU) add what recomputation re-executes: one more forward, 2·N per token
   and 4·L·h·s² per sequence with full activation recomputation.
 MFU = model FLOPs / (step time · chips · dense peak). Above ~75% a real training run is
