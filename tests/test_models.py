@@ -405,3 +405,19 @@ def test_pipeline_stage_holds_a_whole_embedding_table():
     body = counts.total - counts.embedding - counts.lm_head
     assert local_params(spec, Parallel(pp=4)) == pytest.approx(body / 4 + counts.embedding,
                                                                rel=1e-3)
+
+
+def test_context_parallel_ranks_keep_their_own_chunk_of_the_cache():
+    one = analyze("llama-3-8b", "h100", prefill(1, 131072)).memory
+    four = analyze("llama-3-8b", "h100", prefill(1, 131072), Parallel(cp=4)).memory
+    assert four.kv_cache_bytes == pytest.approx(one.kv_cache_bytes / 4)
+
+
+def test_training_activations_include_logits_and_the_recomputed_layer():
+    spec = load_model("llama-3-8b")
+    plain = analyze(spec, "h100", train(8, 4096)).memory.activations_bytes
+    recompute = analyze(spec, "h100", train(8, 4096, recompute=True)).memory.activations_bytes
+    tokens, h, layers = 8 * 4096, spec.hidden, spec.layers
+    logits = tokens * spec.vocab * 4
+    assert plain == pytest.approx(34 * tokens * h * layers + logits)
+    assert recompute == pytest.approx(2 * tokens * h * layers + 34 * tokens * h + logits)

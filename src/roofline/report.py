@@ -258,10 +258,10 @@ def model_text(a: Any, explain: bool = False) -> str:
     else:
         rows = [[lay.group, f"{lay.count:g}", format_si(lay.flops), format_bytes(lay.hbm_bytes),
                  ft(lay.t_lower_s), lay.bound, f"{100 * lay.share:.1f}%"] for lay in a.layers]
-        rows += [[f"model: {op.name}", f"{op.count:g}", format_si(op.flops),
-                  format_bytes(op.hbm_bytes), ft(op.t_lower_s), op.bound,
+        rows += [[f"model: {op.name}", f"{op.count:g}", format_si(op.flops / op.count),
+                  format_bytes(op.hbm_bytes / op.count), ft(op.t_lower_s / op.count), op.bound,
                   f"{100 * op.share:.1f}%"] for op in a.ops if op.group == "model"]
-        body = table(["layer (per chip)", "count", "FLOPs/layer", "HBM/layer", "t/layer",
+        body = table(["layer / op (per chip)", "count", "FLOPs each", "HBM each", "t each",
                       "bound", "share"], rows)
     m = a.memory
     if a.model_source:

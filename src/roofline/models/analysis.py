@@ -104,7 +104,9 @@ class ModelAnalysis:
 
     def to_dict(self) -> dict[str, Any]:
         data = {k: v for k, v in asdict(self).items() if k != "memory"}
-        data.update(ttft_s=self.ttft_s, tpot_s=self.tpot_s, tokens_per_s=self.tokens_per_s)
+        # per-chip figures, except tokens_per_s: all replicas together, as `chips` chips
+        data.update(ttft_s=self.ttft_s, tpot_s=self.tpot_s, tokens_per_s=self.tokens_per_s,
+                    chips=self.parallel.chips)
         data["memory"] = {**asdict(self.memory), "total_bytes": self.memory.total_bytes,
                           "fits": self.memory.fits}
         return dict(jsonable(data))

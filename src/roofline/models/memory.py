@@ -8,8 +8,9 @@
   plus fp32 logits — an estimate of the transient peak, not a bound.
 - activations, training (Korthikanti et al. 2022, with FlashAttention so no [s, s] scores are
   kept, and sequence parallelism): 34·T·h/tp bytes per layer at 16-bit (scaled by the
-  activation dtype), 2·T·h with full recomputation (only layer inputs kept); times the
-  micro-batches in flight on the first pipeline stage, min(pp, m).
+  activation dtype), 2·T·h/tp with full recomputation (only layer inputs kept, plus the one
+  layer being recomputed); times the micro-batches in flight on the first pipeline stage,
+  min(pp, m); plus the micro-batch's fp32 logits.
 - optimizer state (training): fp32 master weights and two Adam moments (12 B/param) plus the
   gradients; FSDP shards weights, gradients and state over dp.
 """
@@ -134,9 +135,13 @@ def _activations(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
     tokens = seqs * tokens_per_seq
     if phase.kind == "train":
         micro = tokens / par.microbatches
-        # sequence parallelism shards what is kept (layer inputs alone with recomputation)
-        per_layer = (2.0 if phase.recompute else 34.0) / par.tp * micro * spec.hidden * s_a / 2
-        return per_layer * spec.layers / par.pp * min(par.pp, par.microbatches)
+        full = 34.0 / par.tp * micro * spec.hidden * s_a / 2  # one layer, all it keeps
+        # sequence parallelism shards what is kept (layer inputs alone with recomputation,
+        # plus the one layer being recomputed)
+        kept = (2.0 / par.tp * micro * spec.hidden * s_a / 2) if phase.recompute else full
+        stored = kept * spec.layers / par.pp * min(par.pp, par.microbatches)
+        logits = micro * spec.vocab / par.tp * 4.0  # fp32 logits of the micro-batch
+        return stored + (full if phase.recompute else 0.0) + logits
     ffn = spec.moe.expert_ffn * spec.moe.top_k if spec.moe else spec.ffn
     gate = 3 if spec.gated_mlp else 2
     layer = tokens * (2 * spec.hidden + gate * ffn / par.tp) * s_a
@@ -160,7 +165,9 @@ def footprint(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
         if phase.kind == "train":  # training keeps activations, not a KV cache
             return 0.0 * np.asarray(seqs, dtype=float)
         ctx = np.asarray(context, dtype=float)
-        return np.asarray(seqs, dtype=float) * ctx * kv_bytes_per_token(spec, par, prec, ctx)
+        # context parallelism: each rank keeps its own 1/cp chunk of the sequence's cache
+        return np.asarray(seqs, dtype=float) * ctx * kv_bytes_per_token(spec, par, prec,
+                                                                          ctx) / par.cp
 
     def per_chip(seqs: Any, context: Any) -> Any:
         return weights + optimizer + kv(seqs, context) + _activations(
@@ -179,8 +186,8 @@ def footprint(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
     activations = per_chip(seqs, context) - weights - optimizer - kv_total
     max_context = None
     if phase.kind != "train":  # never beyond the context the model was built for
-        fits = _max_context(spec, par, prec, seqs, capacity_bytes - weights - optimizer -
-                            activations)
+        fits = _max_context(spec, par, prec, seqs / par.cp,  # each CP rank: 1/cp of the cache
+                            capacity_bytes - weights - optimizer - activations)
         limit = spec.max_context or np.inf
         max_context = unwrap(np.broadcast_to(np.minimum(fits, limit), shape))
     return MemoryFootprint(weights, unwrap(kv_total), float(kv_bytes_per_token(spec, par, prec)),
