@@ -421,3 +421,13 @@ def test_training_activations_include_logits_and_the_recomputed_layer():
     logits = tokens * spec.vocab * 4
     assert plain == pytest.approx(34 * tokens * h * layers + logits)
     assert recompute == pytest.approx(2 * tokens * h * layers + 34 * tokens * h + logits)
+
+
+def test_mfu_command_agrees_with_the_model_analysis():
+    # the same step through both paths: N without the input embedding, causal attention
+    spec = load_model("llama-3-8b")
+    a = analyze(spec, "h100", train(8, 4096), Parallel(dp=8))
+    counts = param_counts(spec)
+    r = mfu(counts.total - counts.embedding, 8 * 4096, a.t_lower_s, 8, "h100",
+            layers=spec.layers, hidden=spec.hidden, seq_len=4096, causal=True)
+    assert r.mfu == pytest.approx(a.mfu, rel=0.01)
