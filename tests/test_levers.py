@@ -57,7 +57,7 @@ def test_model_levers_re_analyse_the_step():
     int4 = analyze("llama-3-70b", "h100", phase, par, Precision(weights="int4-g128"))
     assert rows["int4 weights, group-128 scales"].speedup == pytest.approx(
         int4.tokens_per_s / base.tokens_per_s)
-    assert rows["4 tokens per step (speculative decoding)"].speedup > 3
+    assert rows["4 tokens per step (speculative decoding, all drafts accepted)"].speedup > 3
     a100 = {r.label for r in model_what_if("llama-3-8b", load_chip("a100"), phase,
                                            Parallel(), prec)}
     assert "fp8 weights and activations" not in a100  # A100 has no fp8 peak

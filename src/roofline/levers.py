@@ -185,7 +185,7 @@ def model_what_if(model: Any, chip: Chip, phase: Any, parallel: Any, precision: 
          replace(parallel, tp=parallel.tp * 2), precision),
     ]
     if phase.kind == "decode":
-        changes.append(("4 tokens per step (speculative decoding)",
+        changes.append(("4 tokens per step (speculative decoding, all drafts accepted)",
                         replace(phase, q_len=phase.q_len * 4, kv_len=phase.kv_len + 3 *
                                 phase.q_len), parallel, precision))
     rows = []

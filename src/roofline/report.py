@@ -280,13 +280,13 @@ def model_text(a: Any, explain: bool = False) -> str:
                      f"{a.decode_compute_bound_batch:.4g}{experts}")
     else:
         lines.append(f"step >= {ft(a.t_lower_s)}; <= {format_si(a.tokens_per_s)} tokens/s")
-    lines.append(f"at the bound: MFU {100 * a.mfu:.1f}%, HFU {100 * a.hfu:.1f}%, "
-                 f"HBM bandwidth {100 * a.hbm_utilization:.1f}% (causal attention counted as "
-                 "half the scores)")
+    lines.append(f"at the bound: MFU {100 * a.mfu:.1f}%, HFU {100 * a.hfu:.1f}% of the "
+                 f"{a.precision.activations} peak, HBM bandwidth {100 * a.hbm_utilization:.1f}% "
+                 "(causal attention counted as half the scores)")
     fit = "fits" if m.fits else "DOES NOT FIT"
     lines += ["", f"memory per chip: weights {format_bytes(m.weights_bytes)}, KV cache "
               f"{format_bytes(m.kv_cache_bytes)} ({format_bytes(m.kv_bytes_per_token)}/token), "
-              f"activations ~{format_bytes(m.activations_bytes)}, optimizer "
+              f"activations ~{format_bytes(m.activations_bytes)}, gradients + optimizer state "
               f"{format_bytes(m.optimizer_bytes)}: total {format_bytes(m.total_bytes)} of "
               f"{format_bytes(m.capacity_bytes)}: {fit}",
               f"largest batch that fits: {m.max_batch:g}"

@@ -125,7 +125,9 @@ def register(sub: Any) -> None:
     sm.add_argument("model", help="catalog id or config.json")
     sm.add_argument("--hw", default="h100", help="comma-separated chips, e.g. h100,h200,mi300x")
     sm.add_argument("--phase", default="decode", choices=["prefill", "decode", "train"])
-    sm.add_argument("--batch", default="1:256:x2", help="sequences per replica (axis)")
+    sm.add_argument("--batch", default="1:256:x2",
+                    help="sequences per data-parallel replica (axis; the output's batch is the "
+                    "total)")
     sm.add_argument("--context", default="1k,8k,32k", help="decode context (axis)")
     sm.add_argument("--prompt-len", default="1k,8k", help="prefill prompt length (axis)")
     sm.add_argument("--seq-len", default="4k", help="training sequence length (axis)")
