@@ -431,3 +431,12 @@ def test_mfu_command_agrees_with_the_model_analysis():
     r = mfu(counts.total - counts.embedding, 8 * 4096, a.t_lower_s, 8, "h100",
             layers=spec.layers, hidden=spec.hidden, seq_len=4096, causal=True)
     assert r.mfu == pytest.approx(a.mfu, rel=0.01)
+
+
+def test_ep_with_tp_gathers_the_expert_outputs_instead_of_reducing():
+    a = analyze("deepseek-v3", "h100", decode(64, 2048), Parallel(tp=8, ep=8))
+    moe = {op.name: op for op in a.ops if op.group == "moe layer"}
+    assert "mlp tp all-gather" in moe and "mlp tp all-reduce" not in moe
+    # ranks hold disjoint tokens after the combine: (tp-1)/tp of the activations, not 2x that
+    assert moe["mlp tp all-gather"].link_bytes == pytest.approx(
+        moe["attention tp all-reduce"].link_bytes / 2)

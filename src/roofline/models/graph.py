@@ -228,12 +228,13 @@ class _Ctx:
     def mm(self, m: float, k: float, n: float, name: str) -> Cost:
         return matmul(m, k, n, self.prec.activations, self.prec.weights, name=name)
 
-    def tp_all_reduce(self, block: str) -> list[tuple[str, Cost]]:
+    def tp_all_reduce(self, block: str, kind: str = "all-reduce") -> list[tuple[str, Cost]]:
+        """The TP group's collective closing a block: an all-reduce of partial sums, or an
+        all-gather where the ranks hold disjoint tokens (EP'd experts, sequence-split)."""
         if self.par.tp == 1:
             return []
         nbytes = self.tokens * self.spec.hidden * self.act_bytes
-        return [(f"{block} tp all-reduce", self.place.comm("all-reduce", nbytes, "tp",
-                                                          self.par.tp))]
+        return [(f"{block} tp {kind}", self.place.comm(kind, nbytes, "tp", self.par.tp))]
 
 
 def _attention_ops(c: _Ctx, window: int | None) -> list[tuple[str, Cost]]:
@@ -350,7 +351,8 @@ def layer_ops(c: _Ctx, moe_layer: bool, window: int | None) -> list[tuple[str, C
     add = elementwise(T * s.hidden, "add", act)
     return [("attention norm", norm), *_attention_ops(c, window), *c.tp_all_reduce("attention"),
             ("attention residual", add), ("mlp norm", norm), *_mlp_ops(c, moe_layer),
-            *c.tp_all_reduce("mlp"), ("mlp residual", add)]
+            *c.tp_all_reduce("mlp", "all-gather" if moe_layer and c.par.ep > 1 else "all-reduce"),
+            ("mlp residual", add)]
 
 
 def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chip | System,
