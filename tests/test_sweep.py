@@ -59,9 +59,14 @@ def test_frontier_matches_brute_force():
     assert front["points"] == len(rows)  # infeasible points are kept, only marked
     assert any(not x["fits"] for x in rows)
     pareto = front["pareto"]
+    assert pareto and all(p["fits"] and p["t_lower_s"] <= limit for p in pareto)
     for p in pareto:  # nothing feasible is both faster and higher in throughput
         assert not any(x["t_lower_s"] < p["t_lower_s"] and x["tokens_per_s"] > p["tokens_per_s"]
                        for x in ok)
+    # and every feasible point is matched or beaten by some Pareto point
+    for x in ok:
+        assert any(p["t_lower_s"] <= x["t_lower_s"] and p["tokens_per_s"] >= x["tokens_per_s"]
+                   for p in pareto)
 
 
 def test_bound_changes_are_the_first_batch_with_another_bound():
