@@ -266,6 +266,10 @@ def model_text(a: Any, explain: bool = False) -> str:
     m = a.memory
     if a.model_source:
         head += f"\nconfig: {a.model_source}"
+    limit = a.memory.context_limit
+    if limit and np.ndim(p.kv_len) == 0 and p.kv_len > limit:
+        head += (f"\nnote: {p.kv_len} positions exceed the {limit:g} this model was built for; "
+                 "the bound extrapolates")
     lines = [head, "", body, "",
              f"step t_lower = {ft(a.t_lower_s)} (ops in sequence, each at its own roof), "
              f"t_upper = {ft(a.t_upper_s)}, full-overlap floor = {ft(a.t_floor_s)}; "
