@@ -12,17 +12,8 @@ OP_KEYS = {"hardware", "flops", "bytes", "intensity", "time_s", "t_lower_s", "t_
            "attainable_flops_per_s", "ridge"}
 
 
-def run(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:  # argparse rejects bad flags itself
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def test_matmul_json(capsys):
-    code, out, _ = run(capsys, "op", "matmul", "--hw", "h100", "--m", "128", "--k", "8192",
+def test_matmul_json(run_cli):
+    code, out, _ = run_cli("op", "matmul", "--hw", "h100", "--m", "128", "--k", "8192",
                        "--n", "8192", "--json")
     data = json.loads(out)
     assert code == 0 and set(data) >= OP_KEYS
@@ -35,16 +26,16 @@ def test_matmul_json(capsys):
     assert data["t_lower_s"] <= data["t_upper_s"]
 
 
-def test_weight_only_int4(capsys):
-    _, out, _ = run(capsys, "op", "matmul", "--m", "16", "--k", "8192", "--n", "8192",
+def test_weight_only_int4(run_cli):
+    _, out, _ = run_cli("op", "matmul", "--m", "16", "--k", "8192", "--n", "8192",
                     "--weight-dtype", "int4", "--json")
     data = json.loads(out)
     assert data["flops_by_dtype"] == {"bf16": 2 * 16 * 8192 * 8192}
     assert data["bytes"]["hbm"] == 16 * 8192 * 2 + 8192 * 8192 * 0.5 + 16 * 8192 * 2
 
 
-def test_human_output_and_explain(capsys):
-    code, out, _ = run(capsys, "op", "gemv", "--k", "4096", "--n", "4096", "--explain")
+def test_human_output_and_explain(run_cli):
+    code, out, _ = run_cli("op", "gemv", "--k", "4096", "--n", "4096", "--explain")
     assert code == 0
     assert "bound: hbm (memory-bound)" in out
     assert "FLOPs = 2·M·N·K = 2·1·4096·4096" in out
@@ -56,19 +47,19 @@ def test_human_output_and_explain(capsys):
     ["op", "elementwise", "--n", "1e6", "--kind", "softmax", "--json"],
     ["op", "matmul", "--m", "1", "--k", "2", "--n", "3", "--hw", "mi300x", "--json"],
 ])
-def test_other_ops_json(capsys, argv):
-    code, out, _ = run(capsys, *argv)
+def test_other_ops_json(run_cli, argv):
+    code, out, _ = run_cli(*argv)
     assert code == 0 and set(json.loads(out)) >= OP_KEYS
 
 
-def test_hw_list_and_show(capsys):
-    code, out, _ = run(capsys, "hw", "list")
+def test_hw_list_and_show(run_cli):
+    code, out, _ = run_cli("hw", "list")
     assert code == 0 and "h100-sxm" in out and "tpu-v5e" in out
-    code, out, _ = run(capsys, "hw", "list", "--json")
+    code, out, _ = run_cli("hw", "list", "--json")
     assert {c["id"] for c in json.loads(out)["chips"]} >= {"h100-sxm", "mi300x", "tpu-7x"}
-    code, out, _ = run(capsys, "hw", "show", "h100")
+    code, out, _ = run_cli("hw", "show", "h100")
     assert code == 0 and "989 TFLOP/s" in out and "ridge points" in out and "source" in out
-    code, out, _ = run(capsys, "hw", "show", "h100", "--json")
+    code, out, _ = run_cli("hw", "show", "h100", "--json")
     data = json.loads(out)
     assert data["ridge"]["bf16"]["hbm"] == pytest.approx(295.3, rel=1e-3)
     assert data["peaks"]["bf16"]["source"]
@@ -98,10 +89,10 @@ def test_bad_input_one_line_exit_2(capsys, argv, needle):
     assert err.count("\n") == 1 and "Traceback" not in err
 
 
-def test_malformed_chip_file(capsys, tmp_path):
+def test_malformed_chip_file(run_cli, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("this is = = not toml")
-    code, _, err = run(capsys, "op", "dot", "--n", "10", "--hw", str(bad))
+    code, _, err = run_cli("op", "dot", "--n", "10", "--hw", str(bad))
     assert code == 2 and str(bad) in err and err.count("\n") == 1
 
 
@@ -115,44 +106,44 @@ def test_console_entry_point_runs_without_heavy_imports():
     assert json.loads(proc.stdout)["bound"] == "hbm"
 
 
-def test_attention_cli_seed_003_case(capsys):
-    code, out, _ = run(capsys, "op", "attention", "--q-len", "1", "--kv-len", "4096",
+def test_attention_cli_seed_003_case(run_cli):
+    code, out, _ = run_cli("op", "attention", "--q-len", "1", "--kv-len", "4096",
                        "--heads", "64", "--kv-heads", "8", "--impl", "decode", "--json")
     data = json.loads(out)
     assert code == 0 and data["bound"] == "hbm"
     assert data["intensity"]["hbm"] == pytest.approx(8.06, abs=0.01)
 
 
-def test_attention_flash_uses_chip_sram_and_explains(capsys):
-    code, out, _ = run(capsys, "op", "attention", "--q-len", "8192", "--heads", "32",
+def test_attention_flash_uses_chip_sram_and_explains(run_cli):
+    code, out, _ = run_cli("op", "attention", "--q-len", "8192", "--heads", "32",
                        "--kv-heads", "8", "--impl", "naive", "--explain")
     assert code == 0
     assert "why: t_hbm" in out and "what would move it" in out
     assert "FlashAttention (S, P stay on chip)" in out
-    code, out, _ = run(capsys, "op", "attention", "--q-len", "8192", "--heads", "32",
+    code, out, _ = run_cli("op", "attention", "--q-len", "8192", "--heads", "32",
                        "--json", "--explain")
     data = json.loads(out)
     assert any("floor(233472 /" in line for line in data["derivation"])  # H100 SMEM per SM
     assert {"label", "speedup", "bound"} <= set(data["what_if"][0])
 
 
-def test_mla_cli(capsys):
-    code, out, _ = run(capsys, "op", "mla", "--q-len", "1", "--kv-len", "32768", "--json")
+def test_mla_cli(run_cli):
+    code, out, _ = run_cli("op", "mla", "--q-len", "1", "--kv-len", "32768", "--json")
     data = json.loads(out)
     assert code == 0 and data["name"] == "mla (absorbed)"
-    code, out, _ = run(capsys, "op", "mla", "--q-len", "4096", "--form", "expanded", "--json")
+    code, out, _ = run_cli("op", "mla", "--q-len", "4096", "--form", "expanded", "--json")
     assert json.loads(out)["name"] == "mla (expanded)"
 
 
-def test_flash_on_chip_without_sram_uses_a_128_row_tile(capsys):
+def test_flash_on_chip_without_sram_uses_a_128_row_tile(run_cli):
     # the same fallback as `roofline model`: Gaudi's file has no sram level
-    code, out, _ = run(capsys, "op", "attention", "--q-len", "1024", "--heads", "8",
+    code, out, _ = run_cli("op", "attention", "--q-len", "1024", "--heads", "8",
                        "--hw", "gaudi2", "--json")
     derivation = json.loads(out)["derivation"]
     assert code == 0 and any(line.startswith("Q rows per block Br = 128") for line in derivation)
 
 
-def test_every_op_explains_with_levers(capsys):
+def test_every_op_explains_with_levers(run_cli):
     from roofline.cli import OPS
 
     argv = {
@@ -175,44 +166,44 @@ def test_every_op_explains_with_levers(capsys):
     }
     assert set(argv) == {spec.name for spec in OPS}
     for name, args in argv.items():
-        code, out, _ = run(capsys, "op", name, *args, "--explain", "--json")
+        code, out, _ = run_cli("op", name, *args, "--explain", "--json")
         data = json.loads(out)
         assert code == 0 and set(data) >= OP_KEYS, name
         assert data["derivation"] and data["what_if"], name
 
 
-def test_critical_batch_and_quant_table(capsys):
-    code, out, _ = run(capsys, "critical-batch", "--hw", "h100", "--json")
+def test_critical_batch_and_quant_table(run_cli):
+    code, out, _ = run_cli("critical-batch", "--hw", "h100", "--json")
     assert json.loads(out)["critical_batch"] == pytest.approx(295.3, abs=0.1)
-    _, out, _ = run(capsys, "critical-batch", "--weight-dtype", "int8", "--json")
+    _, out, _ = run_cli("critical-batch", "--weight-dtype", "int8", "--json")
     assert json.loads(out)["critical_batch"] == pytest.approx(147.7, abs=0.1)
-    _, out, _ = run(capsys, "critical-batch", "--dtype", "fp8", "--q-len", "4", "--json")
+    _, out, _ = run_cli("critical-batch", "--dtype", "fp8", "--q-len", "4", "--json")
     data = json.loads(out)
     assert data["decode_critical_sequences"] == pytest.approx(data["critical_batch"] / 4)
-    _, out, _ = run(capsys, "critical-batch", "--explain")
+    _, out, _ = run_cli("critical-batch", "--explain")
     assert "M* = s_w·P / (2·BW)" in out
-    code, out, _ = run(capsys, "quant-table", "--hw", "h100", "--json")
+    code, out, _ = run_cli("quant-table", "--hw", "h100", "--json")
     rows = {r["scheme"]: r for r in json.loads(out)["rows"]}
     assert rows["int4-g128 weight-only"]["bytes_per_param"] == 0.515625
     assert "nvfp4" not in rows  # H100 has no fp4 peak
-    code, out, _ = run(capsys, "quant-table", "--hw", "a100")
+    code, out, _ = run_cli("quant-table", "--hw", "a100")
     assert code == 0 and "fp8" not in out.replace("fp8 weight-only", "")
 
 
-def test_allreduce_cli(capsys):
-    code, out, _ = run(capsys, "op", "allreduce", "--hw", "h100", "--bytes", "8GiB",
+def test_allreduce_cli(run_cli):
+    code, out, _ = run_cli("op", "allreduce", "--hw", "h100", "--bytes", "8GiB",
                        "--ranks", "8", "--json")
     data = json.loads(out)
     assert code == 0 and OP_KEYS - {"intensity", "ridge", "attainable_flops_per_s"} <= set(data)
     assert data["busbw_Bps"] == pytest.approx(450e9, rel=1e-6)
     assert data["algbw_Bps"] == pytest.approx(450e9 * 8 / 14, rel=1e-6)
     assert data["latency_crossover_bytes"] == pytest.approx(8 * 1e-6 * 450e9)
-    _, out, _ = run(capsys, "op", "all-reduce", "--bytes", "4KiB", "--ranks", "8", "--json")
+    _, out, _ = run_cli("op", "all-reduce", "--bytes", "4KiB", "--ranks", "8", "--json")
     assert json.loads(out)["bound"] == "latency"
-    _, out, _ = run(capsys, "op", "allreduce", "--bytes", "1GiB", "--ranks", "16", "--json")
+    _, out, _ = run_cli("op", "allreduce", "--bytes", "1GiB", "--ranks", "16", "--json")
     data = json.loads(out)
     assert set(data["link_bytes"]) == {"scale-up", "scale-out"}  # 2 nodes of 8 on H100
-    _, out, _ = run(capsys, "op", "allreduce", "--bytes", "1GiB", "--ranks", "8", "--algo",
+    _, out, _ = run_cli("op", "allreduce", "--bytes", "1GiB", "--ranks", "8", "--algo",
                     "nvls", "--json")
     assert json.loads(out)["busbw_Bps"] > 450e9
 
@@ -226,20 +217,20 @@ def test_allreduce_cli(capsys):
      "does not implement"),
     (["op", "allreduce", "--hw", "l40s", "--bytes", "1GB", "--ranks", "2"], "no 'scale-up'"),
 ])
-def test_collective_bad_input(capsys, argv, needle):
-    code, _, err = run(capsys, *argv)
+def test_collective_bad_input(run_cli, argv, needle):
+    code, _, err = run_cli(*argv)
     assert code == 2 and needle in err and err.count("\n") == 1
 
 
-def test_critical_dim_and_sharded_matmul_cli(capsys):
-    _, out, _ = run(capsys, "critical-dim", "--hw", "h100", "--json")
+def test_critical_dim_and_sharded_matmul_cli(run_cli):
+    _, out, _ = run_cli("critical-dim", "--hw", "h100", "--json")
     assert json.loads(out)["critical_shard_dim"] == pytest.approx(2199, abs=1)
-    _, out, _ = run(capsys, "critical-dim", "--hw", "h100", "--link", "scale-out", "--json")
+    _, out, _ = run_cli("critical-dim", "--hw", "h100", "--link", "scale-out", "--json")
     assert json.loads(out)["critical_shard_dim"] == pytest.approx(19788, abs=1)
-    _, out, _ = run(capsys, "op", "sharded-matmul", "--m", "4096", "--k", "8192", "--n", "8192",
+    _, out, _ = run_cli("op", "sharded-matmul", "--m", "4096", "--k", "8192", "--n", "8192",
                     "--shards", "2", "--link", "scale-out", "--json")
     assert json.loads(out)["bound"] == "scale-out"
-    _, out, _ = run(capsys, "op", "tp-layer", "--batch", "8", "--seq-len", "4096", "--hidden",
+    _, out, _ = run_cli("op", "tp-layer", "--batch", "8", "--seq-len", "4096", "--hidden",
                     "8192", "--ffn", "28672", "--heads", "64", "--kv-heads", "8", "--tp", "8",
                     "--json", "--explain")
     data = json.loads(out)
@@ -247,8 +238,8 @@ def test_critical_dim_and_sharded_matmul_cli(capsys):
     assert any(r["label"] == "half the TP degree" for r in data["what_if"])
 
 
-def test_model_cli(capsys):
-    code, out, _ = run(capsys, "model", "llama-3-70b", "--hw", "h100", "--phase", "decode",
+def test_model_cli(run_cli):
+    code, out, _ = run_cli("model", "llama-3-70b", "--hw", "h100", "--phase", "decode",
                        "--batch", "1", "--context", "1", "--json")
     data = json.loads(out)
     assert code == 0
@@ -256,17 +247,17 @@ def test_model_cli(capsys):
     assert {"t_lower_s", "t_upper_s", "flops", "bytes", "tokens_per_s", "ops", "layers"} <= \
         set(data)
     assert data["memory"]["fits"] is False
-    code, out, _ = run(capsys, "model", "deepseek-v3", "--phase", "prefill", "--batch", "8",
+    code, out, _ = run_cli("model", "deepseek-v3", "--phase", "prefill", "--batch", "8",
                        "--prompt-len", "4096", "--tp", "8", "--dp", "8", "--ep", "64", "--json")
     data = json.loads(out)
     assert code == 0 and data["ttft_s"] > 0 and data["memory"]["fits"]
-    code, out, _ = run(capsys, "model", "mixtral-8x7b", "--phase", "train", "--batch", "16",
+    code, out, _ = run_cli("model", "mixtral-8x7b", "--phase", "train", "--batch", "16",
                        "--seq-len", "4096", "--tp", "8", "--dp", "2", "--fsdp", "--recompute")
     assert code == 0 and "MFU" in out and "step >=" in out
-    code, out, _ = run(capsys, "model", "llama-3-8b", "--weight-dtype", "int4-g128",
+    code, out, _ = run_cli("model", "llama-3-8b", "--weight-dtype", "int4-g128",
                        "--kv-dtype", "fp8", "--batch", "32", "--explain")
     assert code == 0 and "attention" in out and "lm head" in out
-    code, out, _ = run(capsys, "model", "list", "--json")
+    code, out, _ = run_cli("model", "list", "--json")
     assert {m["id"] for m in json.loads(out)["models"]} >= {"llama-3-70b", "deepseek-v3"}
 
 
@@ -278,42 +269,42 @@ def test_model_cli(capsys):
     (["mfu", "--params", "70e9", "--tokens-per-step", "1e6", "--step-time-s", "0", "--gpus",
       "8"], "step_time_s must be positive"),
 ])
-def test_model_cli_bad_input(capsys, argv, needle):
-    code, _, err = run(capsys, *argv)
+def test_model_cli_bad_input(run_cli, argv, needle):
+    code, _, err = run_cli(*argv)
     assert code == 2 and needle in err and err.count("\n") == 1
 
 
-def test_mfu_cli(capsys):
-    code, out, err = run(capsys, "mfu", "--params", "70e9", "--tokens-per-step", "8388608",
+def test_mfu_cli(run_cli):
+    code, out, err = run_cli("mfu", "--params", "70e9", "--tokens-per-step", "8388608",
                          "--step-time-s", "7", "--gpus", "512", "--hw", "h100")
     assert code == 0 and "MFU 99.4%" in out and "implausibly high" in err
-    code, out, _ = run(capsys, "mfu", "--params", "70e9", "--tokens-per-step", "8388608",
+    code, out, _ = run_cli("mfu", "--params", "70e9", "--tokens-per-step", "8388608",
                        "--step-time-s", "14", "--gpus", "512", "--layers", "80", "--hidden",
                        "8192", "--seq-len", "4096", "--json")
     data = json.loads(out)
     assert data["warning"] is None and 0.5 < data["mfu"] < 0.6
 
 
-def test_op_calibrated(capsys, tmp_path):
+def test_op_calibrated(run_cli, tmp_path):
     calib = tmp_path / "calib.toml"
     calib.write_text('schema_version = 1\n[calibrated_on]\ndevice = "test rig"\ndate = '
                      '"2026-11-29"\nwhat = "by hand"\nhardware = "h100-sxm"\n[efficiency]\n'
                      'hbm = 0.9\n[efficiency.compute]\nbf16 = 0.8\n')
-    code, out, _ = run(capsys, "op", "matmul", "--m", "128", "--k", "8192", "--n", "8192",
+    code, out, _ = run_cli("op", "matmul", "--m", "128", "--k", "8192", "--n", "8192",
                        "--calibrated", str(calib), "--json")
     data = json.loads(out)
     assert code == 0 and data["t_lower_s"] == pytest.approx(41.3e-6, rel=0.01)  # plain bound
     assert data["calibrated"]["t_lower_s"] == pytest.approx(data["t_lower_s"] / 0.9)
-    code, out, _ = run(capsys, "op", "matmul", "--m", "128", "--k", "8192", "--n", "8192",
+    code, out, _ = run_cli("op", "matmul", "--m", "128", "--k", "8192", "--n", "8192",
                        "--calibrated", str(calib))
     assert "calibrated estimate" in out and "test rig" in out
-    code, _, err = run(capsys, "op", "dot", "--n", "10", "--calibrated", "missing.toml")
+    code, _, err = run_cli("op", "dot", "--n", "10", "--calibrated", "missing.toml")
     assert code == 2 and "calibration file not found" in err
 
 
-def test_model_tables_as_csv_and_markdown(capsys, tmp_path):
+def test_model_tables_as_csv_and_markdown(run_cli, tmp_path):
     csv_path, md_path = tmp_path / "ops.csv", tmp_path / "ops.md"
-    code, _, _ = run(capsys, "model", "llama-3-8b", "--batch", "8", "--csv", str(csv_path),
+    code, _, _ = run_cli("model", "llama-3-8b", "--batch", "8", "--csv", str(csv_path),
                      "--markdown", str(md_path))
     assert code == 0
     lines = csv_path.read_text().splitlines()
@@ -324,9 +315,9 @@ def test_model_tables_as_csv_and_markdown(capsys, tmp_path):
     assert len(md) == len(lines) + 1  # header rule line
 
 
-def test_model_html_report(capsys, tmp_path):
+def test_model_html_report(run_cli, tmp_path):
     page = tmp_path / "model.html"
-    code, _, _ = run(capsys, "model", "qwen3-30b-a3b", "--batch", "8", "--html", str(page))
+    code, _, _ = run_cli("model", "qwen3-30b-a3b", "--batch", "8", "--html", str(page))
     html = page.read_text()
     assert code == 0 and html.startswith("<!DOCTYPE html>")
     assert 'id="summary"' in html and "TPOT" in html  # the text summary opens the page

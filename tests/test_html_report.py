@@ -2,7 +2,6 @@
 and CSV; the `report` CLI; and the page opened in a real headless Chromium (no console
 errors, no network request, the chart's points and hover tooltip work)."""
 
-import argparse
 import base64
 import csv
 import dataclasses
@@ -31,7 +30,6 @@ from roofline.html_report import (
     roofline_svg,
 )
 from roofline.plot import op_results, result_from_dict
-from roofline.plot_cli import register
 
 H100 = load_chip("h100")
 EVIL = "<script>window.__pwned = 1</script>"
@@ -171,28 +169,8 @@ def test_array_estimates_expand_to_rows():
 
 
 @pytest.fixture
-def run(monkeypatch, capsys):
-    """cli.main with `plot` and `report` registered (whether or not cli.py does it yet)."""
-    build = cli.build_parser
-
-    def build_with_plots():
-        parser = build()
-        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-        if "report" not in sub.choices:
-            register(sub)
-        return parser
-
-    monkeypatch.setattr(cli, "build_parser", build_with_plots)
-
-    def call(*argv):
-        try:
-            code = cli.main(list(argv))
-        except SystemExit as exc:
-            code = exc.code
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return call
+def run(run_cli):
+    return run_cli
 
 
 def test_cli_report_writes_html_markdown_csv(run, tmp_path):

@@ -1,7 +1,6 @@
 """Charts: figure objects inspected (scales, roofs, ridges, labelled points), not pixels; the
 sweep against seed 001 Problem 3's own formula; the `plot` CLI writes real PNG / SVG / PDF."""
 
-import argparse
 import json
 import math
 import subprocess
@@ -30,7 +29,6 @@ from roofline.plot import (
     roofline_geometry,
     save_figure,
 )
-from roofline.plot_cli import register
 
 H100 = load_chip("h100")
 ALL_ROOFS = ["hbm", "l2", "sram", "scale-up", "scale-out"]
@@ -293,28 +291,8 @@ def test_array_estimates_become_one_result_per_element():
 
 
 @pytest.fixture
-def run(monkeypatch, capsys):
-    """cli.main with `plot` and `report` registered (whether or not cli.py does it yet)."""
-    build = cli.build_parser
-
-    def build_with_plots():
-        parser = build()
-        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-        if "plot" not in sub.choices:
-            register(sub)
-        return parser
-
-    monkeypatch.setattr(cli, "build_parser", build_with_plots)
-
-    def call(*argv):
-        try:
-            code = cli.main(list(argv))
-        except SystemExit as exc:  # argparse rejects bad options itself
-            code = exc.code
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return call
+def run(run_cli):
+    return run_cli
 
 
 MATMUL = "matmul --m 128 --k 8192 --n 8192"
