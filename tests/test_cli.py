@@ -333,3 +333,21 @@ def test_step_estimates_add_up_to_the_analysis():
     ests = step_estimates("llama-3-8b", "h100", decode(8, 2048))
     assert sum(float(e.t_lower_s) for e in ests) == pytest.approx(a.t_lower_s)
     assert sum(float(e.flops) for e in ests) == pytest.approx(a.flops)
+
+
+def test_attention_impl_mla_and_causal_flags(run_cli):
+    code, out, _ = run_cli("op", "attention", "--q-len", "1", "--kv-len", "4096", "--heads",
+                           "128", "--impl", "mla", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["name"] == "mla (absorbed)"
+    assert data["bytes"]["hbm"] == pytest.approx(4096 * 576 * 2 + 128 * (576 + 512) * 2)
+    _, out, _ = run_cli("op", "attention", "--q-len", "2048", "--heads", "128", "--impl", "mla",
+                        "--json")
+    assert json.loads(out)["name"] == "mla (expanded)"
+    flops = {}
+    for flag in ("--causal", "--no-causal"):
+        _, out, _ = run_cli("op", "attention", "--q-len", "1024", "--heads", "8", flag, "--json")
+        flops[flag] = json.loads(out)["flops"]
+    _, out, _ = run_cli("op", "attention", "--q-len", "1024", "--heads", "8", "--json")
+    assert json.loads(out)["flops"] == flops["--causal"]  # causal is the default
+    assert flops["--no-causal"] / flops["--causal"] == pytest.approx(2 * 1024 / 1025)

@@ -91,7 +91,7 @@ def _dtype_args(*which: str) -> list[Arg]:
 
 def _flash_sram(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
     """FlashAttention's tiling defaults to the chip's per-SM SRAM (or a 128-row tile)."""
-    if kwargs.get("impl", "flash") == "flash" and kwargs.get("sram_bytes") is None \
+    if kwargs.get("impl", "flash") in ("flash", "mla") and kwargs.get("sram_bytes") is None \
             and kwargs.get("block_q") is None:
         kwargs.update(flash_tiling(chip))
     return kwargs
@@ -99,6 +99,17 @@ def _flash_sram(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
 
 def _mla(**kwargs: Any) -> Any:
     return mla_attention(**kwargs)
+
+
+def _attention(**kwargs: Any) -> Any:
+    """`op attention`; --impl mla runs MLA: absorbed for a few new tokens (decode,
+    speculative), expanded for a prompt."""
+    if kwargs.get("impl") != "mla":
+        return attention(**kwargs)
+    for name in ("kv_heads", "head_dim", "v_head_dim", "window"):
+        kwargs.pop(name, None)  # MLA's shapes come from its ranks (see `roofline op mla`)
+    form = "absorbed" if kwargs["q_len"] <= 16 else "expanded"
+    return mla_attention(**{**kwargs, "impl": None}, form=form)
 
 
 def _tp_layer(**kwargs: Any) -> Any:
@@ -245,16 +256,18 @@ OPS = [
         Arg("--block-q", "flash query-block rows Br"),
         *PLACEMENT_ARGS, *_dtype_args("dtype")], TP_LAYER_LEVERS,
         lambda kw, chip: _placement(_flash_sram(kw, chip), chip)),
-    OpSpec("attention", "attention: prefill, decode (--q-len 1) or speculative (--q-len k)",
-           attention, [
+    OpSpec("attention", "attention: prefill, decode (--q-len 1) or speculative (--q-len k); "
+           "--impl mla for DeepSeek's latent attention", _attention, [
         *ATTENTION_ARGS,
         Arg("--heads", "query heads", required=True),
         Arg("--kv-heads", "KV heads (GQA / MQA; default --heads)"),
         Arg("--head-dim", "head dimension", default=128),
         Arg("--v-head-dim", "value head dimension (default --head-dim)"),
+        Arg("--causal", "causal attention (the default)", "flag"),
         Arg("--no-causal", "full (bidirectional) attention", "flag"),
         Arg("--window", "causal sliding window (keys)"),
-        Arg("--impl", "kernel", "choice", "flash", choices=IMPLEMENTATIONS),
+        Arg("--impl", "kernel; mla: DeepSeek MLA with V3's ranks (op mla sets them)", "choice",
+            "flash", choices=(*IMPLEMENTATIONS, "mla")),
         Arg("--sram-bytes", "flash SRAM budget M (default: the chip's per-SM SRAM)", "bytes"),
         Arg("--block-q", "flash query-block rows Br (overrides --sram-bytes)"),
         *_dtype_args("dtype", "kv", "out")], ATTENTION_LEVERS, _flash_sram),
@@ -281,8 +294,9 @@ OPS = [
 
 def _add_arg(parser: argparse.ArgumentParser, arg: Arg) -> None:
     dest = arg.dest
-    if arg.kind == "flag":
-        parser.add_argument(arg.flag, dest=dest, action="store_true", help=arg.help)
+    if arg.kind == "flag":  # absent: None, so the op's own default stands
+        parser.add_argument(arg.flag, dest=dest, action="store_const", const=True,
+                            help=arg.help)
         return
     converters: dict[str, Any] = {"count": typed(parse_count, arg.flag),
                                   "bytes": typed(parse_bytes, arg.flag),
@@ -297,9 +311,11 @@ def _op_kwargs(spec: OpSpec, args: argparse.Namespace) -> dict[str, Any]:
     for arg in spec.args:
         dest = arg.dest
         value = getattr(args, dest)
+        if value is None:
+            continue
         if dest.startswith("no_"):  # --no-causal, --no-gather, --no-gated
-            kwargs[dest.removeprefix("no_")] = not value
-        elif value is not None:
+            kwargs[dest.removeprefix("no_")] = False
+        else:
             kwargs[dest] = value
     return _with_defaults(kwargs)
 

@@ -66,7 +66,8 @@ def _cmd_sweep_op(args: argparse.Namespace) -> None:
         if value is None:
             continue
         if arg.kind == "flag":
-            fixed[dest.removeprefix("no_")] = not value
+            if value:  # --no-x turns x off, --x turns it on
+                fixed[dest.removeprefix("no_")] = not dest.startswith("no_")
         elif arg.kind == "count":
             numeric[dest] = parse_axis(str(value), arg.flag)
         elif arg.kind == "bytes":
