@@ -1,11 +1,14 @@
 """Communication roofline: collectives, hierarchy, sharded matmul, TP layer (seed 001 §2.5)."""
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from roofline import Cost, RooflineError, evaluate, load_chip
+from roofline.hardware.catalog import CATALOG_DIR as CATALOG
 from roofline.models import tp_layer
 from roofline.ops.collectives import (
     COLLECTIVES,
@@ -228,3 +231,32 @@ def test_system_places_groups_on_links():
         system.link_for(64)
     with pytest.raises(RooflineError, match="multiple of the scale-up domain"):
         make_system("h100", chips=12)
+
+
+def test_torus_groups_use_the_ports_along_their_axes():
+    from roofline import make_system
+
+    v5e = make_system("v5e")  # 2D torus, 4 ICI ports of 50 GB/s each way
+    assert [v5e.link_share("scale-up", n) for n in (2, 4, 16, 64, 256)] == \
+        [0.25, 0.5, 0.5, 1.0, 1.0]
+    assert make_system("h100").link_share("scale-up", 8) == 1.0  # NVSwitch: every port
+    np.testing.assert_allclose(v5e.link_share("scale-up", np.array([2, 16])), [0.25, 0.5])
+
+
+def test_seed_001_v5e_sharded_matmul_uses_one_ici_link(run_cli):
+    # seed 001 §2.5 puts 2 chips on one ICI link (~45-50 GB/s each way): d* = P·s/(2·W)
+    code, out, _ = run_cli("critical-dim", "--hw", "v5e", "--json")
+    assert code == 0
+    assert json.loads(out)["critical_shard_dim"] == pytest.approx(197e12 * 2 / (2 * 50e9))
+    code, out, _ = run_cli("op", "allreduce", "--hw", "v5e", "--bytes", "1GB", "--ranks", "16",
+                           "--json")
+    data = json.loads(out)  # one torus axis: 2 of the 4 ports, 100 GB/s each way
+    assert data["time_s"]["scale-up"] == pytest.approx(2 * 15 / 16 * 1e9 / 100e9)
+
+
+def test_torus_link_needs_its_ports(tmp_path):
+    text = (CATALOG / "tpu-v5e.toml").read_text().replace("ports = 4", "")
+    path = tmp_path / "chip.toml"
+    path.write_text(text)
+    with pytest.raises(RooflineError, match="torus_axis"):
+        load_chip(str(path))

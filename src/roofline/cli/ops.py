@@ -7,6 +7,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..argtypes import emit, typed
 from ..dtypes import dtype_names
 from ..errors import RooflineError
@@ -121,8 +123,13 @@ def _tp_layer(**kwargs: Any) -> Any:
 def _placement(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
     """Groups larger than the chip's scale-up domain go hierarchical; NVLS needs the switch."""
     link = kwargs.get("link", "scale-up")
+    system = make_system(chip)
     if kwargs.get("domain_size") is None and link == "scale-up" and "scale-up" in chip.links:
-        kwargs["domain_size"] = make_system(chip).chips_per_domain
+        kwargs["domain_size"] = system.chips_per_domain
+    ranks = kwargs.get("ranks", kwargs.get("shards", kwargs.get("tp", 1)))
+    if "link_share" not in kwargs and link == "scale-up":  # a torus ring uses some ports
+        inside = kwargs.get("domain_size") or ranks
+        kwargs["link_share"] = system.link_share(link, np.minimum(ranks, inside))
     if kwargs.get("algo") == "nvls" and not chip.link(link).in_switch_reduction:
         raise RooflineError(f"--algo nvls needs in-switch reduction (NVLink SHARP), which "
                             f"{chip.id!r}'s {link} link does not have (use ring or tree)")

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..argtypes import emit, typed
 from ..errors import RooflineError
-from ..hardware import load_chip
+from ..hardware import load_chip, make_system
 from ..ops.collectives import (
     busbw_factor,
 )
@@ -61,7 +61,9 @@ def _cmd_critical_dim(args: argparse.Namespace) -> None:
         raise RooflineError("--shards: a sharded matmul needs at least 2 chips")
     chip = load_chip(args.hw)
     kind = args.reduce
-    factor = float(busbw_factor(kind, args.shards))  # link bytes per byte of partial sums
+    share = make_system(chip).link_share(args.link, args.shards)  # torus: the ring's ports
+    # link bytes per byte of partial sums, scaled up where the group uses part of the link
+    factor = float(busbw_factor(kind, args.shards)) / share
     term = critical_shard_dim_term(chip, args.link, args.dtype, factor)
     per_chip = float(term.expr.value)
     data = {"hardware": chip.id, "link": args.link, "shards": args.shards, "reduce": kind,

@@ -25,7 +25,7 @@ _PEAK_KEYS = {"flops_per_s", "source", "estimated"}
 _MEMORY_KEYS = {"name", "technology", "capacity_bytes", "bandwidth_Bps", "source", "estimated",
                 "units", "unit_capacity_bytes"}
 _LINK_KEYS = {"name", "bandwidth_Bps", "latency_s", "domain_size", "in_switch_reduction",
-              "source", "latency_source"}
+              "source", "latency_source", "ports", "torus_axis"}
 
 
 class _Reader:
@@ -142,12 +142,18 @@ def parse_chip(data: dict[str, Any], path: str) -> Chip:
             raise top.error(f"link.{key}", f"unknown link (allowed: {', '.join(LINKS)})")
         r = _Reader(path, f"link.{key}", table, _LINK_KEYS)
         domain = r.number("domain_size", required=False, integer=True)
+        ports = r.number("ports", required=False, integer=True)
+        axis = r.number("torus_axis", required=False, integer=True)
+        if axis is not None and ports is None:
+            raise r.error("torus_axis", "a torus link also needs 'ports' (links per chip)")
         links[key] = Link(
             name=key, technology=r.string("name"), bandwidth_Bps=_req(r.number("bandwidth_Bps")),
             latency_s=_req(r.number("latency_s")), source=r.string("source"),
             latency_source=r.string("latency_source", required=False),
             domain_size=None if domain is None else int(domain),
             in_switch_reduction=r.flag("in_switch_reduction"),
+            ports=None if ports is None else int(ports),
+            torus_axis=None if axis is None else int(axis),
         )
 
     tdp = top.number("tdp_w", required=False)

@@ -44,6 +44,8 @@ class Link:
     latency_source: str = ""
     domain_size: int | None = None  # chips reachable over this link (scale-up domain)
     in_switch_reduction: bool = False  # NVLink SHARP / NVLS
+    ports: int | None = None  # physical links aggregated in bandwidth_Bps
+    torus_axis: int | None = None  # chips along one torus axis; None: a switch reaches all
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,9 @@ Costs stay per chip; the System says where a group of ranks sits: inside one sca
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from ..errors import RooflineError
 from .catalog import load_chip
@@ -29,6 +32,20 @@ class System:
             raise RooflineError(f"a group of {ranks} ranks does not fit in {self.chips} chips "
                                 f"({self.domains} x {self.chips_per_domain})")
         return "scale-up" if ranks <= self.chips_per_domain else "scale-out"
+
+    def link_share(self, link: str, ranks: Any) -> Any:
+        """The fraction of a link's per-chip bandwidth a group of `ranks` can use. A switch
+        (NVSwitch, a NIC) gives every group all of it. On a torus a group's ring runs along
+        the axes it spans, both ways: 2 ports per axis, 1 for a pair of neighbours."""
+        lk = self.chip.links.get(link)
+        if lk is None or lk.torus_axis is None or lk.ports is None:
+            return 1.0
+        n = np.maximum(np.asarray(ranks, dtype=float), 1.0)
+        axes = np.minimum(np.ceil(np.log(n) / np.log(lk.torus_axis) - 1e-9),
+                          max(lk.ports // 2, 1))
+        used = np.where(n <= 2, 1.0, 2.0 * np.maximum(axes, 1.0))
+        share = np.minimum(used, lk.ports) / lk.ports
+        return float(share) if share.ndim == 0 else share
 
 
 def make_system(hw: Chip | str, chips: int | None = None,

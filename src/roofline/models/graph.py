@@ -128,10 +128,12 @@ class Placement:
     domain: int  # chips per scale-up domain (1 when the chip has no scale-up link)
     links: dict[str, tuple[str, int | None]] = field(default_factory=dict)
     algo: str = "ring"
+    shares: dict[str, float] = field(default_factory=dict)  # group -> usable link fraction
 
     def comm(self, kind: str, nbytes: Any, group: str, ranks: int) -> Cost:
         link, domain_size = self.links[group]
-        return collective(kind, nbytes, ranks, self.algo, link, domain_size)
+        return collective(kind, nbytes, ranks, self.algo, link, domain_size,
+                          self.shares.get(group, 1.0))
 
 
 def place(parallel: Parallel, system: System) -> Placement:
@@ -152,7 +154,9 @@ def place(parallel: Parallel, system: System) -> Placement:
             links[group] = ("scale-out", None)
         else:  # part of the group shares a domain: hierarchical
             links[group] = ("scale-up", members_per_domain)
-    return Placement(domain, links)
+    shares = {group: float(system.link_share("scale-up", min(sizes[group], domain)))
+              for group, (link, _) in links.items() if link == "scale-up"}
+    return Placement(domain, links, shares=shares)
 
 
 def _check(spec: ModelSpec, phase: Phase, par: Parallel) -> None:
@@ -458,7 +462,8 @@ def tp_layer(batch: Any, seq_len: Any, hidden: int, ffn: int, heads: int,
              kv_heads: int | None = None, head_dim: int | None = None, tp: int = 1,
              gated: bool = True, dtype: str = "bf16", impl: str = "flash",
              sram_bytes: float | None = None, block_q: int | None = None, algo: str = "ring",
-             link: str = "scale-up", domain_size: int | None = None) -> Cost:
+             link: str = "scale-up", domain_size: int | None = None,
+             link_share: float = 1.0) -> Cost:
     """Forward cost per chip of one decoder layer (prefill / training shapes) with Megatron
     tensor parallelism: the same layer ops a whole model is built from, with the TP group
     placed on `link` (ask "is TP = 8 across nodes communication-bound?" with "scale-out").
@@ -479,7 +484,8 @@ def tp_layer(batch: Any, seq_len: Any, hidden: int, ffn: int, heads: int,
                      vocab=1, gated_mlp=gated, norm="rmsnorm")
     phase, par, prec = prefill(batch, seq_len), Parallel(tp=tp), Precision(dtype, dtype)
     _check(spec, phase, par)
-    placement = Placement(domain_size or tp, {"tp": (link, domain_size)}, algo)
+    placement = Placement(domain_size or tp, {"tp": (link, domain_size)}, algo,
+                          shares={"tp": float(link_share)})
     c = _Ctx(spec, phase, par, prec, placement, impl, sram_bytes, block_q, dtype)
     total = sum((cost for _, cost in layer_ops(c, False, None)), Cost())
     return Cost(total.flops, total.bytes, total.link_bytes, total.link_steps, total.terms,

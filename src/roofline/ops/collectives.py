@@ -96,11 +96,15 @@ def collective(
     algo: str = "ring",
     link: str = "scale-up",
     domain_size: Any = None,
+    link_share: Any = 1.0,
 ) -> Cost:
     """One collective over `ranks` ranks as a per-rank Cost on the link(s) it uses.
 
     `domain_size` (ranks per scale-up domain) makes a larger group hierarchical: the part
     inside a domain runs on `link` (scale-up) and the part across domains on scale-out.
+    `link_share` is the fraction of that link's bandwidth the group can use (a ring along one
+    axis of a TPU torus uses 2 of its 4 or 6 ports: `System.link_share`); its bytes count
+    as 1/link_share as many, so the evaluator's bandwidth stays the chip's figure.
 
     >>> c = collective("all-reduce", 8 * 2**30, 8)
     >>> round(c.link_bytes["scale-up"] / 2**30, 3), c.link_steps["scale-up"]
@@ -117,8 +121,13 @@ def collective(
     # ranks = 1 is allowed: every formula gives 0 steps and 0 bytes (a sweep may include it)
     hierarchical = domain_size is not None and link == "scale-up" and kind != "send-recv" \
         and np.any(np.asarray(n.value) > np.asarray(domain_size))
+    share = size("share", link_share, "link_share")
+    if np.any(np.asarray(share.value) > 1):
+        raise RooflineError(f"link_share: a fraction in (0, 1], got {link_share!r}")
     if not hierarchical:
         steps, traffic = _flat(kind, algo, n, m)
+        if np.any(np.asarray(share.value) < 1):
+            traffic = traffic / share
         return Cost(link_bytes={link: traffic.value}, link_steps={link: _full(steps.value, m)},
                     terms=(Term(f"{link} steps", steps), Term(f"{link} bytes", traffic)),
                     name=f"{kind} ({algo})")

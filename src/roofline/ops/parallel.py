@@ -43,6 +43,7 @@ def sharded_matmul(
     algo: str = "ring",
     link: str = "scale-up",
     domain_size: Any = None,
+    link_share: Any = 1.0,
 ) -> Cost:
     """Per-chip cost of a matmul sharded over `shards` chips (see the module docstring).
 
@@ -61,12 +62,13 @@ def sharded_matmul(
             raise RooflineError(f"reduce: partial sums are combined by 'all-reduce' or "
                                 f"'reduce-scatter', got {reduce!r}")
         local = matmul(m, (K / p).value, n, *ops, name="local matmul")
-        comm = collective(reduce, output_bytes, shards, algo, link, domain_size)
+        comm = collective(reduce, output_bytes, shards, algo, link, domain_size, link_share)
     elif shard == "output":
         local = matmul(m, k, (N / p).value, *ops, name="local matmul")
         if not gather:
             return local
-        comm = collective("all-gather", output_bytes, shards, algo, link, domain_size)
+        comm = collective("all-gather", output_bytes, shards, algo, link, domain_size,
+                          link_share)
     else:
         raise RooflineError(f"shard: one of {', '.join(SHARDINGS)}, got {shard!r}")
     total = local + comm
