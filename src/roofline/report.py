@@ -205,7 +205,8 @@ def chip_text(chip: Chip) -> str:
         lines.append("")
         lines.append(table(["link (per direction)", "bandwidth", "alpha", "domain", "source"], [
             [f"{lk.name} ({lk.technology})", format_si(lk.bandwidth_Bps, "B/s"),
-             format_time(lk.latency_s), str(lk.domain_size or "-"),
+             format_time(lk.latency_s), str(lk.domain_size or "-") + (
+                 f" (torus, {lk.torus_axis}/axis, {lk.ports} ports)" if lk.torus_axis else ""),
              ref(lk.source) + (" " + ref(lk.latency_source) if lk.latency_source else "")]
             for lk in chip.links.values()]))
     resources = [m.name for m in chip.memory] + [k for k in LINKS if k in chip.links]
