@@ -45,6 +45,19 @@ def test_every_point_equals_a_scalar_analysis():
         assert row["tokens_per_s"] == pytest.approx(a.tokens_per_s, rel=1e-12)
 
 
+def test_sweep_batch_is_per_replica_and_rows_report_the_total():
+    # `sweep --batch 16 --dp 2` runs 16 sequences on each replica: the row says 32, the same
+    # step as `roofline model --batch 32 --dp 2`.
+    r = sweep_model("llama-3-8b", ["h100"], "decode", [16], [2048], dp=[1, 2])
+    rows = {r.row(i)["dp"]: r.row(i) for i in range(len(r))}
+    assert rows[1]["batch"] == 16 and rows[2]["batch"] == 32
+    a = analyze("llama-3-8b", "h100", decode(32, 2048), Parallel(dp=2))
+    assert rows[2]["tokens_per_s"] == pytest.approx(a.tokens_per_s, rel=1e-12)
+    # inference replicas never talk: each does the dp=1 step, so twice the tokens, same time
+    assert rows[2]["t_lower_s"] == pytest.approx(rows[1]["t_lower_s"], rel=1e-12)
+    assert rows[2]["tokens_per_s"] == pytest.approx(2 * rows[1]["tokens_per_s"], rel=1e-12)
+
+
 def test_frontier_matches_brute_force():
     r = small_sweep()
     limit = 0.03
