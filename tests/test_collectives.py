@@ -145,39 +145,112 @@ def test_bad_collectives(call, needle):
 # --- oracle: simulate the ring schedules with real arrays ------------------------------------
 
 
-def simulate_ring_allreduce(n, elements):
-    """Ring reduce-scatter + all-gather on n ranks; counts messages and elements sent."""
-    rng = np.random.default_rng(n)
-    data = [rng.standard_normal(elements) for _ in range(n)]
-    expected = np.sum(data, axis=0)
-    chunks = [np.array_split(d.copy(), n) for d in data]
-    sent_msgs = np.zeros(n, int)
-    sent_elems = np.zeros(n, int)
-    for step in range(n - 1):  # reduce-scatter
-        outgoing = [(r, (r - step) % n, chunks[r][(r - step) % n].copy()) for r in range(n)]
-        for r, c, payload in outgoing:
-            chunks[(r + 1) % n][c] += payload
-            sent_msgs[r] += 1
-            sent_elems[r] += payload.size
-    for step in range(n - 1):  # all-gather of the reduced chunks
-        outgoing = [(r, (r + 1 - step) % n, chunks[r][(r + 1 - step) % n].copy())
-                    for r in range(n)]
-        for r, c, payload in outgoing:
-            chunks[(r + 1) % n][c] = payload
-            sent_msgs[r] += 1
-            sent_elems[r] += payload.size
-    for r in range(n):
-        np.testing.assert_allclose(np.concatenate(chunks[r]), expected)
-    return sent_msgs, sent_elems
+class Ring:
+    """n ranks on a ring with real arrays; counts each rank's messages and elements sent."""
+
+    def __init__(self, n, elements):
+        rng = np.random.default_rng(n)
+        self.n = n
+        self.data = [rng.standard_normal(elements) for _ in range(n)]
+        self.chunks = [np.array_split(d.copy(), n) for d in self.data]
+        self.msgs = np.zeros(n, int)
+        self.elems = np.zeros(n, int)
+
+    def _send(self, r, payload):
+        self.msgs[r] += 1
+        self.elems[r] += payload.size
+
+    def reduce_scatter(self):  # afterwards rank r holds the sum of chunk (r + 1) % n
+        n = self.n
+        for step in range(n - 1):
+            outgoing = [(r, (r - step) % n, self.chunks[r][(r - step) % n].copy())
+                        for r in range(n)]
+            for r, c, payload in outgoing:
+                self.chunks[(r + 1) % n][c] += payload
+                self._send(r, payload)
+
+    def all_gather(self, owned):  # rank r starts with chunk owned(r), ends with all of them
+        n = self.n
+        for step in range(n - 1):
+            outgoing = [(r, owned(r - step), self.chunks[r][owned(r - step)].copy())
+                        for r in range(n)]
+            for r, c, payload in outgoing:
+                self.chunks[(r + 1) % n][c] = payload
+                self._send(r, payload)
+
+    def all_to_all(self):  # pairwise: at step s rank r sends its chunk for rank r + s
+        n = self.n
+        received = [[None] * n for _ in range(n)]
+        for r in range(n):
+            received[r][r] = self.chunks[r][r]
+        for step in range(1, n):
+            for r in range(n):
+                dst = (r + step) % n
+                received[dst][r] = self.chunks[r][dst].copy()
+                self._send(r, received[dst][r])
+        self.chunks = received
+
+
+def check(ring, kind, elements):
+    nbytes = elements * 4  # fp32
+    expected = collective(kind, nbytes, ring.n)
+    assert np.all(ring.msgs == expected.link_steps["scale-up"])
+    assert np.all(ring.elems * 4 == pytest.approx(expected.link_bytes["scale-up"]))
 
 
 @pytest.mark.parametrize("n", [2, 3, 5, 8])
-def test_ring_allreduce_matches_a_simulated_ring(n):
-    elements = 40 * n
-    msgs, elems = simulate_ring_allreduce(n, elements)
-    cost = collective("all-reduce", elements * 4, n)  # fp32 elements
-    assert np.all(msgs == cost.link_steps["scale-up"])
-    assert np.all(elems * 4 == pytest.approx(cost.link_bytes["scale-up"]))
+def test_ring_collectives_match_a_simulated_ring(n):
+    elements = 40 * n  # nccl-tests sizes: the full vector (all-gather: the gathered output)
+    total = np.sum(Ring(n, elements).data, axis=0)
+
+    ar = Ring(n, elements)
+    ar.reduce_scatter()
+    ar.all_gather(lambda r: (r + 1) % n)
+    for r in range(n):
+        np.testing.assert_allclose(np.concatenate(ar.chunks[r]), total)
+    check(ar, "all-reduce", elements)
+
+    rs = Ring(n, elements)
+    rs.reduce_scatter()
+    for r in range(n):
+        c = (r + 1) % n
+        np.testing.assert_allclose(rs.chunks[r][c], np.array_split(total, n)[c])
+    check(rs, "reduce-scatter", elements)
+
+    ag = Ring(n, elements)
+    ag.all_gather(lambda r: r % n)
+    mine = [ag.data[r][i] for r, i in enumerate(np.array_split(np.arange(elements), n))]
+    for r in range(n):
+        np.testing.assert_allclose(np.concatenate(ag.chunks[r]), np.concatenate(mine))
+    check(ag, "all-gather", elements)
+
+    a2a = Ring(n, elements)  # each rank's send buffer is the whole vector
+    sent = [np.array_split(d, n) for d in a2a.data]
+    a2a.all_to_all()
+    for r in range(n):
+        for src in range(n):
+            np.testing.assert_allclose(a2a.chunks[r][src], sent[src][r])
+    check(a2a, "all-to-all", elements)
+
+
+# --- measured: nccl-tests all-reduce points (shared/reference/hw_specs.md §6.3) ---------------
+
+GIB, MIB = 2**30, 2**20
+MEASURED_ALL_REDUCE = [  # chip, algorithm, bytes, measured busbw GB/s, on 8 GPUs
+    ("h200", "nvls", 16 * GIB, 482), ("h200", "nvls", 1 * GIB, 464),
+    ("h200", "nvls", 128 * MIB, 402), ("h200", "nvls", 16 * MIB, 220),
+    ("h200", "ring", 1 * MIB, 40), ("h200", "ring", 16 * GIB, 367.6),  # SHARP off
+    ("h100", "ring", 10e9, 370), ("h100", "ring", 58e6, 150), ("mi300x", "ring", 4e9, 312.9),
+]
+
+
+@pytest.mark.parametrize("chip, algo, nbytes, busbw_GBps", MEASURED_ALL_REDUCE)
+def test_all_reduce_bound_never_slower_than_measured(chip, algo, nbytes, busbw_GBps):
+    measured_s = nbytes * busbw_factor("all-reduce", 8) / (busbw_GBps * 1e9)
+    bound_s = evaluate(collective("all-reduce", nbytes, 8, algo=algo), load_chip(chip)).t_lower_s
+    assert bound_s <= measured_s  # a bound: real hardware never beats it
+    if nbytes >= 1e9:  # bandwidth-bound sizes reach 59-82% of the bound, never less than half
+        assert bound_s > 0.5 * measured_s
 
 
 # --- overlap and the TP layer ----------------------------------------------------------------
