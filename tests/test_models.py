@@ -112,6 +112,14 @@ def test_train_is_three_forwards_and_recompute_four():
     assert sum(op.flops for op in rc.ops if op.group != "model") == pytest.approx(4 * sum(layer))
     assert rc.model_flops == pytest.approx(tr.model_flops)  # MFU ignores recomputation
     assert rc.hfu > rc.mfu
+    # by hand: 6·N_body·T + 3x the causal attention + 6·h·V·T (training scores every token)
+    spec = load_model("llama-3-8b")
+    p = param_counts(spec)
+    tokens, n = 4 * 4096, 4096
+    attention = 4 * spec.layers * spec.heads * spec.head_dim * n * (n + 1) / 2 * 4
+    expected = (6 * (p.total - p.embedding - p.lm_head) * tokens + 3 * attention
+                + 6 * spec.hidden * spec.vocab * tokens)
+    assert tr.flops == pytest.approx(expected, rel=0.002)  # + elementwise (0.1%)
 
 
 def test_prefill_flops_match_an_independent_count():
@@ -129,11 +137,16 @@ def test_prefill_flops_match_an_independent_count():
 
 
 def test_moe_counts_active_experts_for_flops():
-    a = analyze("mixtral-8x7b", "h100", prefill(1, 4096))
-    p = param_counts(load_model("mixtral-8x7b"))
-    matmul_flops = 2 * (p.active - p.embedding - p.lm_head) * 4096
-    assert a.flops > matmul_flops  # + attention + elementwise
-    assert a.flops < 1.1 * matmul_flops + 4 * 32 * 4096 * 4096 * 4096 * 1.1
+    spec = load_model("mixtral-8x7b")
+    a = analyze(spec, "h100", prefill(1, 4096))
+    p = param_counts(spec)
+    assert p.active < 0.3 * p.total  # top-2 of 8 experts
+    # by hand: 2·N_active_body·T + causal attention + the last token's logits
+    n = 4096
+    expected = (2 * (p.active - p.embedding - p.lm_head) * n
+                + 4 * spec.layers * spec.heads * spec.head_dim * n * (n + 1) / 2
+                + 2 * spec.hidden * spec.vocab)
+    assert a.flops == pytest.approx(expected, rel=0.002)  # + elementwise and routers
 
 
 def test_pipeline_bubble():
@@ -160,6 +173,18 @@ def test_memory_fit_and_largest_batch():
     bigger = analyze("llama-3-8b", "h100", decode(int(m.max_batch) + 8, 8192))
     assert not bigger.memory.fits
     assert analyze("llama-3-8b", "h100", decode(int(m.max_batch), 8192)).memory.fits
+
+
+def test_largest_batch_by_hand():
+    # Llama-3-70B, TP4 on H100 (80 GB), 4096-token context: weights 70.55e9·2/4 = 35.28 GB
+    # per chip; KV 80 layers·2·8 heads·128·2 B / 4 = 81,920 B per token per chip, 335.5 MB
+    # per sequence -> (80 - 35.28) GB / 335.5 MB = 133.3 sequences
+    spec = load_model("llama-3-70b")
+    a = analyze(spec, "h100", decode(1, 4096), Parallel(tp=4))
+    kv_per_sequence = spec.layers * 2 * spec.kv_heads * spec.head_dim * 2 * 4096 / 4
+    weights = param_counts(spec).total * 2 / 4
+    assert a.memory.kv_bytes_per_token == 81920
+    assert a.memory.max_batch == int((80e9 - weights) / kv_per_sequence) == 133
 
 
 def test_to_dict_has_the_cli_keys():
@@ -344,12 +369,19 @@ def test_training_moves_each_collective_twice_not_thrice():
     tr = analyze("llama-3-70b", "h100", train(8, 4096), par).link_bytes["scale-up"]
     rc = analyze("llama-3-70b", "h100", train(8, 4096, recompute=True), par)
     assert tr == pytest.approx(2 * fwd) and rc.link_bytes["scale-up"] == pytest.approx(3 * fwd)
+    # by hand: 2 all-reduces per layer forward + 2 backward, each 2(n-1)/n of T·h·2 bytes
+    spec = load_model("llama-3-70b")
+    assert tr == pytest.approx(4 * 2 * 7 / 8 * 8 * 4096 * spec.hidden * 2 * spec.layers)
 
 
 def test_context_parallel_splits_the_work_evenly():
     one = analyze("llama-3-8b", "h100", prefill(1, 32768))
     four = analyze("llama-3-8b", "h100", prefill(1, 32768), Parallel(cp=4))
     assert four.model_flops * 4 == pytest.approx(one.model_flops, rel=1e-9)
+    # by hand: each rank gathers the other ranks' K and V, (cp-1)/cp·S·2·Hkv·d·2 B per layer
+    spec = load_model("llama-3-8b")
+    gather = 3 / 4 * 32768 * 2 * spec.kv_heads * spec.head_dim * 2 * spec.layers
+    assert four.link_bytes == {"scale-up": pytest.approx(gather)}
 
 
 def test_training_on_chips_without_an_fp32_peak():
@@ -363,6 +395,14 @@ def test_mfu_causal_convention_matches_the_model():
               layers=80, hidden=8192, seq_len=4096)
     full, causal = mfu(**kw), mfu(**kw, causal=True)
     assert causal.attention_flops == pytest.approx(full.attention_flops / 2)
+    # `roofline mfu` on the model's own bound step time gives the model's MFU: the two
+    # count the same useful work (6·N_non-embedding·T + causal attention)
+    spec = load_model("llama-3-8b")
+    p = param_counts(spec)
+    a = analyze(spec, "h100", train(4, 4096))
+    r = mfu(p.total - p.embedding, 4 * 4096, a.t_lower_s, 1, "h100", layers=spec.layers,
+            hidden=spec.hidden, seq_len=4096, causal=True)
+    assert r.mfu == pytest.approx(a.mfu, rel=0.005)
 
 
 def test_pipeline_micro_batches_re_read_the_stage_weights():
