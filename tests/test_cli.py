@@ -266,6 +266,16 @@ def test_model_cli(run_cli):
     (["model", "llama-3-70b", "--tp", "3"], "must divide"),
     (["model", "nope/config.json"], "not found"),
     (["model", "llama-3-8b", "--weight-dtype", "int3"], "unknown dtype"),
+    # another phase's option would be silently ignored: refused, naming the right one
+    (["model", "llama-3-8b", "--phase", "train", "--context", "4096"],
+     "--context applies to --phase decode, not --phase train (--phase train sets its length "
+     "with --seq-len)"),
+    (["model", "llama-3-8b", "--prompt-len", "512"], "--prompt-len applies to --phase prefill"),
+    (["model", "llama-3-8b", "--phase", "prefill", "--recompute"], "--recompute applies to"),
+    (["model", "llama-3-8b", "--phase", "prefill", "--k", "4"], "--k applies to --phase decode"),
+    (["sweep", "model", "llama-3-8b", "--phase", "train", "--context", "1k"],
+     "--context applies to --phase decode"),
+    (["plot", "model", "llama-3-8b", "--seq-len", "4k", "-o", "x.png"], "--seq-len applies to"),
     (["mfu", "--params", "70e9", "--tokens-per-step", "1e6", "--step-time-s", "0", "--gpus",
       "8"], "step_time_s must be positive"),
 ])

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..argtypes import emit, typed
+from ..errors import RooflineError
 from ..files import write_csv
 from ..hardware import load_chip
 from ..ops.attention import IMPLEMENTATIONS
@@ -65,17 +66,39 @@ def model_analysis(args: argparse.Namespace) -> Any:
     from ..models import Parallel, Precision, analyze, decode, prefill
     from ..models import train as train_phase
 
+    check_phase_options(args)
     if args.phase == "decode":
-        phase = decode(args.batch, args.context, args.k)
+        phase = decode(args.batch, _or(args.context, 4096), _or(args.k, 1))
     elif args.phase == "prefill":
-        phase = prefill(args.batch, args.prompt_len)
+        phase = prefill(args.batch, _or(args.prompt_len, 2048))
     else:
-        phase = train_phase(args.batch, args.seq_len or args.prompt_len, args.recompute)
+        phase = train_phase(args.batch, _or(args.seq_len, 2048), args.recompute)
     par = Parallel(tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep, cp=args.cp,
                    microbatches=args.microbatches, fsdp=args.fsdp)
     prec = Precision(weights=args.weight_dtype or args.dtype, activations=args.dtype,
                      kv_cache=args.kv_dtype)
     return analyze(args.model, args.hw, phase, par, prec, impl=args.impl)
+
+
+# Options that describe only one phase: given with another phase they would be silently
+# ignored (e.g. `--phase train --context 4096` analysing 2048-token sequences), so refuse them.
+_PHASE_OPTIONS = {"prompt_len": ("--prompt-len", "prefill"), "context": ("--context", "decode"),
+                  "k": ("--k", "decode"), "seq_len": ("--seq-len", "train"),
+                  "recompute": ("--recompute", "train")}
+_LENGTH_OPTION = {"prefill": "--prompt-len", "decode": "--context", "train": "--seq-len"}
+
+
+def check_phase_options(args: argparse.Namespace) -> None:
+    """Refuse a phase's option given with another phase (one-line error, exit 2)."""
+    for dest, (flag, phase) in _PHASE_OPTIONS.items():
+        if getattr(args, dest, None) not in (None, False) and args.phase != phase:
+            raise RooflineError(f"{flag} applies to --phase {phase}, not --phase {args.phase} "
+                                f"(--phase {args.phase} sets its length with "
+                                f"{_LENGTH_OPTION[args.phase]})")
+
+
+def _or(value: Any, default: Any) -> Any:
+    return default if value is None else value
 
 
 def add_model_args(mp: argparse.ArgumentParser) -> None:
@@ -84,12 +107,12 @@ def add_model_args(mp: argparse.ArgumentParser) -> None:
     mp.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
     mp.add_argument("--phase", default="decode", choices=["prefill", "decode", "train"])
     mp.add_argument("--batch", type=count, default=1, help="sequences per step")
-    mp.add_argument("--prompt-len", type=count, default=2048, help="prefill tokens")
-    mp.add_argument("--seq-len", type=count, help="training sequence length")
-    mp.add_argument("--context", type=count, default=4096,
-                    help="decode: tokens already in the KV cache")
-    mp.add_argument("--k", type=count, default=1,
-                    help="decode: new tokens per step (speculative decoding)")
+    mp.add_argument("--prompt-len", type=count, help="prefill: prompt tokens (default 2048)")
+    mp.add_argument("--seq-len", type=count, help="train: sequence length (default 2048)")
+    mp.add_argument("--context", type=count,
+                    help="decode: tokens already in the KV cache (default 4096)")
+    mp.add_argument("--k", type=count,
+                    help="decode: new tokens per step, speculative decoding (default 1)")
     for name, text in [("tp", "tensor"), ("pp", "pipeline"), ("dp", "data"), ("ep", "expert"),
                        ("cp", "context")]:
         mp.add_argument(f"--{name}", type=count, default=1, help=f"{text} parallel")

@@ -21,20 +21,24 @@ from ..units import (
     parse_number,
 )
 from ._base import _Parser
+from .models import check_phase_options
 from .ops import OPS, OpSpec, _with_defaults
 
 
 def _cmd_sweep_model(args: argparse.Namespace) -> None:
     from ..sweep import parse_axis, parse_list, sweep_model
 
-    length = {"decode": args.context, "prefill": args.prompt_len, "train": args.seq_len}
+    check_phase_options(args)
+    length = {"decode": args.context or "1k,8k,32k", "prefill": args.prompt_len or "1k,8k",
+              "train": args.seq_len or "4k"}
     result = sweep_model(
         args.model, parse_list(args.hw, "--hw"), args.phase, parse_axis(args.batch, "--batch"),
         parse_axis(length[args.phase], "--context/--prompt-len/--seq-len"),
         tp=_ints(args.tp, "--tp"), pp=_ints(args.pp, "--pp"), dp=_ints(args.dp, "--dp"),
         ep=_ints(args.ep, "--ep"),
         weight_dtypes=parse_list(args.weight_dtype or args.dtype, "--weight-dtype"),
-        kv_dtypes=parse_list(args.kv_dtype or args.dtype, "--kv-dtype"), dtype=args.dtype, k=args.k,
+        kv_dtypes=parse_list(args.kv_dtype or args.dtype, "--kv-dtype"), dtype=args.dtype,
+        k=args.k or 1,
         microbatches=args.microbatches)
     limit = args.max_latency
     frontier = result.frontier(limit)
@@ -129,10 +133,10 @@ def register(sub: Any) -> None:
     sm.add_argument("--batch", default="1:256:x2",
                     help="sequences per data-parallel replica (axis; the output's batch is the "
                     "total)")
-    sm.add_argument("--context", default="1k,8k,32k", help="decode context (axis)")
-    sm.add_argument("--prompt-len", default="1k,8k", help="prefill prompt length (axis)")
-    sm.add_argument("--seq-len", default="4k", help="training sequence length (axis)")
-    sm.add_argument("--k", type=count, default=1, help="decode tokens per step")
+    sm.add_argument("--context", help="decode context (axis; default 1k,8k,32k)")
+    sm.add_argument("--prompt-len", help="prefill prompt length (axis; default 1k,8k)")
+    sm.add_argument("--seq-len", help="training sequence length (axis; default 4k)")
+    sm.add_argument("--k", type=count, help="decode tokens per step (default 1)")
     for name in ("tp", "pp", "dp", "ep"):
         sm.add_argument(f"--{name}", default="1", help=f"{name} degrees (list)")
     sm.add_argument("--microbatches", type=count, default=1)
