@@ -19,6 +19,7 @@ from roofline.models import (
     train,
 )
 from roofline.models.mfu import mfu
+from roofline.report import model_text
 
 H100 = load_chip("h100")
 
@@ -101,6 +102,10 @@ def test_tp_halves_weight_bytes_and_adds_all_reduces():
     reduces = [op for op in two.ops if op.name.endswith("tp all-reduce")]
     assert len(reduces) == 2 and all(op.count == 80 for op in reduces)
     assert "scale-up" not in analyze("llama-3-70b", "h200", decode(8, 2048)).link_bytes
+    # by hand: two ring all-reduces of 8 tokens·8192·2 B per layer, 2·7/8 of it each way
+    (layer,) = two.layers
+    assert layer.link_bytes == pytest.approx(2 * 2 * 7 / 8 * 8 * 8192 * 2)
+    assert "link each" in model_text(two) and "link bytes" in model_text(two, explain=True)
 
 
 def test_train_is_three_forwards_and_recompute_four():

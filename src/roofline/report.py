@@ -251,19 +251,21 @@ def model_text(a: Any, explain: bool = False) -> str:
             f"KV {a.precision.kv}")
     if explain:
         rows = [[f"{op.group}: {op.name}", f"{op.count:g}", format_si(op.flops),
-                 format_bytes(op.hbm_bytes), "-" if not math.isfinite(op.intensity)
-                 else f"{op.intensity:.3g}", ft(op.t_lower_s), op.bound,
-                 f"{100 * op.share:.1f}%"] for op in a.ops]
-        body = table(["op (per chip, all layers)", "count", "FLOPs", "HBM bytes", "FLOP/B",
-                      "t_lower", "bound", "share"], rows)
+                 format_bytes(op.hbm_bytes), format_bytes(op.link_bytes),
+                 "-" if not math.isfinite(op.intensity) else f"{op.intensity:.3g}",
+                 ft(op.t_lower_s), op.bound, f"{100 * op.share:.1f}%"] for op in a.ops]
+        body = table(["op (per chip, all layers)", "count", "FLOPs", "HBM bytes", "link bytes",
+                      "FLOP/B", "t_lower", "bound", "share"], rows)
     else:
         rows = [[lay.group, f"{lay.count:g}", format_si(lay.flops), format_bytes(lay.hbm_bytes),
-                 ft(lay.t_lower_s), lay.bound, f"{100 * lay.share:.1f}%"] for lay in a.layers]
+                 format_bytes(lay.link_bytes), ft(lay.t_lower_s), lay.bound,
+                 f"{100 * lay.share:.1f}%"] for lay in a.layers]
         rows += [[f"model: {op.name}", f"{op.count:g}", format_si(op.flops / op.count),
-                  format_bytes(op.hbm_bytes / op.count), ft(op.t_lower_s / op.count), op.bound,
-                  f"{100 * op.share:.1f}%"] for op in a.ops if op.group == "model"]
-        body = table(["layer / op (per chip)", "count", "FLOPs each", "HBM each", "t each",
-                      "bound", "share"], rows)
+                  format_bytes(op.hbm_bytes / op.count), format_bytes(op.link_bytes / op.count),
+                  ft(op.t_lower_s / op.count), op.bound, f"{100 * op.share:.1f}%"]
+                 for op in a.ops if op.group == "model"]
+        body = table(["layer / op (per chip)", "count", "FLOPs each", "HBM each", "link each",
+                      "t each", "bound", "share"], rows)
     m = a.memory
     if a.model_source:
         head += f"\nconfig: {a.model_source}"
@@ -289,10 +291,14 @@ def model_text(a: Any, explain: bool = False) -> str:
                  f"{a.precision.activations} peak, HBM bandwidth {100 * a.hbm_utilization:.1f}% "
                  "(causal attention counted as half the scores)")
     fit = "fits" if m.fits else "DOES NOT FIT"
-    lines += ["", f"memory per chip: weights {format_bytes(m.weights_bytes)}, KV cache "
-              f"{format_bytes(m.kv_cache_bytes)} ({format_bytes(m.kv_bytes_per_token)}/token), "
-              f"activations ~{format_bytes(m.activations_bytes)}, gradients + optimizer state "
-              f"{format_bytes(m.optimizer_bytes)}: total {format_bytes(m.total_bytes)} of "
+    training = a.phase.kind == "train"
+    state = (f"KV cache {format_bytes(m.kv_cache_bytes)} "  # no cache in training, no optimizer
+             f"({format_bytes(m.kv_bytes_per_token)} per token on this chip)"  # in inference
+             if not training else
+             f"gradients + optimizer state {format_bytes(m.optimizer_bytes)}")
+    lines += ["", f"memory per chip: weights {format_bytes(m.weights_bytes)}, {state}, "
+              f"activations ~{format_bytes(m.activations_bytes)}: "
+              f"total {format_bytes(m.total_bytes)} of "
               f"{format_bytes(m.capacity_bytes)}: {fit}",
               f"largest batch that fits: {m.max_batch:g}"
               + ("" if m.max_context is None else f"; longest context at this batch: "

@@ -41,7 +41,7 @@ class OpResult:
     count: float  # occurrences per step on this chip
     flops: Any  # all occurrences
     hbm_bytes: Any
-    link_bytes: Any
+    link_bytes: Any  # per direction, all links together
     intensity: Any  # FLOP per HBM byte (inf for pure communication)
     t_lower_s: Any  # all occurrences
     t_upper_s: Any
@@ -57,6 +57,7 @@ class LayerResult:
     t_upper_s: Any
     flops: Any
     hbm_bytes: Any
+    link_bytes: Any  # per direction, all links together
     bound: Any  # the resource that bounds most of the layer's time
     share: Any  # all layers of this kind, of the step's t_lower
 
@@ -261,5 +262,6 @@ def _layers(ops: list[OpResult], op_times: list[dict[str, Any]],
             unwrap(sum(np.asarray(op.t_upper_s) for op in members) / count),
             unwrap(sum(np.asarray(op.flops) for op in members) / count),
             unwrap(sum(np.asarray(op.hbm_bytes) for op in members) / count),
+            unwrap(sum(np.asarray(op.link_bytes) for op in members) / count),
             _dominant(times), unwrap(lower / stage_lower)))
     return tuple(out)
