@@ -192,6 +192,22 @@ def test_largest_batch_by_hand():
     assert a.memory.max_batch == int((80e9 - weights) / kv_per_sequence) == 133
 
 
+@pytest.mark.parametrize(("model", "hw", "phase", "par", "needle"), [
+    ("deepseek-v3", "h200", decode(64, 4096), Parallel(tp=8, ep=8),
+     "the weights alone need 170 GB of 141 GB per chip"),
+    ("llama-3-8b", "h100", train(8, 4096), Parallel(),
+     "the weights, gradients and optimizer state alone need 128 GB"),
+    ("llama-3-8b", "h100", decode(1, 2_000_000), Parallel(),
+     "not even one sequence's KV cache"),
+    ("llama-3-70b", "h100", train(64, 4096), Parallel(tp=8, pp=8, dp=8, microbatches=8),
+     "largest batch that fits:"),
+])
+def test_report_says_why_nothing_fits(model, hw, phase, par, needle):
+    a = analyze(model, hw, phase, par)
+    assert needle in model_text(a)
+    assert (a.memory.max_batch < 1) == ("nothing fits" in model_text(a))
+
+
 def test_to_dict_has_the_cli_keys():
     d = analyze("qwen2.5-7b", "h100", decode(4, 1024)).to_dict()
     for key in ["t_lower_s", "t_upper_s", "flops", "bytes", "bound", "tpot_s", "tokens_per_s",

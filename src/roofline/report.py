@@ -300,11 +300,28 @@ def model_text(a: Any, explain: bool = False) -> str:
               f"activations ~{format_bytes(m.activations_bytes)}: "
               f"total {format_bytes(m.total_bytes)} of "
               f"{format_bytes(m.capacity_bytes)}: {fit}",
-              f"largest batch that fits: {m.max_batch:g}"
-              + ("" if m.max_context is None else f"; longest context at this batch: "
-                 f"{m.max_context:g}" + (" (the model's maximum)" if m.context_limit and
-                                         m.max_context >= m.context_limit else ""))]
+              _largest_fit(m, training)]
     return "\n".join(lines)
+
+
+def _largest_fit(m: Any, training: bool) -> str:
+    if np.ndim(m.max_batch) == 0 and m.max_batch < 1:  # say why, and what would help
+        fixed = m.weights_bytes + m.optimizer_bytes  # whatever the batch
+        if fixed >= m.capacity_bytes:
+            what = "weights, gradients and optimizer state" if training else "weights"
+            return (f"nothing fits: the {what} alone need {format_bytes(fixed)} of "
+                    f"{format_bytes(m.capacity_bytes)} per chip; shard them over more chips "
+                    + ("(--tp, --pp, --ep, --dp with --fsdp)" if training else
+                       "(--tp, --pp, --ep) or quantize them (--weight-dtype)"))
+        if training:
+            return ("nothing fits: not even one sequence's activations; recompute them "
+                    "(--recompute), shorten --seq-len, or shard them (--tp, --cp)")
+        return ("nothing fits: not even one sequence's KV cache at this length; shorten it, "
+                "shard it (--cp, --tp) or quantize it (--kv-dtype)")
+    return (f"largest batch that fits: {m.max_batch:g}"
+            + ("" if m.max_context is None else f"; longest context at this batch: "
+               f"{m.max_context:g}" + (" (the model's maximum)" if m.context_limit and
+                                       m.max_context >= m.context_limit else "")))
 
 
 def mfu_text(r: Any) -> str:
