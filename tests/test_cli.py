@@ -361,3 +361,19 @@ def test_attention_impl_mla_and_causal_flags(run_cli):
     _, out, _ = run_cli("op", "attention", "--q-len", "1024", "--heads", "8", "--json")
     assert json.loads(out)["flops"] == flops["--causal"]  # causal is the default
     assert flops["--no-causal"] / flops["--causal"] == pytest.approx(2 * 1024 / 1025)
+
+
+def test_hw_compare(run_cli):
+    code, out, _ = run_cli("hw", "compare", "h100,h200,v5p")
+    lines = {line.split("  ")[0]: line for line in out.splitlines()}
+    assert code == 0 and out.splitlines()[0].split()[1:] == ["h100-sxm", "h200-sxm", "tpu-v5p"]
+    assert "4.8 TB/s (1.4x)" in lines["hbm bandwidth"]  # 4.8 / 3.35
+    assert "206.1 (0.7x)" in lines["ridge bf16 / hbm"]  # 989.4 / 4.8
+    assert "fp4 peak (dense)" not in lines  # a row only where some chip has the figure
+    assert lines["int4 peak (dense)"].split()[-4:-1] == ["-", "-", "1.84"]  # v5p only
+    code, out, _ = run_cli("hw", "compare", "h100,b200", "--json")
+    figures = {f["figure"]: f["values"] for f in json.loads(out)["figures"]}
+    assert figures["fp4 peak (dense)"] == [None, 9e15]  # only B200 has fp4
+    assert figures["scale-up per direction"] == [450e9, 900e9]
+    code, _, err = run_cli("hw", "compare", "h100,nope")
+    assert code == 2 and "unknown chip 'nope'" in err and err.count("\n") == 1

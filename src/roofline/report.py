@@ -233,6 +233,48 @@ def chip_dict(chip: Chip) -> dict[str, Any]:
     return jsonable(data)
 
 
+def chip_comparison(chips: Sequence[Chip]) -> tuple[list[str], list[list[str]], dict[str, Any]]:
+    """Chips side by side: one row per figure (dense peaks, memory levels, links, ridge points,
+    TDP), one column per chip; figures after the first chip carry their ratio to it.
+    Returns the table's headers and rows, and the same figures as JSON-ready numbers."""
+    figures: list[tuple[str, str, list[float | None]]] = []  # label, unit, value per chip
+    for dt in dict.fromkeys(d for c in chips for d in c.peaks):
+        figures.append((f"{dt} peak (dense)", "FLOP/s",
+                        [c.peaks[dt].flops_per_s if dt in c.peaks else None for c in chips]))
+    for name in dict.fromkeys(m.name for c in chips for m in c.memory):
+        levels = [next((m for m in c.memory if m.name == name), None) for c in chips]
+        figures.append((f"{name} capacity", "B", [m.capacity_bytes if m else None
+                                                 for m in levels]))
+        figures.append((f"{name} bandwidth", "B/s", [m.bandwidth_Bps if m else None
+                                                    for m in levels]))
+    for link in (k for k in LINKS if any(k in c.links for c in chips)):
+        figures.append((f"{link} per direction", "B/s", [
+            c.links[link].bandwidth_Bps if link in c.links else None for c in chips]))
+        figures.append((f"{link} domain (chips)", "", [
+            float(c.links[link].domain_size) if link in c.links and c.links[link].domain_size
+            else None for c in chips]))
+    for dt in ("bf16", "fp8"):
+        figures.append((f"ridge {dt} / hbm", "FLOP/B", [
+            c.ridge(dt, "hbm") if dt in c.peaks and any(m.name == "hbm" for m in c.memory)
+            else None for c in chips]))
+    figures.append(("TDP", "W", [c.tdp_w for c in chips]))
+
+    def cell(value: float | None, first: float | None, unit: str, lead: bool) -> str:
+        if value is None:
+            return "-"
+        text = (format_bytes(value) if unit == "B" else f"{value:.4g}" if unit in ("", "FLOP/B")
+                else format_si(value, unit))
+        return text if lead or not first or not unit else f"{text} ({value / first:.2g}x)"
+
+    rows = [[label, *(cell(v, values[0], unit, i == 0) for i, v in enumerate(values))]
+            for label, unit, values in figures if any(v is not None for v in values)]
+    data = {"chips": [c.id for c in chips],
+            "figures": [{"figure": label, "unit": unit, "values": values}
+                        for label, unit, values in figures
+                        if any(v is not None for v in values)]}
+    return ["figure", *(c.id for c in chips)], rows, data
+
+
 def model_text(a: Any, explain: bool = False) -> str:
     """Human view of a ModelAnalysis: per-layer (or, with explain, per-op) table, totals,
     memory footprint."""

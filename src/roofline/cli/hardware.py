@@ -1,4 +1,4 @@
-"""`roofline hw list|show`: the chip catalog."""
+"""`roofline hw list|show|compare`: the chip catalog."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 from ..argtypes import emit
 from ..hardware import list_chips, load_chip
 from ..report import (
+    chip_comparison,
     chip_dict,
     chip_text,
     table,
@@ -36,6 +37,15 @@ def _cmd_hw_show(args: argparse.Namespace) -> None:
     emit(chip_dict(chip), args.json, chip_text(chip))
 
 
+def _cmd_hw_compare(args: argparse.Namespace) -> None:
+    from ..sweep import parse_list
+
+    chips = [load_chip(name) for name in parse_list(args.chips, "chips")]
+    headers, rows, data = chip_comparison(chips)
+    emit(data, args.json, table(headers, rows) + f"\n(ratios are to {chips[0].id}; peaks are "
+         "dense, link bandwidth per direction; `roofline hw show ID` gives every source)")
+
+
 def register(sub: Any) -> None:
     hw = sub.add_parser("hw", help="the hardware catalog")
     hw_sub = hw.add_subparsers(dest="hw_command", required=True, parser_class=_Parser)
@@ -46,3 +56,9 @@ def register(sub: Any) -> None:
     hw_show.add_argument("chip", help="catalog id, alias, or path to a chip .toml file")
     hw_show.add_argument("--json", action="store_true", help="print one JSON object")
     hw_show.set_defaults(func=_cmd_hw_show)
+    hw_compare = hw_sub.add_parser("compare", help="chips side by side, with ratios to the "
+                                   "first")
+    hw_compare.add_argument("chips", help="comma-separated ids, aliases or .toml files, "
+                            "e.g. h100,h200,b200")
+    hw_compare.add_argument("--json", action="store_true", help="print one JSON object")
+    hw_compare.set_defaults(func=_cmd_hw_compare)
