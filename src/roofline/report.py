@@ -250,9 +250,9 @@ def chip_comparison(chips: Sequence[Chip]) -> tuple[list[str], list[list[str]], 
     for link in (k for k in LINKS if any(k in c.links for c in chips)):
         figures.append((f"{link} per direction", "B/s", [
             c.links[link].bandwidth_Bps if link in c.links else None for c in chips]))
-        figures.append((f"{link} domain (chips)", "", [
-            float(c.links[link].domain_size) if link in c.links and c.links[link].domain_size
-            else None for c in chips]))
+        domains = [c.links[link].domain_size if link in c.links else None for c in chips]
+        figures.append((f"{link} domain (chips)", "",
+                        [float(d) if d else None for d in domains]))
     for dt in ("bf16", "fp8"):
         figures.append((f"ridge {dt} / hbm", "FLOP/B", [
             c.ridge(dt, "hbm") if dt in c.peaks and any(m.name == "hbm" for m in c.memory)
