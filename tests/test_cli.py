@@ -203,6 +203,14 @@ def test_allreduce_cli(run_cli):
     _, out, _ = run_cli("op", "allreduce", "--bytes", "1GiB", "--ranks", "16", "--json")
     data = json.loads(out)
     assert set(data["link_bytes"]) == {"scale-up", "scale-out"}  # 2 nodes of 8 on H100
+    # hierarchical crossover by hand: latency = reduce-scatter 7 + all-gather 7 NVLink steps
+    # at 1 µs + 2 IB steps at 2 µs = 18 µs; the slowest phase moves 2·7/8 GiB over 450 GB/s
+    m_star = 18e-6 * 450e9 / (2 * 7 / 8)
+    assert data["latency_crossover_bytes"] == pytest.approx(m_star, rel=1e-9)
+    for size, bound in [(m_star / 1.05, "latency"), (m_star * 1.05, "scale-up")]:
+        _, out, _ = run_cli("op", "allreduce", "--bytes", f"{size:.0f}", "--ranks", "16",
+                            "--json")
+        assert json.loads(out)["bound"] == bound
     _, out, _ = run_cli("op", "allreduce", "--bytes", "1GiB", "--ranks", "8", "--algo",
                     "nvls", "--json")
     assert json.loads(out)["busbw_Bps"] > 450e9

@@ -34,7 +34,6 @@ from ..ops.collectives import (
     COLLECTIVES,
     busbw_factor,
     collective,
-    latency_crossover_bytes,
 )
 from ..ops.moe import batched_matmul, grouped_matmul
 from ..ops.parallel import SHARDINGS, sharded_matmul
@@ -145,11 +144,12 @@ def _collective_report(kind: str) -> Callable[[dict[str, Any], Estimate, Chip],
         out = {"algbw_Bps": algbw,
                "busbw_Bps": None if algbw is None else algbw * float(busbw_factor(kind, ranks)),
                "latency_crossover_bytes": None}
-        links = list(est.cost.link_bytes)
-        if len(links) == 1 and algbw is not None:  # one link: alpha·steps = bytes/W once
-            link = chip.link(links[0])
-            out["latency_crossover_bytes"] = latency_crossover_bytes(
-                est.cost, nbytes, link.latency_s, link.bandwidth_Bps, links[0])
+        # Link times grow linearly with the message, the alpha·steps latency does not: the
+        # latency roof holds below nbytes · t_latency / (slowest link's time), on one link or
+        # across the phases of a hierarchical collective alike.
+        wire = max((float(est.time_s[k]) for k in est.cost.link_bytes), default=0.0)
+        if algbw is not None and wire > 0:
+            out["latency_crossover_bytes"] = nbytes * float(est.time_s.get("latency", 0.0)) / wire
         return out
 
     return report
