@@ -274,6 +274,9 @@ def test_model_cli(run_cli):
     (["model", "llama-3-70b", "--tp", "3"], "must divide"),
     (["model", "nope/config.json"], "not found"),
     (["model", "llama-3-8b", "--weight-dtype", "int3"], "unknown dtype"),
+    (["model", "llama-3-8b", "--hw", "l40s", "--tp", "2"],  # PCIe card: no links catalogued
+     "chip 'l40s' has no 'scale-out' link (it has: none), which traffic beyond one scale-up "
+     "domain needs; give a chip file (--hw chip.toml) with a [link.scale-out] table"),
     # another phase's option would be silently ignored: refused, naming the right one
     (["model", "llama-3-8b", "--phase", "train", "--context", "4096"],
      "--context applies to --phase decode, not --phase train (--phase train sets its length "

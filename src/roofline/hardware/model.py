@@ -86,7 +86,10 @@ class Chip:
     def link(self, name: str) -> Link:
         if name not in self.links:
             have = ", ".join(self.links) or "none"
-            raise RooflineError(f"chip {self.id!r} has no {name!r} link (it has: {have})")
+            reach = "inside a node" if name == "scale-up" else "beyond one scale-up domain"
+            raise RooflineError(f"chip {self.id!r} has no {name!r} link (it has: {have}), which "
+                                f"traffic {reach} needs; give a chip file (--hw chip.toml) "
+                                f"with a [link.{name}] table")
         return self.links[name]
 
     def bandwidth_Bps(self, resource: str) -> float:
