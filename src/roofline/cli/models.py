@@ -106,7 +106,8 @@ def add_model_args(mp: argparse.ArgumentParser) -> None:
     count = typed(parse_count, "value")
     mp.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
     mp.add_argument("--phase", default="decode", choices=["prefill", "decode", "train"])
-    mp.add_argument("--batch", type=count, default=1, help="sequences per step")
+    mp.add_argument("--batch", type=count, default=1,
+                    help="sequences per step, all data-parallel replicas together")
     mp.add_argument("--prompt-len", type=count, help="prefill: prompt tokens (default 2048)")
     mp.add_argument("--seq-len", type=count, help="train: sequence length (default 2048)")
     mp.add_argument("--context", type=count,
