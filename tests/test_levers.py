@@ -79,3 +79,13 @@ def test_model_levers_re_analyse_the_step():
     a100 = {r.label for r in model_what_if("llama-3-8b", load_chip("a100"), phase,
                                            Parallel(), prec)}
     assert "fp8 weights and activations" not in a100  # A100 has no fp8 peak
+
+
+def test_model_levers_fit_the_phase():
+    from roofline.levers import model_what_if
+    from roofline.models import Parallel, Precision, train
+
+    labels = {r.label for r in model_what_if("llama-3-8b", H100, train(8, 4096), Parallel(tp=8),
+                                             Precision())}
+    assert labels == {"2x batch", "fp8 weights and activations",
+                      "2x tensor parallelism (twice the chips)"}  # no KV cache, no int4

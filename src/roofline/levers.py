@@ -166,19 +166,22 @@ class ModelWhatIf:
 
 def model_what_if(model: Any, chip: Chip, phase: Any, parallel: Any, precision: Any,
                   impl: str = "flash") -> list[ModelWhatIf]:
-    """The step re-analysed with one change each: more batch, narrower weights or KV cache,
-    fp8 compute, more tensor parallelism, speculative decoding. Changes that do not apply
-    (or that the chip cannot run) are left out."""
+    """The step re-analysed with one change each: more batch, narrower weights or KV cache
+    (inference only), fp8 compute, more tensor parallelism, speculative decoding (decode only).
+    Changes that do not apply (or that the chip cannot run) are left out."""
     from dataclasses import replace
 
     from .models import analyze
 
     base = analyze(model, chip, phase, parallel, precision, impl)
     changes: list[tuple[str, Any, Any, Any]] = [
-        ("2x batch", replace(phase, batch=phase.batch * 2), parallel, precision),
-        ("int4 weights, group-128 scales", phase, parallel,
-         replace(precision, weights="int4-g128")),
-        ("fp8 KV cache", phase, parallel, replace(precision, kv_cache="fp8")),
+        ("2x batch", replace(phase, batch=phase.batch * 2), parallel, precision)]
+    if phase.kind != "train":  # inference-only: training keeps full-precision master
+        changes += [                # weights and has no KV cache
+            ("int4 weights, group-128 scales", phase, parallel,
+             replace(precision, weights="int4-g128")),
+            ("fp8 KV cache", phase, parallel, replace(precision, kv_cache="fp8"))]
+    changes += [
         ("fp8 weights and activations", phase, parallel,
          replace(precision, weights="fp8", activations="fp8")),
         ("2x tensor parallelism (twice the chips)", phase,
