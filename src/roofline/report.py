@@ -289,8 +289,8 @@ def model_text(a: Any, explain: bool = False) -> str:
                if p.kind == "decode"
                else f"{p.q_len} tokens per sequence")
             + f"; tp {par.tp} pp {par.pp} dp {par.dp} ep {par.ep} cp {par.cp}"
-            + f"; weights {a.precision.weights}, activations {a.precision.activations}, "
-            f"KV {a.precision.kv}")
+            + f"; weights {a.precision.weights}, activations {a.precision.activations}"
+            + ("" if p.kind == "train" else f", KV {a.precision.kv}"))
     if explain:
         rows = [[f"{op.group}: {op.name}", f"{op.count:g}", format_si(op.flops),
                  format_bytes(op.hbm_bytes), format_bytes(op.link_bytes),
