@@ -122,17 +122,27 @@ def test_trace_cli(capsys):
     assert {r["name"] for r in data["by_kind"]} >= {"mm", "silu"}
     assert main(["trace", target, "--time"]) == 0
     assert "fusion headroom" in capsys.readouterr().out
+    assert main(["trace", str(EXAMPLES / "llama_block.py"), "--json"]) == 0  # main() by default
+    assert json.loads(capsys.readouterr().out)["flops"] == data["flops"]
 
 
 @pytest.mark.parametrize(("target", "needle"), [
     ("nope.py:main", "script not found"),
-    ("examples/llama_block.py", "expected path/to/script.py:function"),
+    ("examples/llama_block.txt", "expected path/to/script.py[:function]"),
     (f"{EXAMPLES / 'llama_block.py'}:absent", "has no function 'absent'"),
 ])
 def test_trace_cli_bad_target(capsys, target, needle):
     assert main(["trace", target]) == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1
+
+
+def test_trace_script_without_main_names_the_fix(capsys, tmp_path):
+    script = tmp_path / "work.py"
+    script.write_text("def step():\n    pass\n")
+    assert main(["trace", str(script)]) == 2
+    err = capsys.readouterr().err
+    assert "has no function 'main' (name one: script.py:function)" in err
 
 
 def test_load_function_errors_are_clean():

@@ -1,4 +1,4 @@
-"""`roofline trace path/to/script.py:function`: run a function once under the tracer.
+"""`roofline trace path/to/script.py[:function]`: run a function once under the tracer.
 
 Tracing real code means running it: the script is imported from its path and the function
 called with no arguments (it builds its own inputs). Only point it at code you trust.
@@ -16,10 +16,13 @@ from ..errors import RooflineError
 
 
 def load_function(target: str) -> Any:
-    """'path/to/script.py:function' -> the function (the script is imported, i.e. run)."""
+    """'path/to/script.py:function' (or just 'path/to/script.py' for its main()) -> the
+    function (the script is imported, i.e. run)."""
     path_text, sep, name = target.rpartition(":")
-    if not sep or not path_text.endswith(".py") or not name.isidentifier():
-        raise RooflineError(f"expected path/to/script.py:function, got {target!r}")
+    if not sep and target.endswith(".py"):
+        path_text, name = target, "main"
+    if not path_text.endswith(".py") or not name.isidentifier():
+        raise RooflineError(f"expected path/to/script.py[:function], got {target!r}")
     path = Path(path_text)
     if not path.is_file():
         raise RooflineError(f"script not found: {path}")
@@ -36,7 +39,8 @@ def load_function(target: str) -> Any:
         sys.path.pop(0)
     fn = getattr(module, name, None)
     if not callable(fn):
-        raise RooflineError(f"{path} has no function {name!r}")
+        raise RooflineError(f"{path} has no function {name!r}"
+                            + (" (name one: script.py:function)" if not sep else ""))
     return fn
 
 
@@ -95,7 +99,7 @@ def register(subparsers: Any) -> None:
         "trace", help="run a PyTorch function and place its ops on the roofline",
         description="Imports the script (running it) and calls the function once with no "
         "arguments under a TorchDispatchMode; only use it on code you trust.")
-    p.add_argument("target", help="path/to/script.py:function")
+    p.add_argument("target", help="path/to/script.py:function (default function: main)")
     p.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                    help="default device for the tensors the function creates")
