@@ -131,6 +131,8 @@ def test_user_file_loads(tmp_path):
     (("latency_s = 1e-6", "latency_s = 0"), "link.scale-up.latency_s"),
     (("[link.scale-out]", "[link.infiniband]"), "link.infiniband"),
     (("domain_size = 8", "domain_size = 8.5"), "link.scale-up.domain_size"),
+    (("domain_size = 8", "domain_size = 9223372036854775807"), "link.scale-up.domain_size"),
+    (("flops_per_s = 989.4e12", "flops_per_s = 1" + "0" * 400), "peak.bf16.flops_per_s"),
     (("schema_version = 1", "schema_version = 7"), "schema_version"),
     (('id = "h100-sxm"', 'id = "H100 SXM"'), "id"),
 ])
@@ -142,6 +144,13 @@ def test_invalid_file_names_file_and_field(tmp_path, edit, field):
         load_chip(str(p))
     message = str(info.value)
     assert str(p) in message and f"'{field}'" in message and "\n" not in message
+
+
+def test_large_integer_figures_load_as_floats(tmp_path):
+    # a 20 PFLOP/s peak written as an integer is fine; counts beyond 2**53 are not
+    p = write(tmp_path, GOOD.replace("flops_per_s = 989.4e12", "flops_per_s = " + "2" + "0" * 16,
+                                     1))
+    assert load_chip(str(p)).peaks["bf16"].flops_per_s == 2e16
 
 
 def test_malformed_toml(tmp_path):

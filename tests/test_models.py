@@ -245,6 +245,9 @@ def test_config_file_and_directory(tmp_path):
     ({"model_type": "mamba"}, "unsupported model_type 'mamba'"),
     ({"model_type": "llama", "hidden_size": -3}, "'hidden_size': must be a positive integer"),
     ({"model_type": "llama", "hidden_size": 64}, "'num_attention_heads': required"),
+    ({"model_type": "llama", "hidden_size": 10**400}, "at most 9007199254740992, got a 401-digit"),
+    ({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 8,
+      "num_hidden_layers": 10**9}, "'num_hidden_layers': must be at most 10000"),
     ([1, 2], "must hold a JSON object"),
 ])
 def test_bad_configs(tmp_path, data, needle):

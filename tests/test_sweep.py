@@ -135,3 +135,11 @@ def test_sweep_op_cli_vectorizes_ops_and_collectives(capsys):
     i = list(zip(data["points"]["nbytes"], data["points"]["ranks"], strict=True)).index(
         (2.0**20, 16.0))
     assert data["points"]["t_lower_s"][i] == pytest.approx(one.t_lower_s)
+
+
+def test_sweep_refuses_more_points_than_memory_allows():
+    from roofline.sweep import MAX_POINTS
+
+    with pytest.raises(RooflineError, match="more than 4e\\+06 points"):
+        sweep_model("llama-3-8b", ["h100"], "decode", np.arange(1, MAX_POINTS // 2), [1024, 2048,
+                                                                                    4096])

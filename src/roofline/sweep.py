@@ -23,7 +23,7 @@ from .models.catalog import load_model
 from .units import parse_number
 
 MAX_AXIS = 10_000_000  # points on one axis
-MAX_POINTS = 50_000_000  # points in one sweep
+MAX_POINTS = 4_000_000  # points in one sweep: about 1.5 kB of working memory each
 
 
 def parse_axis(text: str, what: str, number: Callable[[str, str], float] = parse_number,
@@ -141,7 +141,8 @@ def sweep_model(model: str, hardware: Sequence[str], phase: str, batch: Any, len
     configs = len(chips) * len(tp) * len(pp) * len(dp) * len(ep) * len(weight_dtypes) * len(
         kv_dtypes)
     if configs * np.size(batch) * np.size(length) > MAX_POINTS:
-        raise RooflineError(f"the sweep has more than {MAX_POINTS:.0e} points; narrow an axis")
+        raise RooflineError(f"the sweep has more than {MAX_POINTS:.0e} points (about 1.5 kB of "
+                            "memory each); narrow an axis or split the sweep")
     b = np.asarray(batch, dtype=float)[:, None]
     n = np.asarray(length, dtype=float)[None, :]
     bb, nn = np.broadcast_arrays(b, n)

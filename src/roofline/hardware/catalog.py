@@ -28,6 +28,11 @@ _LINK_KEYS = {"name", "bandwidth_Bps", "latency_s", "domain_size", "in_switch_re
               "source", "latency_source", "ports", "torus_axis"}
 
 
+def _short(value: float) -> str:
+    text = str(value)
+    return text if len(text) <= 24 else f"a {len(text)}-digit integer"
+
+
 class _Reader:
     """Typed access to one table of a chip file; errors name the file and the field."""
 
@@ -60,9 +65,15 @@ class _Reader:
                 or (integer and not isinstance(value, int))):
             kind = "a positive integer" if integer else "a positive number"
             raise self.error(key, f"must be {kind}, got {value!r}")
-        if not math.isfinite(value) or value <= 0:
+        if integer and value > 2**53:  # counts: beyond exact floats (and C longs)
+            raise self.error(key, f"must be at most 2**53, got {_short(value)}")
+        try:
+            number = float(value)
+        except OverflowError:
+            raise self.error(key, f"must be finite, got {_short(value)}") from None
+        if not math.isfinite(number) or number <= 0:
             raise self.error(key, f"must be positive and finite, got {value!r}")
-        return float(value)
+        return number
 
     def flag(self, key: str) -> bool:
         value = self.table.get(key, False)

@@ -78,6 +78,10 @@ SUPPORTED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen
              "phi3")
 
 
+MAX_LAYERS = 10_000  # the largest models have a few hundred
+_LAYER_KEYS = ("num_hidden_layers", "n_layer")
+
+
 class _Config:
     """Typed reads from a config dict; errors name the file and the key."""
 
@@ -93,6 +97,11 @@ class _Config:
             if value is not None:
                 if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                     raise self.error(key, f"must be a positive integer, got {value!r}")
+                # layers are walked one by one; every size must stay an exact float
+                limit = MAX_LAYERS if key in _LAYER_KEYS else 2**53
+                if value > limit:
+                    shown = str(value) if value < 10**24 else f"a {len(str(value))}-digit integer"
+                    raise self.error(key, f"must be at most {limit}, got {shown}")
                 return value
         if default is None:
             raise self.error(keys[0], "required")
