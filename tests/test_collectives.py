@@ -333,3 +333,27 @@ def test_torus_link_needs_its_ports(tmp_path):
     path.write_text(text)
     with pytest.raises(RooflineError, match="torus_axis"):
         load_chip(str(path))
+
+
+def test_torus_axis_is_at_least_two(tmp_path):
+    text = (CATALOG / "tpu-v5e.toml").read_text()
+    assert "torus_axis = 16" in text
+    path = tmp_path / "chip.toml"
+    path.write_text(text.replace("torus_axis = 16", "torus_axis = 1"))
+    with pytest.raises(RooflineError, match=r"'link\.scale-up\.torus_axis': must be at least 2"):
+        load_chip(str(path))
+
+
+@pytest.mark.parametrize(("kind", "algo"), [(k, "ring") for k in COLLECTIVES]
+                         + [("all-reduce", "tree"), ("broadcast", "tree"),
+                            ("all-reduce", "nvls")])
+def test_a_group_of_one_moves_nothing(kind, algo, run_cli):
+    est = evaluate(collective(kind, 64 * 2**20, 1, algo=algo), H100)
+    assert est.t_lower_s == 0 and est.t_upper_s == 0
+    code, out, err = run_cli("op", kind, "--bytes", "64MiB", "--ranks", "1", "--algo", algo,
+                             "--explain")
+    assert code == 0 and "nothing to do" in out and err == ""  # no numpy warnings either
+    # and a sweep that includes one rank keeps the others' costs
+    both = evaluate(collective(kind, 64 * 2**20, np.array([1, 8]), algo=algo), H100)
+    assert both.t_lower_s[0] == 0 and both.t_lower_s[1] == pytest.approx(
+        evaluate(collective(kind, 64 * 2**20, 8, algo=algo), H100).t_lower_s)

@@ -133,6 +133,9 @@ def test_user_file_loads(tmp_path):
     (("domain_size = 8", "domain_size = 8.5"), "link.scale-up.domain_size"),
     (("domain_size = 8", "domain_size = 9223372036854775807"), "link.scale-up.domain_size"),
     (("flops_per_s = 989.4e12", "flops_per_s = 1" + "0" * 400), "peak.bf16.flops_per_s"),
+    (("flops_per_s = 989.4e12", "flops_per_s = 1e-300"), "peak.bf16.flops_per_s"),
+    (("bandwidth_Bps = 3.35e12", "bandwidth_Bps = 1e-320"), "memory[0].bandwidth_Bps"),
+    (("latency_s = 1e-6", "latency_s = 1e-15"), "link.scale-up.latency_s"),
     (("schema_version = 1", "schema_version = 7"), "schema_version"),
     (('id = "h100-sxm"', 'id = "H100 SXM"'), "id"),
 ])

@@ -58,7 +58,8 @@ class Estimate:
     @property
     def utilization(self) -> dict[str, Num]:
         """Share of each resource's capacity used when running at t_lower."""
-        return {r: unwrap(np.asarray(t) / self.t_lower_s) for r, t in self.time_s.items()}
+        with np.errstate(divide="ignore", invalid="ignore"):  # nothing to do: no share (NaN)
+            return {r: unwrap(np.asarray(t) / self.t_lower_s) for r, t in self.time_s.items()}
 
     def _repr_html_(self) -> str:  # notebooks
         from .html_report import estimate_html

@@ -8,6 +8,7 @@ number, not a rule of thumb: attainable FLOP/s (work per second) before and afte
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +41,9 @@ class WhatIf:
 def what_if(op: OpFunction, kwargs: Mapping[str, Any], chip: Chip, levers: list[Lever],
             base: Estimate) -> list[WhatIf]:
     """Evaluate each applicable lever; levers that do not apply or fail on this chip are skipped."""
-    rows = []
+    rows: list[WhatIf] = []
+    if not float(base.t_lower_s) > 0:  # nothing to do (a group of one): nothing to speed up
+        return rows
     for lever in levers:
         try:
             changed = lever.change(dict(kwargs), base.cost, chip)
@@ -53,7 +56,9 @@ def what_if(op: OpFunction, kwargs: Mapping[str, Any], chip: Chip, levers: list[
         before = float(base.attainable_flops_per_s)
         after = float(est.attainable_flops_per_s)
         # work per second: FLOP/s where there is arithmetic, else the same work in less time
-        speedup = after / before if before > 0 else float(base.t_lower_s) / float(est.t_lower_s)
+        t_after = float(est.t_lower_s)
+        speedup = after / before if before > 0 else (float(base.t_lower_s) / t_after
+                                                      if t_after > 0 else math.inf)
         rows.append(WhatIf(lever.label, float(est.t_lower_s), str(est.bound), after, speedup))
     return rows
 

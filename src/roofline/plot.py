@@ -506,8 +506,8 @@ def matmul_batch_sweep(hw: Chip | str = "v5e", sizes: Sequence[int] = (4096, 102
     """
     if metric not in SWEEP_METRICS:
         raise RooflineError(f"unknown metric {metric!r} (allowed: {', '.join(SWEEP_METRICS)})")
-    if max_batch < 1:
-        raise RooflineError(f"max_batch must be at least 1, got {max_batch}")
+    if not 1 <= max_batch <= 1_000_000:  # one point per batch size: a chart, not a sweep
+        raise RooflineError(f"max_batch must be between 1 and 1000000, got {max_batch}")
     batch = np.arange(1, max_batch + 1)
     series = {}
     for d in sizes:

@@ -108,6 +108,8 @@ def _intensity_derivation(est: Estimate) -> list[str]:
 def _why(est: Estimate) -> str:
     ranked = sorted(est.time_s.items(), key=lambda kv: -float(kv[1]))
     (first, t1), rest = ranked[0], ranked[1:]
+    if not float(t1) > 0:
+        return "nothing to do: no arithmetic and no bytes to move (e.g. a group of one rank)"
     if not rest:
         return f"{first} is the only resource used"
     second, t2 = rest[0]

@@ -188,6 +188,10 @@ def sweep_op(op: Any, hardware: Sequence[str], numeric: dict[str, np.ndarray[Any
 
     names = list(numeric)
     shape = tuple(len(v) for v in numeric.values())
+    configs = len(hardware) * int(np.prod([len(v) for v in categorical.values()]))
+    if configs * int(np.prod(shape)) > MAX_POINTS:
+        raise RooflineError(f"the sweep has more than {MAX_POINTS:.0e} points (about 1.5 kB of "
+                            "memory each); narrow an axis or split the sweep")
     axes = {name: values.reshape([-1 if i == k else 1 for i in range(len(names))])
             for k, (name, values) in enumerate(numeric.items())}
     parts: dict[str, list[np.ndarray[Any, Any]]] = {}

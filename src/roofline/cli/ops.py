@@ -116,6 +116,15 @@ def _attention(**kwargs: Any) -> Any:
 def _tp_layer(**kwargs: Any) -> Any:
     from ..models import tp_layer  # the model graph: imported when used, not at CLI start
 
+    # The layer's shape builds a model spec, so it is one value; batch and length may sweep.
+    for name in ("hidden", "ffn", "heads", "kv_heads", "head_dim", "tp"):
+        value = kwargs.get(name)
+        if isinstance(value, np.ndarray):
+            if np.unique(value).size > 1:
+                flag = "--" + name.replace("_", "-")
+                raise RooflineError(f"tp-layer: {flag} shapes the layer and cannot be swept "
+                                    "(sweep --batch or --seq-len; one sweep per layer shape)")
+            kwargs[name] = int(value.flat[0])
     return tp_layer(**kwargs)
 
 

@@ -28,6 +28,10 @@ _LINK_KEYS = {"name", "bandwidth_Bps", "latency_s", "domain_size", "in_switch_re
               "source", "latency_source", "ports", "torus_axis"}
 
 
+_FLOORS = {"latency_s": 1e-12, "torus_axis": 2.0}  # every other figure (FLOP/s, bytes,
+# bytes/s, counts, watts) is at least 1
+
+
 def _short(value: float) -> str:
     text = str(value)
     return text if len(text) <= 24 else f"a {len(text)}-digit integer"
@@ -73,6 +77,10 @@ class _Reader:
             raise self.error(key, f"must be finite, got {_short(value)}") from None
         if not math.isfinite(number) or number <= 0:
             raise self.error(key, f"must be positive and finite, got {value!r}")
+        # below these a figure is a typo, and the arithmetic on it underflows to 0 or inf
+        floor = _FLOORS.get(key, 1.0)
+        if number < floor:
+            raise self.error(key, f"must be at least {floor:g}, got {value!r}")
         return number
 
     def flag(self, key: str) -> bool:

@@ -118,7 +118,7 @@ def collective(
         raise unknown("link", link, LINKS)
     m = size("m", nbytes, "bytes")
     n = whole("n", ranks, "ranks")
-    # ranks = 1 is allowed: every formula gives 0 steps and 0 bytes (a sweep may include it)
+    # ranks = 1 is allowed (a sweep may include it): 0 steps and 0 bytes
     hierarchical = domain_size is not None and link == "scale-up" and kind != "send-recv" \
         and np.any(np.asarray(n.value) > np.asarray(domain_size))
     share = size("share", link_share, "link_share")
@@ -126,6 +126,9 @@ def collective(
         raise RooflineError(f"link_share: a fraction in (0, 1], got {link_share!r}")
     if not hierarchical:
         steps, traffic = _flat(kind, algo, n, m)
+        if np.any(np.asarray(n.value) == 1):  # a group of one moves nothing, on any algorithm
+            others = Sym("[n > 1]", (np.asarray(n.value) > 1) * 1.0)
+            steps, traffic = steps * others, traffic * others
         if np.any(np.asarray(share.value) < 1):
             traffic = traffic / share
         return Cost(link_bytes={link: traffic.value}, link_steps={link: _full(steps.value, m)},
