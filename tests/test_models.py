@@ -504,3 +504,11 @@ def test_ep_with_tp_gathers_the_expert_outputs_instead_of_reducing():
     # ranks hold disjoint tokens after the combine: (tp-1)/tp of the activations, not 2x that
     assert moe["mlp tp all-gather"].link_bytes == pytest.approx(
         moe["attention tp all-reduce"].link_bytes / 2)
+
+
+def test_speculative_tpot_is_the_step_over_its_tokens():
+    a = analyze("llama-3-8b", "h100", decode(1, 4096, 4))
+    assert a.tpot_s == pytest.approx(a.t_lower_s / 4)
+    assert a.tokens_per_s == pytest.approx(1 / a.tpot_s)  # one sequence: the two agree
+    text = model_text(a)
+    assert "for 4 tokens per sequence; TPOT (all drafts accepted) >=" in text

@@ -326,7 +326,10 @@ def model_text(a: Any, explain: bool = False) -> str:
     elif p.kind == "decode":
         experts = (f" (routed experts at {a.decode_expert_compute_bound_batch:.4g}: each sees "
                    "top_k/E of the tokens)" if a.decode_expert_compute_bound_batch else "")
-        lines.append(f"TPOT >= {ft(a.t_lower_s)}; <= {format_si(a.tokens_per_s)} tokens/s "
+        step = (f"step >= {ft(a.t_lower_s)} for {p.q_len} tokens per sequence; "
+                "TPOT (all drafts accepted) " if np.ndim(p.q_len) == 0 and p.q_len > 1
+                else "TPOT ")
+        lines.append(f"{step}>= {ft(a.tpot_s)}; <= {format_si(a.tokens_per_s)} tokens/s "
                      f"across the batch; dense weight GEMMs turn compute-bound at batch "
                      f"{a.decode_compute_bound_batch:.4g}{experts}")
     else:

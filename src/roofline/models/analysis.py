@@ -96,7 +96,9 @@ class ModelAnalysis:
 
     @property
     def tpot_s(self) -> Any:
-        return self.t_lower_s if self.phase.kind == "decode" else None
+        """Time per output token of one sequence: the step over the tokens it adds to each
+        sequence (k > 1 with speculative decoding, all drafts accepted)."""
+        return self.t_lower_s / self.phase.q_len if self.phase.kind == "decode" else None
 
     @property
     def tokens_per_s(self) -> Any:
