@@ -288,11 +288,23 @@ def test_model_cli(run_cli):
      "--context applies to --phase decode"),
     (["plot", "model", "llama-3-8b", "--seq-len", "4k", "-o", "x.png"], "--seq-len applies to"),
     (["mfu", "--params", "70e9", "--tokens-per-step", "1e6", "--step-time-s", "0", "--gpus",
-      "8"], "step_time_s must be positive"),
+      "8"], "argument --step-time-s: cannot read '0' as a positive duration"),
+    (["mfu", "--params", "inf", "--tokens-per-step", "1e6", "--step-time-s", "1", "--gpus",
+      "8"], "argument --params: expected a positive number"),
+    (["mfu", "--params", "70e9", "--tokens-per-step", "1e6", "--step-time-s", "1e-300",
+      "--gpus", "8"], "MFU does not come out finite"),
 ])
 def test_model_cli_bad_input(run_cli, argv, needle):
     code, _, err = run_cli(*argv)
     assert code == 2 and needle in err and err.count("\n") == 1
+
+
+def test_mfu_cli_reads_the_usual_suffixes(run_cli):
+    _, plain, _ = run_cli("mfu", "--params", "70e9", "--tokens-per-step", "4194304",
+                          "--step-time-s", "0.85", "--gpus", "512", "--json")
+    _, short, _ = run_cli("mfu", "--params", "70e9", "--tokens-per-step", "4M",
+                          "--step-time-s", "850ms", "--gpus", "512", "--json")
+    assert json.loads(short) == json.loads(plain)
 
 
 def test_mfu_cli(run_cli):

@@ -300,6 +300,13 @@ def test_attention_term_counts_every_sequence():
     assert longer.attention_flops == pytest.approx(2 * one.attention_flops)
 
 
+def test_mfu_refuses_infinite_input():
+    with pytest.raises(RooflineError, match="params must be positive and finite"):
+        mfu(float("inf"), 1e6, 1, 8, "h100")
+    with pytest.raises(RooflineError, match="step_time_s must be positive and finite"):
+        mfu(70e9, 1e6, float("inf"), 8, "h100")
+
+
 def test_mfu_over_100_percent_and_bad_input():
     assert "exceeds 100%" in mfu(70e9, 2048 * 4096, 3, 512, "h100").warning
     with pytest.raises(RooflineError, match="step_time_s must be positive"):

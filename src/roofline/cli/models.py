@@ -21,6 +21,8 @@ from ..report import (
 )
 from ..units import (
     parse_count,
+    parse_duration,
+    parse_number,
 )
 
 
@@ -186,9 +188,12 @@ def register(sub: Any) -> None:
     mp.set_defaults(func=_cmd_model)
 
     mf = sub.add_parser("mfu", help="MFU / HFU of a measured training step")
-    mf.add_argument("--params", type=float, required=True, help="model parameters (e.g. 70e9)")
-    mf.add_argument("--tokens-per-step", type=float, required=True, dest="tokens_per_step")
-    mf.add_argument("--step-time-s", type=float, required=True, dest="step_time_s")
+    mf.add_argument("--params", type=typed(parse_number, "--params"), required=True,
+                    help="model parameters (e.g. 70e9)")
+    mf.add_argument("--tokens-per-step", type=count, required=True, dest="tokens_per_step",
+                    help="tokens in one step, all replicas (e.g. 4M = 4·2**20)")
+    mf.add_argument("--step-time-s", type=typed(parse_duration, "--step-time-s"), required=True,
+                    dest="step_time_s", help="measured step time (seconds, or e.g. 850ms)")
     mf.add_argument("--gpus", type=count, required=True, help="chips in the job")
     mf.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
     mf.add_argument("--dtype", default="bf16", help="dtype whose dense peak applies")

@@ -18,6 +18,7 @@ the inputs are inconsistent (seed 001's worked example computes 99%, not 49%: DE
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..errors import RooflineError
@@ -46,8 +47,8 @@ def mfu(params: float, tokens_per_step: float, step_time_s: float, chips: int,
     """MFU and HFU of one training step (see the module docstring for the counting)."""
     for name, value in [("params", params), ("tokens_per_step", tokens_per_step),
                         ("step_time_s", step_time_s), ("chips", chips)]:
-        if not value > 0:
-            raise RooflineError(f"{name} must be positive, got {value!r}")
+        if not (value > 0 and math.isfinite(value)):
+            raise RooflineError(f"{name} must be positive and finite, got {value!r}")
     attention_args = [layers, hidden, seq_len]
     if any(a is not None for a in attention_args) and not all(a for a in attention_args):
         raise RooflineError("the attention term needs all of --layers, --hidden and --seq-len")
@@ -61,6 +62,9 @@ def mfu(params: float, tokens_per_step: float, step_time_s: float, chips: int,
     peak = chips * chip.peak_flops(dtype)
     achieved = model / step_time_s
     value = achieved / peak
+    if not math.isfinite(value):
+        raise RooflineError(f"MFU does not come out finite (achieved {achieved!r} FLOP/s): "
+                            "check step_time_s")
     warning = None
     if value > 1.0:
         warning = (f"MFU {value:.0%} exceeds 100%: the step is faster than the hardware's dense "
