@@ -274,6 +274,11 @@ def test_model_cli(run_cli):
     (["model", "llama-3-70b", "--tp", "3"], "must divide"),
     (["model", "nope/config.json"], "not found"),
     (["model", "llama-3-8b", "--weight-dtype", "int3"], "unknown dtype"),
+    # swept values are named plainly, the offending one (no numpy reprs)
+    (["sweep", "model", "llama-3-8b", "--phase", "train", "--microbatches", "3", "--pp", "2",
+      "--batch", "3,4"], "batch (4) must split into 3 micro-batches"),
+    (["sweep", "op", "grouped-matmul", "--tokens", "1", "--k", "64", "--n", "64", "--experts",
+      "8", "--top-k", "16"], "top_k: at most the number of experts (8.0), got 16.0"),
     (["model", "llama-3-8b", "--hw", "l40s", "--tp", "2"],  # PCIe card: no links catalogued
      "chip 'l40s' has no 'scale-out' link (it has: none), which traffic beyond one scale-up "
      "domain needs; give a chip file (--hw chip.toml) with a [link.scale-out] table"),

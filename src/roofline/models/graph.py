@@ -159,6 +159,12 @@ def place(parallel: Parallel, system: System) -> Placement:
     return Placement(domain, links, shares=shares)
 
 
+def _offending(batch: Any, divisor: int) -> str:
+    """The first batch size that does not split, for an error message."""
+    values = np.atleast_1d(np.asarray(batch))
+    return f"{float(values[np.mod(values, divisor) != 0][0]):g}"
+
+
 def _check(spec: ModelSpec, phase: Phase, par: Parallel) -> None:
     if phase.kind not in PHASES:
         raise RooflineError(f"unknown phase {phase.kind!r} (allowed: {', '.join(PHASES)})")
@@ -173,9 +179,11 @@ def _check(spec: ModelSpec, phase: Phase, par: Parallel) -> None:
     if spec.layers < par.pp:
         raise RooflineError(f"pp ({par.pp}) exceeds the {spec.layers} layers")
     if np.any(np.mod(phase.batch, par.dp)):
-        raise RooflineError(f"batch ({phase.batch}) must be divisible by dp ({par.dp})")
+        raise RooflineError(f"batch ({_offending(phase.batch, par.dp)}) must be divisible by dp "
+                            f"({par.dp})")
     if np.any(np.mod(phase.batch, par.dp * par.microbatches)):
-        raise RooflineError(f"batch ({phase.batch}) must split into {par.microbatches} "
+        raise RooflineError(f"batch ({_offending(phase.batch, par.dp * par.microbatches)}) "
+                            f"must split into {par.microbatches} "
                             f"micro-batches on each of the {par.dp} data-parallel replicas")
     if par.ep > 1 and (spec.moe is None or spec.moe.experts % par.ep):
         raise RooflineError(f"ep ({par.ep}) needs an MoE model whose expert count it divides")

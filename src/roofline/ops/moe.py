@@ -38,7 +38,7 @@ from ..cost import Cost
 from ..derivation import Expr, Sym, Term
 from ..dtypes import DType, operand_dtypes
 from ..errors import RooflineError
-from ._common import size, whole
+from ._common import shown, size, whole
 
 
 def batched_matmul(
@@ -125,15 +125,15 @@ def grouped_matmul(
                                 "is given")
         T, E = size("T", tokens), whole("E", experts, "experts")
         if np.any(np.asarray(TOPK.value) > np.asarray(E.value)):
-            raise RooflineError(f"top_k: at most the number of experts ({experts!r}), "
-                                f"got {top_k!r}")
+            raise RooflineError(f"top_k: at most the number of experts ({shown(experts)}), "
+                                f"got {shown(top_k)}")
         touched_term = E * (1 - (1 - TOPK / E) ** T)
         E_t = Sym("E_t", touched_term.value)
     else:
         counts = _counts(tokens_per_expert, experts)
         if np.any(np.asarray(TOPK.value) > counts.shape[-1]):
             raise RooflineError(f"top_k: at most the number of experts "
-                                f"({counts.shape[-1]}), got {top_k!r}")
+                                f"({counts.shape[-1]}), got {shown(top_k)}")
         routed = counts.sum(axis=-1)
         if tokens is None:
             t_value = routed / np.asarray(TOPK.value)
