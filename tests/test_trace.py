@@ -193,3 +193,13 @@ def test_attention_kernels_read_causal_and_layout_by_schema(op, layout, args, ca
     pairs = n * (n + 1) / 2 if causal else n * n
     assert flops == b * h * pairs * (2 * 2 * d + 5) and source == "roofline"
     assert bool(note) == causal
+
+
+def test_trace_script_that_exits_is_a_clean_error(capsys, tmp_path):
+    script = tmp_path / "quits.py"
+    script.write_text("import sys\n\ndef main():\n    sys.exit(3)\n")
+    assert main(["trace", str(script)]) == 2
+    assert "called sys.exit(3) while it ran" in capsys.readouterr().err
+    script.write_text("import sys\nsys.exit(4)\n")
+    assert main(["trace", str(script)]) == 2
+    assert "called sys.exit(4); guard its command-line code" in capsys.readouterr().err

@@ -33,6 +33,9 @@ def load_function(target: str) -> Any:
     sys.path.insert(0, str(path.parent.resolve()))  # the script's own imports resolve
     try:
         spec.loader.exec_module(module)
+    except SystemExit as exc:  # a script that exits when imported (a CLI without a guard)
+        raise RooflineError(f"importing {path} called sys.exit({exc.code!r}); guard its "
+                            "command-line code with `if __name__ == '__main__':`") from None
     except Exception as exc:  # the user's script failed: say so in one line
         raise RooflineError(f"importing {path} failed: {type(exc).__name__}: {exc}") from None
     finally:
@@ -60,6 +63,9 @@ def _cmd_trace(args: argparse.Namespace) -> None:
         result = trace(fn, time_ops=args.time)
     except RooflineError:
         raise
+    except SystemExit as exc:  # the script ended the process: nothing was traced to report
+        raise RooflineError(f"{args.target} called sys.exit({exc.code!r}) while it ran; "
+                            "trace a function that returns") from None
     except Exception as exc:  # the traced function failed (e.g. it needs arguments)
         raise RooflineError(f"running {args.target} failed: {type(exc).__name__}: "
                             f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
