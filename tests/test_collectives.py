@@ -357,3 +357,11 @@ def test_a_group_of_one_moves_nothing(kind, algo, run_cli):
     both = evaluate(collective(kind, 64 * 2**20, np.array([1, 8]), algo=algo), H100)
     assert both.t_lower_s[0] == 0 and both.t_lower_s[1] == pytest.approx(
         evaluate(collective(kind, 64 * 2**20, 8, algo=algo), H100).t_lower_s)
+
+
+def test_sharded_matmul_needs_a_row_per_shard():
+    with pytest.raises(RooflineError, match=r"shards \(16384\) exceed the contraction dimension"):
+        sharded_matmul(1024, 8192, 8192, 16384)
+    with pytest.raises(RooflineError, match="exceed the output dimension"):
+        sharded_matmul(1024, 8192, 64, 128, shard="output")
+    sharded_matmul(1024, 8192, 8192, 8192)  # one row each is still a matmul

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..cost import Cost
 from ..dtypes import DType, operand_dtypes
 from ..errors import RooflineError
-from ._common import size, whole
+from ._common import shown, size, whole
 from .collectives import collective
 from .matmul import matmul
 
@@ -56,6 +58,10 @@ def sharded_matmul(
     p = whole("p", shards, "shards")
     ops = operand_dtypes(dtype, weight_dtype, out_dtype, compute_dtype)
     M, K, N = size("M", m), size("K", k), size("N", n)
+    split = K if shard == "contraction" else N
+    if np.any(np.asarray(p.value) > np.asarray(split.value)):  # a shard below one row
+        raise RooflineError(f"shards ({shown(shards)}) exceed the {shard} dimension "
+                            f"({shown(split.value)}) they split")
     output_bytes = (M * N * ops.o.bytes).value
     if shard == "contraction":
         if reduce not in ("all-reduce", "reduce-scatter"):
