@@ -131,7 +131,6 @@ def test_group_inside_domain_is_flat_and_sweeps_vectorize():
 
 
 @pytest.mark.parametrize(("call", "needle"), [
-    (lambda: collective("all-reduce", 1e6, 12, domain_size=8), "multiple of the scale-up"),
     (lambda: collective("gather", 1e6, 8), "unknown collective"),
     (lambda: collective("all-gather", 1e6, 8, "tree"), "does not implement"),
     (lambda: collective("all-reduce", 0, 8), "bytes"),
@@ -365,3 +364,16 @@ def test_sharded_matmul_needs_a_row_per_shard():
     with pytest.raises(RooflineError, match="exceed the output dimension"):
         sharded_matmul(1024, 8192, 64, 128, shard="output")
     sharded_matmul(1024, 8192, 8192, 8192)  # one row each is still a matmul
+
+
+def test_a_group_that_does_not_fill_whole_domains_spreads_evenly():
+    # 16 data-parallel ranks, 9 per NVL72 domain (tp 8): the fewest domains that hold them
+    # is 2, with 8 each, so the cost is that of 16 ranks in domains of 8
+    for kind in ("all-reduce", "all-gather", "all-to-all"):
+        odd = collective(kind, 1e9, 16, domain_size=9)
+        even = collective(kind, 1e9, 16, domain_size=8)
+        assert odd.link_bytes == pytest.approx(even.link_bytes)
+    # 12 ranks on 8-GPU nodes: 2 nodes of 6; by hand 2·5/6 GB inside, 2·1/2·(1 GB / 6) across
+    twelve = collective("all-reduce", 1e9, 12, domain_size=8)
+    assert twelve.link_bytes["scale-up"] == pytest.approx(2 * 5 / 6 * 1e9)
+    assert twelve.link_bytes["scale-out"] == pytest.approx(1e9 / 6)

@@ -20,7 +20,9 @@ NVLink SHARP: every GPU pushes its m bytes into the switch, which reduces and mu
 result back: m each way in two steps (ideal; needs a link with in-switch reduction).
 
 A group larger than one scale-up domain (`domain_size` ranks) runs hierarchically, with
-a = domain_size ranks inside each domain and b = n / a domains: all-reduce = reduce-scatter
+a = domain_size ranks inside each domain and b = n / a domains (a group that does not fill
+whole domains is spread evenly over the fewest that hold it: b = ceil(n / domain_size),
+a = n / b): all-reduce = reduce-scatter
 inside (a, m) + all-reduce across (b, m/a, each GPU on its own NIC) + all-gather inside
 (a, m); all-gather / reduce-scatter / broadcast split the same way; all-to-all sends
 (a-1)/n·m over the scale-up link and (n-a)/n·m over scale-out. The phases sit on different
@@ -148,10 +150,14 @@ def _full(value: Num, like: Expr) -> Num:
 
 
 def _hierarchical(kind: str, algo: str, n: Sym, m: Sym, a: Sym) -> Cost:
-    if np.any(np.mod(np.asarray(n.value), np.asarray(a.value)) != 0):
-        raise RooflineError(f"ranks ({n.value}) must be a multiple of the scale-up domain size "
-                            f"({a.value}) for a hierarchical collective")
     terms: list[Term] = []
+    uneven = np.mod(np.asarray(n.value), np.asarray(a.value)) != 0
+    if np.any(uneven):
+        # n ranks that do not fill whole domains (16 of 9-per-domain): spread them evenly over
+        # the fewest domains that hold them, b = ceil(n / a) with n / b ranks in each
+        fewest = np.ceil(np.asarray(n.value) / np.asarray(a.value))
+        a = Sym("a", unwrap(np.where(uneven, np.asarray(n.value) / fewest,
+                                     np.asarray(a.value) * 1.0)))
     b = define(terms, "scale-up domains spanned", "b", n / a)
     if kind == "all-reduce":
         up_steps, up_bytes = _flat("all-reduce", algo if algo == "nvls" else "ring", a, m)
