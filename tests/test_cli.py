@@ -188,6 +188,8 @@ def test_critical_batch_and_quant_table(run_cli):
     assert "nvfp4" not in rows  # H100 has no fp4 peak
     code, out, _ = run_cli("quant-table", "--hw", "a100")
     assert code == 0 and "fp8" not in out.replace("fp8 weight-only", "")
+    _, out, _ = run_cli("quant-table", "--k", "1", "--n", "1")  # a 1x1 weight never turns
+    assert "never" in out and "inf" not in out                    # compute-bound
 
 
 def test_allreduce_cli(run_cli):

@@ -85,7 +85,8 @@ def _cmd_quant_table(args: argparse.Namespace) -> None:
     rows = quant_table(chip, args.k, args.n)
     body = [[r.scheme, r.notation, f"{r.bytes_per_param:.4g}",
              format_si(r.peak_flops_per_s, "FLOP/s") + f" [{r.compute_dtype}]",
-             f"{float(r.critical_batch):.4g}"] for r in rows]
+             f"{float(r.critical_batch):.4g}" if math.isfinite(float(r.critical_batch))
+             else "never"] for r in rows]
     text = (f"quantization schemes on {chip.id} (critical batch in tokens, "
             f"{'large K, N' if args.k is None else f'K = {args.k}, N = {args.n}'}):\n"
             + table(["scheme", "notation", "bytes/param", "peak used", "critical batch"], body))
