@@ -286,6 +286,9 @@ def test_tp_layer_flops_split_evenly():
 def test_tp_layer_rejects_bad_split():
     with pytest.raises(RooflineError, match="must divide the 32 attention heads"):
         tp_layer(1, 128, 4096, 11008, 32, tp=3, block_q=128)
+    with pytest.raises(RooflineError, match=r"hidden \(4095\) is not a multiple of heads"):
+        tp_layer(1, 128, 4095, 11008, 32, tp=8, block_q=128)  # no silent head_dim = 127
+    tp_layer(1, 128, 4095, 11008, 32, tp=8, block_q=128, head_dim=128)  # explicit: fine
 
 
 def test_system_places_groups_on_links():

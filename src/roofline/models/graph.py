@@ -485,8 +485,9 @@ def tp_layer(batch: Any, seq_len: Any, hidden: int, ffn: int, heads: int,
     for name, value in [("hidden", hidden), ("ffn", ffn), ("heads", heads), ("tp", tp)]:
         if not isinstance(value, (int, np.integer)) or value < 1:
             raise RooflineError(f"{name}: expected a positive whole number, got {value!r}")
-    if head_dim is None and heads > hidden:
-        raise RooflineError(f"heads ({heads}) exceed hidden ({hidden}); give head_dim")
+    if head_dim is None and hidden % heads:
+        raise RooflineError(f"hidden ({hidden}) is not a multiple of heads ({heads}); give "
+                            "head_dim")
     spec = ModelSpec(name="tp layer", model_type="llama", hidden=hidden, layers=1, heads=heads,
                      kv_heads=kv_heads or heads, head_dim=head_dim or hidden // heads, ffn=ffn,
                      vocab=1, gated_mlp=gated, norm="rmsnorm")
