@@ -189,3 +189,25 @@ def test_seeded_random_shapes_against_loop_nest():
 
 def test_returns_cost():
     assert isinstance(tiled_matmul(8, 8, 8), Cost)
+
+
+def test_tiles_must_fit_one_sms_sram():
+    from roofline import load_chip
+    from roofline.levers import TILED_MATMUL_LEVERS, what_if
+    from roofline.ops.tiled_matmul import tiles_fit
+
+    h100 = load_chip("h100")  # 228 KiB = 233,472 B of shared memory per SM
+    fits = dict(m=8192, k=8192, n=8192, bm=256, bn=256, bk=128)  # 128·(256+256)·2 = 131 kB
+    assert tiles_fit(fits, h100) is fits
+    with pytest.raises(RooflineError, match=r"tiles need 2\.621e\+05 B of SRAM per block"):
+        tiles_fit({**fits, "bm": 512, "bn": 512}, h100)  # 262 kB > 233 kB
+    base = evaluate(tiled_matmul(**fits), h100)
+    labels = {r.label for r in what_if(tiled_matmul, fits, h100, TILED_MATMUL_LEVERS, base)}
+    assert "2x larger block tiles (bm, bn)" not in labels  # the doubled tiles would not fit
+    assert "tiles re-read from L2 instead of HBM" in labels
+
+
+def test_tiled_matmul_cli_refuses_tiles_larger_than_sram(run_cli):
+    code, _, err = run_cli("op", "tiled-matmul", "--m", "8192", "--k", "8192", "--n", "8192",
+                           "--bm", "4096", "--bn", "4096", "--bk", "4096")
+    assert code == 2 and "more than the 2.335e+05 B one SM of h100-sxm has" in err

@@ -18,6 +18,7 @@ from .dtypes import dtype as lookup_dtype
 from .errors import RooflineError
 from .evaluate import Estimate, evaluate
 from .hardware import Chip
+from .ops.tiled_matmul import tiles_fit
 
 OpFunction = Callable[..., Cost]
 Change = Callable[[dict[str, Any], Cost, Chip], "dict[str, Any] | Cost | None"]
@@ -111,8 +112,8 @@ MATMUL_LEVERS = [
 GEMV_LEVERS = MATMUL_LEVERS[1:]  # one token: batching is a different op (matmul)
 
 TILED_MATMUL_LEVERS = [
-    Lever("2x larger block tiles (bm, bn)",
-          lambda kw, c, chip: {**kw, "bm": kw["bm"] * 2, "bn": kw["bn"] * 2}),
+    Lever("2x larger block tiles (bm, bn)",  # only while one stage still fits in SRAM
+          lambda kw, c, chip: tiles_fit({**kw, "bm": kw["bm"] * 2, "bn": kw["bn"] * 2}, chip)),
     Lever("tiles re-read from L2 instead of HBM",
           _set("level", "l2", lambda kw: kw.get("level", "hbm") == "hbm")),
     *MATMUL_LEVERS,

@@ -37,7 +37,7 @@ from ..ops.collectives import (
 )
 from ..ops.moe import batched_matmul, grouped_matmul
 from ..ops.parallel import SHARDINGS, sharded_matmul
-from ..ops.tiled_matmul import tiled_matmul
+from ..ops.tiled_matmul import tiled_matmul, tiles_fit
 from ..report import (
     estimate_text,
     extra_text,
@@ -229,7 +229,7 @@ OPS = [
         Arg("--wm", "warp tile rows", default=64), Arg("--wn", "warp tile columns", default=64),
         Arg("--level", "memory level the tiles are loaded from", "choice", "hbm",
             choices=("hbm", "l2")),
-        *_dtype_args("dtype", "weight", "out", "compute")], TILED_MATMUL_LEVERS),
+        *_dtype_args("dtype", "weight", "out", "compute")], TILED_MATMUL_LEVERS, tiles_fit),
     OpSpec("batched-matmul", "X[B,M,K] x W[B,K,N]: a separate weight per batch element",
            batched_matmul, [
         Arg("--batch", "batch elements (each with its own weight)", required=True),

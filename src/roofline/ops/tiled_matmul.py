@@ -32,7 +32,7 @@ Counting conventions (a multiply-add is 2 FLOPs, so FLOPs = 2·M·N·K, as for `
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -41,6 +41,9 @@ from ..derivation import Call, Expr, Sym, Term
 from ..dtypes import DType, operand_dtypes
 from ..errors import RooflineError
 from ._common import shown, size
+
+if TYPE_CHECKING:
+    from ..hardware import Chip
 
 LEVELS = ("hbm", "l2")
 
@@ -123,3 +126,21 @@ def tiled_matmul(
         terms=tuple(terms),
         name="tiled_matmul",
     )
+
+
+def tiles_fit(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
+    """One pipeline stage of X and W tiles must fit in one SM's SRAM (when the chip says how
+    much): larger tiles cannot run, and their traffic count would flatter the kernel."""
+    sram = next((lv for lv in chip.memory if lv.name == "sram"), None)
+    if sram is None or sram.unit_capacity_bytes is None:
+        return kwargs
+    x, w, _, _ = operand_dtypes(kwargs.get("dtype", "bf16"), kwargs.get("weight_dtype"),
+                                kwargs.get("out_dtype"), kwargs.get("compute_dtype"))
+    stage = np.asarray(kwargs["bk"]) * (np.asarray(kwargs["bm"]) * x.bytes
+                                        + np.asarray(kwargs["bn"]) * w.bytes)
+    if np.any(stage > sram.unit_capacity_bytes):
+        worst = float(np.max(stage))
+        raise RooflineError(f"tiles need {worst:.4g} B of SRAM per block for one stage "
+                            f"(bk·(bm·s_x + bn·s_w)), more than the {sram.unit_capacity_bytes:.4g}"
+                            f" B one SM of {chip.id} has; use smaller tiles")
+    return kwargs
