@@ -406,3 +406,11 @@ def test_hw_compare(run_cli):
     assert figures["scale-up per direction"] == [450e9, 900e9]
     code, _, err = run_cli("hw", "compare", "h100,nope")
     assert code == 2 and "unknown chip 'nope'" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("argv", [["model", "llama-3-8b", "--kv-dtype", ""],
+                                  ["model", "llama-3-8b", "--csv", " "],
+                                  ["sweep", "model", "llama-3-8b", "--weight-dtype", ""]])
+def test_empty_values_are_refused_not_read_as_defaults(run_cli, argv):
+    code, _, err = run_cli(*argv)
+    assert code == 2 and "empty value (leave the option out for its default)" in err

@@ -40,6 +40,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        # an empty value would otherwise read as "not given" and fall back to a default
+        empty = next((k for k, v in vars(args).items() if isinstance(v, str) and not v.strip()),
+                     None)
+        if empty:
+            flag = "--" + empty.replace("_", "-")
+            given = sys.argv[1:] if argv is None else list(argv)
+            raise RooflineError(f"{flag if flag in given else empty}: empty value (leave the "
+                                "option out for its default)")
         args.func(args)
     except RooflineError as exc:
         print(f"roofline: error: {exc}", file=sys.stderr)
