@@ -46,8 +46,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if empty:
             flag = "--" + empty.replace("_", "-")
             given = sys.argv[1:] if argv is None else list(argv)
-            raise RooflineError(f"{flag if flag in given else empty}: empty value (leave the "
-                                "option out for its default)")
+            raise RooflineError(f"{flag}: empty value (leave the option out for its default)"
+                                if flag in given else f"{empty}: empty value")
         args.func(args)
     except RooflineError as exc:
         print(f"roofline: error: {exc}", file=sys.stderr)
