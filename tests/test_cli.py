@@ -414,3 +414,10 @@ def test_hw_compare(run_cli):
 def test_empty_values_are_refused_not_read_as_defaults(run_cli, argv):
     code, _, err = run_cli(*argv)
     assert code == 2 and "empty value (leave the option out for its default)" in err
+
+
+def test_report_level_is_checked_for_every_format(run_cli):
+    code, _, err = run_cli("report", "--op", "matmul --m 1 --k 8 --n 8", "--level", "nosuch")
+    assert code == 2 and "has no memory level 'nosuch'" in err
+    code, out, _ = run_cli("report", "--op", "matmul --m 1 --k 8 --n 8", "--level", "scale-up")
+    assert code == 0 and "matmul" in out  # a link is a level the x axis can show too

@@ -203,3 +203,8 @@ def test_trace_script_that_exits_is_a_clean_error(capsys, tmp_path):
     script.write_text("import sys\nsys.exit(4)\n")
     assert main(["trace", str(script)]) == 2
     assert "called sys.exit(4); guard its command-line code" in capsys.readouterr().err
+
+
+def test_trace_top_is_a_positive_count(run_cli):
+    code, _, err = run_cli("trace", str(EXAMPLES / "llama_block.py"), "--top", "0")
+    assert code == 2 and "argument --top: expected a positive whole number" in err

@@ -146,6 +146,7 @@ def _cmd_report(args: argparse.Namespace) -> None:
     chip, items = _gather(args)
     if not items:
         raise RooflineError("report: give at least one --op or --from FILE")
+    chip.bandwidth_Bps(args.level)  # an unknown level or link fails here, in every format
     title = args.title or f"roofline report: {chip.name}"
     if args.html:
         write_text(args.html, html_report(chip, items, title, args.measured, args.level))

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..argtypes import count_arg
 from ..errors import RooflineError
 
 
@@ -110,6 +111,6 @@ def register(subparsers: Any) -> None:
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                    help="default device for the tensors the function creates")
     p.add_argument("--time", action="store_true", help="time every op (achieved vs roof)")
-    p.add_argument("--top", type=int, default=30, help="op kinds to show")
+    p.add_argument("--top", type=count_arg("--top"), default=30, help="op kinds to show")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_cmd_trace)
