@@ -17,3 +17,9 @@ def unknown(kind: str, name: str, allowed: Iterable[str]) -> RooflineError:
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     listing = ", ".join(choices) if len(choices) <= 30 else ", ".join(choices[:30]) + ", ..."
     return RooflineError(f"unknown {kind} {name!r}{hint} (allowed: {listing})")
+
+
+def brief(value: object) -> str:
+    """A value for an error message, without printing a 400-digit integer in full."""
+    text = str(value)
+    return text if len(text) <= 24 else f"a {len(text)}-digit integer"

@@ -57,6 +57,12 @@ def parse_axis(text: str, what: str, number: Callable[[str, str], float] = parse
     return values.astype(float)
 
 
+def _check_points(points: int) -> None:
+    if points > MAX_POINTS:
+        raise RooflineError(f"the sweep has more than {MAX_POINTS:.0e} points (about 1.5 kB of "
+                            "memory each); narrow an axis or split the sweep")
+
+
 def parse_list(text: str, what: str = "list") -> list[str]:
     values = [v.strip() for v in str(text).split(",") if v.strip()]
     if not values:
@@ -140,9 +146,7 @@ def sweep_model(model: str, hardware: Sequence[str], phase: str, batch: Any, len
     chips = [load_chip(h) for h in hardware]
     configs = len(chips) * len(tp) * len(pp) * len(dp) * len(ep) * len(weight_dtypes) * len(
         kv_dtypes)
-    if configs * np.size(batch) * np.size(length) > MAX_POINTS:
-        raise RooflineError(f"the sweep has more than {MAX_POINTS:.0e} points (about 1.5 kB of "
-                            "memory each); narrow an axis or split the sweep")
+    _check_points(configs * np.size(batch) * np.size(length))
     b = np.asarray(batch, dtype=float)[:, None]
     n = np.asarray(length, dtype=float)[None, :]
     bb, nn = np.broadcast_arrays(b, n)
@@ -189,9 +193,7 @@ def sweep_op(op: Any, hardware: Sequence[str], numeric: dict[str, np.ndarray[Any
     names = list(numeric)
     shape = tuple(len(v) for v in numeric.values())
     configs = len(hardware) * int(np.prod([len(v) for v in categorical.values()]))
-    if configs * int(np.prod(shape)) > MAX_POINTS:
-        raise RooflineError(f"the sweep has more than {MAX_POINTS:.0e} points (about 1.5 kB of "
-                            "memory each); narrow an axis or split the sweep")
+    _check_points(configs * int(np.prod(shape)))
     axes = {name: values.reshape([-1 if i == k else 1 for i in range(len(names))])
             for k, (name, values) in enumerate(numeric.items())}
     parts: dict[str, list[np.ndarray[Any, Any]]] = {}

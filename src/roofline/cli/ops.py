@@ -34,6 +34,7 @@ from ..ops.collectives import (
     COLLECTIVES,
     busbw_factor,
     collective,
+    crossover_from_times,
 )
 from ..ops.moe import batched_matmul, grouped_matmul
 from ..ops.parallel import SHARDINGS, sharded_matmul
@@ -153,12 +154,9 @@ def _collective_report(kind: str) -> Callable[[dict[str, Any], Estimate, Chip],
         out = {"algbw_Bps": algbw,
                "busbw_Bps": None if algbw is None else algbw * float(busbw_factor(kind, ranks)),
                "latency_crossover_bytes": None}
-        # Link times grow linearly with the message, the alpha·steps latency does not: the
-        # latency roof holds below nbytes · t_latency / (slowest link's time), on one link or
-        # across the phases of a hierarchical collective alike.
-        wire = max((float(est.time_s[k]) for k in est.cost.link_bytes), default=0.0)
-        if algbw is not None and wire > 0:
-            out["latency_crossover_bytes"] = nbytes * float(est.time_s.get("latency", 0.0)) / wire
+        if algbw is not None:
+            out["latency_crossover_bytes"] = crossover_from_times(nbytes, est.time_s,
+                                                                  est.cost.link_bytes)
         return out
 
     return report

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..cost import LINKS, MEMORY_LEVELS
 from ..dtypes import dtype_names
-from ..errors import RooflineError, unknown
+from ..errors import RooflineError, brief, unknown
 from ..files import read_toml
 from .model import Chip, Link, MemoryLevel, Peak
 
@@ -30,11 +30,6 @@ _LINK_KEYS = {"name", "bandwidth_Bps", "latency_s", "domain_size", "in_switch_re
 
 _FLOORS = {"latency_s": 1e-12, "torus_axis": 2.0}  # every other figure (FLOP/s, bytes,
 # bytes/s, counts, watts) is at least 1
-
-
-def _short(value: float) -> str:
-    text = str(value)
-    return text if len(text) <= 24 else f"a {len(text)}-digit integer"
 
 
 class _Reader:
@@ -70,11 +65,11 @@ class _Reader:
             kind = "a positive integer" if integer else "a positive number"
             raise self.error(key, f"must be {kind}, got {value!r}")
         if integer and value > 2**53:  # counts: beyond exact floats (and C longs)
-            raise self.error(key, f"must be at most 2**53, got {_short(value)}")
+            raise self.error(key, f"must be at most 2**53, got {brief(value)}")
         try:
             number = float(value)
         except OverflowError:
-            raise self.error(key, f"must be finite, got {_short(value)}") from None
+            raise self.error(key, f"must be finite, got {brief(value)}") from None
         if not math.isfinite(number) or number <= 0:
             raise self.error(key, f"must be positive and finite, got {value!r}")
         # below these a figure is a typo, and the arithmetic on it underflows to 0 or inf

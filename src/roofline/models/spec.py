@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import RooflineError
+from ..errors import RooflineError, brief
 
 
 @dataclass(frozen=True)
@@ -100,8 +100,7 @@ class _Config:
                 # layers are walked one by one; every size must stay an exact float
                 limit = MAX_LAYERS if key in _LAYER_KEYS else 2**53
                 if value > limit:
-                    shown = str(value) if value < 10**24 else f"a {len(str(value))}-digit integer"
-                    raise self.error(key, f"must be at most {limit}, got {shown}")
+                    raise self.error(key, f"must be at most {limit}, got {brief(value)}")
                 return value
         if default is None:
             raise self.error(keys[0], "required")

@@ -36,7 +36,7 @@ Reduction arithmetic (a few adds per element) and the HBM traffic of the buffers
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -178,6 +178,15 @@ def _hierarchical(kind: str, algo: str, n: Sym, m: Sym, a: Sym) -> Cost:
                 link_steps={"scale-up": _full(up_steps.value, m),
                             "scale-out": _full(out_steps.value, m)},
                 terms=tuple(terms), name=f"{kind} ({algo}, hierarchical)")
+
+
+def crossover_from_times(nbytes: float, time_s: Mapping[str, Any], links: Any) -> float | None:
+    """The same crossover from an evaluated collective's per-resource times, on one link or
+    across a hierarchical collective's phases: link times grow linearly with the message,
+    the alpha·steps latency does not, so latency holds below nbytes·t_latency / (slowest
+    link's time). None when nothing moves."""
+    wire = max((float(time_s[k]) for k in links), default=0.0)
+    return nbytes * float(time_s.get("latency", 0.0)) / wire if wire > 0 else None
 
 
 def latency_crossover_bytes(cost: Cost, nbytes: Any, latency_s: float,
