@@ -77,7 +77,7 @@ def parse_duration(text: str, what: str = "duration") -> float:
     return float(m.group(1)) * _DURATION[m.group(2) or "s"]
 
 
-_PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
+_PREFIXES = [(1e24, "Y"), (1e21, "Z"), (1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
 
 
 def format_si(value: float, unit: str = "", digits: int = 3) -> str:
@@ -86,6 +86,7 @@ def format_si(value: float, unit: str = "", digits: int = 3) -> str:
         return f"{value} {unit}".strip()
     if value == 0:
         return f"0 {unit}".strip()
+    value = float(f"{value:.{digits}g}")  # round first: 999.7e9 is '1 TB', not '1e+03 GB'
     for scale, prefix in _PREFIXES:
         if abs(value) >= scale:
             return f"{value / scale:.{digits}g} {prefix}{unit}".strip()
@@ -101,6 +102,7 @@ def format_time(seconds: float, digits: int = 3) -> str:
     """Format a duration: 1.01e-3 -> '1.01 ms'."""
     if not math.isfinite(seconds):
         return str(seconds)
+    seconds = float(f"{seconds:.{digits}g}")  # 0.9999 ms is '1 ms', not '1e+03 us'
     for scale, unit in [(1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")]:
         if abs(seconds) >= scale:
             return f"{seconds / scale:.{digits}g} {unit}"
