@@ -365,6 +365,72 @@ def test_calibrating_mixed_dtypes_uses_the_peaks_and_warns_on_another_chip():
     assert rec.uncalibrated == ("scale-up",)
 
 
+def test_a_calibration_is_a_derated_chip_through_the_one_evaluator():
+    chip = load_chip("h100")
+    derated = chip.derated(CAL.efficiencies())
+    assert derated.id == "h100-sxm-calibrated" and "(calibrated)" in derated.name
+    assert derated.peak_flops("bf16") == pytest.approx(0.8 * chip.peak_flops("bf16"))
+    assert derated.peak_flops("fp8") == chip.peak_flops("fp8")  # no efficiency: the roof
+    assert derated.level("hbm").bandwidth_Bps == pytest.approx(0.5 * 3.35e12)
+    assert derated.level("l2") == chip.level("l2") and "x 0.5 (calibrated)" in \
+        derated.level("hbm").source
+    slow_links = chip.derated({"scale-up": 0.25, "latency": 0.5}).link("scale-up")
+    assert slow_links.bandwidth_Bps == pytest.approx(0.25 * chip.link("scale-up").bandwidth_Bps)
+    assert slow_links.latency_s == pytest.approx(2 * chip.link("scale-up").latency_s)
+    costs = [matmul(np.arange(1, 2049), 8192, 8192),
+             matmul(64, 4096, 4096, "bf16") + matmul(64, 4096, 4096, "fp8"),
+             Cost(flops={"bf16": 1e9}, bytes={"hbm": 1e6},
+                  link_bytes={"scale-up": 1e6}, link_steps={"scale-up": 14.0})]
+    cal = Calibration({"bf16": 0.8, "fp8": 0.3}, {"hbm": 0.5, "scale-up": 0.7, "latency": 0.4},
+                      "d", "2026", "w")
+    for cost in costs:
+        rec = calibrate(evaluate(cost, chip), cal)
+        direct = evaluate(cost, chip.derated(cal.efficiencies()))
+        assert set(rec.time_s) == set(direct.time_s)
+        for r, t in direct.time_s.items():
+            np.testing.assert_array_equal(rec.time_s[r], t)
+        np.testing.assert_array_equal(rec.t_lower_s, direct.t_lower_s)
+        np.testing.assert_array_equal(rec.t_upper_s, direct.t_upper_s)
+        np.testing.assert_array_equal(rec.bound, direct.bound)
+        assert np.all(np.asarray(rec.t_lower_s) >= np.asarray(rec.estimate.t_lower_s))
+
+
+@pytest.mark.parametrize(("efficiency", "needle"), [
+    ({"nvlink": 0.5}, "unknown resource"), ({"compute.bf17": 0.5}, "unknown resource"),
+    ({"hbm": 1.5}, "(0, 1]"), ({"hbm": 0.0}, "(0, 1]"), ({"hbm": math.nan}, "(0, 1]"),
+])
+def test_derating_refuses_unknown_resources_and_speedups(efficiency, needle):
+    with pytest.raises(RooflineError, match=None) as info:
+        load_chip("h100").derated(efficiency)
+    assert needle in str(info.value) and "\n" not in str(info.value)
+
+
+def test_calibrating_needs_the_chip_the_estimate_used(tmp_path):
+    path = tmp_path / "mine.toml"
+    write_chip(_machine(), path)
+    est = evaluate(matmul(8, 64, 64, "fp32"), str(path))
+    cal = Calibration({}, {"hbm": 0.5}, "d", "2026", "w")
+    with pytest.raises(RooflineError, match="pass chip="):
+        calibrate(est, cal)  # a measured file is not in the catalog
+    assert calibrate(est, cal, chip=str(path)).t_lower_s >= est.t_lower_s
+    with pytest.raises(RooflineError, match="not 'h100-sxm'"):
+        calibrate(est, cal, chip="h100")
+
+
+def test_measure_has_no_second_evaluator():
+    """Times are combined (max / sum / argmax over resources) only in evaluate()."""
+    import pathlib
+    import re
+
+    import roofline.measure as measure_pkg
+
+    root = pathlib.Path(measure_pkg.__file__).parent
+    pattern = re.compile(r"argmax|np\.stack\(|max_sum_argmax|axis=0")
+    found = [f"{p.name}:{i}" for p in sorted(root.glob("*.py"))
+             for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    assert not found, f"resource times combined outside evaluate(): {found}"
+
+
 def test_calibration_file_round_trip_and_strict_validation(tmp_path):
     path = tmp_path / "calib.toml"
     write_calibration(CAL, path)

@@ -4,10 +4,10 @@ efficiency, labelled with what it was calibrated on.
 A calibration file (TOML) holds efficiencies — achieved / roof, in (0, 1] — per resource:
 compute per dtype, memory levels (hbm, l2, sram), links (scale-up, scale-out) and latency,
 plus `[calibrated_on]` (device, date, what was measured, and the chip file it was measured
-against). `calibrate(est, load_calibration(path))` divides each resource's time by its
-efficiency and recombines them as `evaluate` does: t_lower = max (perfect overlap), t_upper
-= sum, the bound is the resource that sets t_lower. A resource without an efficiency stays
-at its roof and is listed as uncalibrated. Efficiencies are capped at 1, so a calibrated
+against). A calibration is a derated chip: `calibrate(est, load_calibration(path))`
+multiplies each roof of the estimate's chip by its efficiency (`Chip.derated`) and runs the
+one `evaluate` on it. A resource without an efficiency stays at its roof and is listed as
+uncalibrated. Efficiencies are capped at 1, so a calibrated
 estimate is never faster than the plain bound, which stays available as `.estimate`.
 
     schema_version = 1
@@ -35,11 +35,12 @@ import numpy as np
 
 from ..cost import LINKS, MEMORY_LEVELS
 from ..derivation import Num, unwrap
+from ..dtypes import dtype as lookup_dtype
 from ..dtypes import dtype_names
 from ..errors import RooflineError
-from ..evaluate import COMPUTE, LATENCY, Estimate
+from ..evaluate import COMPUTE, LATENCY, Estimate, evaluate
 from ..files import read_toml
-from ..hardware import Chip, load_chip
+from ..hardware import Chip, System, load_chip
 from ..report import jsonable, table
 from ..units import format_si, format_time
 
@@ -170,25 +171,41 @@ def write_calibration(cal: Calibration, path: str | Path) -> None:
 # --- applying a calibration -------------------------------------------------------------------
 
 
-
 @dataclass(frozen=True, eq=False)
 class CalibratedEstimate:
-    """A bound with measured efficiencies applied. `estimate` is the plain bound."""
+    """A bound with measured efficiencies applied: `evaluate(cost, chip.derated(...))`.
+    `estimate` is the plain bound, `derated` the estimate on the calibrated chip."""
 
     estimate: Estimate
+    derated: Estimate
     calibration: Calibration
-    efficiency: Mapping[str, Num]  # resource -> efficiency applied to it
-    time_s: Mapping[str, Num]  # resource -> calibrated seconds
-    t_lower_s: Num
-    t_upper_s: Num
-    bound: Any
-    attainable_flops_per_s: Num
+    efficiency: Mapping[str, Num]  # resource -> efficiency applied to it (1: uncalibrated)
     uncalibrated: tuple[str, ...] = ()  # resources left at their roof
     calibrated: bool = field(default=True, init=False)
 
     @property
     def hardware(self) -> str:
         return self.estimate.hardware
+
+    @property
+    def time_s(self) -> Mapping[str, Num]:
+        return self.derated.time_s
+
+    @property
+    def t_lower_s(self) -> Num:
+        return self.derated.t_lower_s
+
+    @property
+    def t_upper_s(self) -> Num:
+        return self.derated.t_upper_s
+
+    @property
+    def bound(self) -> Any:
+        return self.derated.bound
+
+    @property
+    def attainable_flops_per_s(self) -> Num:
+        return self.derated.attainable_flops_per_s
 
     @property
     def calibrated_on(self) -> str:
@@ -209,7 +226,8 @@ class CalibratedEstimate:
             "calibrated": True,
             "calibrated_on": {"device": cal.device, "date": cal.date, "what": cal.what,
                               "hardware": cal.hardware, "file": cal.origin},
-            "hardware": self.hardware, "efficiency": dict(self.efficiency),
+            "hardware": self.hardware, "derated_chip": self.derated.hardware,
+            "efficiency": dict(self.efficiency),
             "time_s": dict(self.time_s), "t_lower_s": self.t_lower_s,
             "t_upper_s": self.t_upper_s, "bound": self.bound,
             "attainable_flops_per_s": self.attainable_flops_per_s,
@@ -218,66 +236,47 @@ class CalibratedEstimate:
         })
 
 
-def _compute(est: Estimate, cal: Calibration, chip: Chip | str | None
-             ) -> tuple[Num, Num] | None:
-    """(calibrated compute time, efficiency applied), or None when no dtype is calibrated."""
-    dtypes = list(est.flops_by_dtype)
-    if not any(dt in cal.compute for dt in dtypes):
-        return None
-    t = np.asarray(est.time_s[COMPUTE], dtype=float)
-    if len(dtypes) == 1:
-        eff = cal.compute[dtypes[0]]
-        return unwrap(t / eff), eff
-    try:  # several dtypes: the share of each needs the peaks
-        c = load_chip(chip if chip is not None else est.hardware)
+def _chip_for(est: Estimate, chip: Chip | System | str | None) -> Chip:
+    """The chip the plain bound was evaluated on (a measured chip file has to be passed)."""
+    try:
+        found = load_chip(chip if chip is not None else est.hardware)
     except RooflineError:
-        raise RooflineError(f"calibrating a mix of dtypes ({', '.join(dtypes)}) needs the chip: "
-                            "pass chip=... (the chip or the file the estimate used)") from None
-    new: Any = np.zeros(())
-    for dt, f in est.flops_by_dtype.items():
-        new = new + np.asarray(f, dtype=float) / (c.peak_flops(dt) * cal.compute.get(dt, 1.0))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        eff_arr = np.where(new > 0, t / new, 1.0)
-    return unwrap(new), unwrap(eff_arr)
+        raise RooflineError(f"calibrating needs the chip the estimate used ({est.hardware!r}):"
+                            " pass chip=... (the chip or its file)") from None
+    if found.id != est.hardware:
+        raise RooflineError(f"the estimate was made on chip {est.hardware!r}, not "
+                            f"{found.id!r}: pass the chip it used")
+    return found
 
 
 def calibrate(est: Estimate, calibration: Calibration,
-              chip: Chip | str | None = None) -> CalibratedEstimate:
-    """Apply a calibration to a plain bound: each resource's time over its efficiency, then
-    the same max / sum / argmax as `evaluate`. Works on array-valued (sweep) estimates.
+              chip: Chip | System | str | None = None) -> CalibratedEstimate:
+    """Apply a calibration to a plain bound: the same Cost evaluated on the chip derated to
+    the measured efficiencies (`Chip.derated`). Works on array-valued (sweep) estimates.
 
-    `chip` is needed only when the compute work mixes several dtypes.
-    """
-    times: dict[str, Num] = {}
+    `chip` is the chip the estimate used; needed when it is not in the catalog (a file)."""
+    derated = evaluate(est.cost, _chip_for(est, chip).derated(calibration.efficiencies()))
     applied: dict[str, Num] = {}
     uncalibrated: list[str] = []
-    for resource, t in est.time_s.items():
+    for resource in est.time_s:
         if resource == COMPUTE:
-            found = _compute(est, calibration, chip)
-            if found is not None:
-                times[resource], applied[resource] = found
-                missing = [dt for dt in est.flops_by_dtype if dt not in calibration.compute]
-                uncalibrated += [f"compute.{dt}" for dt in missing]
-                continue
-            uncalibrated += [f"compute.{dt}" for dt in est.flops_by_dtype]
-        elif resource in calibration.resources:
-            eff = calibration.resources[resource]
-            times[resource] = unwrap(np.asarray(t, dtype=float) / eff)
-            applied[resource] = eff
-            continue
+            effs = {dt: calibration.compute.get(lookup_dtype(dt).peak)
+                    for dt in est.flops_by_dtype}
+            uncalibrated += [f"compute.{dt}" for dt, e in effs.items() if e is None]
+            one = {1.0 if e is None else e for e in effs.values()}
+            if len(one) == 1:
+                applied[resource] = one.pop()
+            else:  # several dtypes: the work-weighted efficiency, plain over calibrated time
+                plain, slow = (np.asarray(e.time_s[COMPUTE], dtype=float)
+                               for e in (est, derated))
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    applied[resource] = unwrap(np.where(slow > 0, plain / slow, 1.0))
         else:
-            uncalibrated.append(resource)
-        times[resource] = t
-        applied[resource] = 1.0
-    names = list(times)
-    stack = np.stack(np.broadcast_arrays(*(np.asarray(t, dtype=float) for t in times.values())))
-    t_lower = stack.max(axis=0)
-    flops = np.asarray(est.flops, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        attainable = np.where(t_lower > 0, flops / t_lower, 0.0)
-    return CalibratedEstimate(
-        est, calibration, applied, times, unwrap(t_lower), unwrap(stack.sum(axis=0)),
-        unwrap(np.asarray(names)[stack.argmax(axis=0)]), unwrap(attainable), tuple(uncalibrated))
+            eff = calibration.resources.get(resource)
+            if eff is None:
+                uncalibrated.append(resource)
+            applied[resource] = 1.0 if eff is None else eff
+    return CalibratedEstimate(est, derated, calibration, applied, tuple(uncalibrated))
 
 
 def calibrated_text(rec: CalibratedEstimate) -> str:
