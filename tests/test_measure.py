@@ -7,6 +7,7 @@ a shared, noisy machine); exact numbers come from fake clocks and synthetic timi
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import math
@@ -43,6 +44,7 @@ from roofline.measure.bandwidth import (
     sweep_sizes,
 )
 from roofline.measure.calibration import calibration_toml
+from roofline.measure.checks import device_mismatch, measure_reliably, run_problems
 from roofline.measure.chipfile import MeasuredMachine, chip_toml
 from roofline.measure.cli import main as measure_main
 from roofline.measure.comm import CommPoint, CommSweep, comm_sizes, link_toml, model_terms
@@ -250,6 +252,89 @@ def test_chip_file_needs_main_memory_and_a_peak():
     m = _machine()
     with pytest.raises(RooflineError, match="no peak"):
         chip_toml(MeasuredMachine(m.device, m.date, (), m.bandwidth))
+
+
+# --- is a run trustworthy, and of the device it claims? --------------------------------------
+
+
+def _noisy(machine: MeasuredMachine) -> MeasuredMachine:
+    """The same machine with the fp32 peak's repeats at 1, 1 and 2 ms: spread 100%."""
+    peaks = tuple(PeakResult(p.dtype, p.flops_per_s, p.n, Timing((1e-3, 1e-3, 2e-3), 1),
+                             p.method) if p.dtype == "fp32" else p for p in machine.peaks)
+    return dataclasses.replace(machine, peaks=peaks)
+
+
+def _inverted() -> MeasuredMachine:
+    """Caches measured slower than DRAM (the l2 window read while something else ran)."""
+    pts = [dataclasses.replace(p, bytes_moved=p.bytes_moved * (0.05 if 2 * MiB < p.working_set_bytes
+                                                                <= 32 * MiB else 1.0))
+           for p in _synthetic_points()]
+    return _machine(pts)
+
+
+def test_a_noisy_or_non_monotone_run_is_a_problem_and_a_clean_one_is_not():
+    assert run_problems(_machine()) == []
+    assert run_problems(_noisy(_machine())) == ["fp32 peak repeats spread 100%"]
+    inverted = _inverted()
+    assert inverted.bandwidth.level("l2").bandwidth_Bps < inverted.bandwidth.level(
+        "hbm").bandwidth_Bps
+    (problem,) = run_problems(inverted)
+    assert problem.startswith("l2 (") and "slower than hbm" in problem
+
+
+def test_a_suspect_run_is_measured_again_then_marked_unreliable(tmp_path):
+    warnings: list[str] = []
+    runs = iter([_noisy(_machine()), _machine()])
+    machine = measure_reliably(lambda: next(runs), warnings.append)
+    assert machine.unreliable == () and len(warnings) == 1 and "measuring again" in warnings[0]
+    warnings.clear()
+    runs = iter([_inverted(), _inverted()])
+    machine = measure_reliably(lambda: next(runs), warnings.append)
+    assert len(warnings) == 2 and "marked unreliable" in warnings[1]
+    assert machine.unreliable and "slower than hbm" in machine.unreliable[0]
+    chip = write_chip(machine, tmp_path / "shaky.toml")  # the validator accepts the marking
+    assert chip.notes.startswith("UNRELIABLE: still noisy or inconsistent after a retry")
+    assert chip.name.endswith("unreliable)") and "UNRELIABLE" in (tmp_path / "shaky.toml"
+                                                                   ).read_text().splitlines()[1]
+    clean = write_chip(_machine(), tmp_path / "fine.toml")
+    assert "UNRELIABLE" not in clean.notes and "unreliable" not in clean.name
+    calls = []
+    measure_reliably(lambda: calls.append(1) or _machine(), warnings.append)
+    assert calls == [1]  # a clean run is not repeated
+
+
+def test_measuring_one_device_against_another_chip_says_so(tmp_path):
+    h100, h200 = load_chip("h100"), load_chip("h200")
+    assert "against chip 'h100-sxm'" in device_mismatch(SYNTHETIC, h100)  # a CPU vs a GPU
+    gpu = DeviceInfo("cuda", "NVIDIA H100 80GB HBM3", "NVIDIA", 132, 80e9, (), "torch")
+    assert device_mismatch(gpu, h100) == ""
+    assert "a different device" in device_mismatch(gpu, h200)
+    gh = dataclasses.replace(gpu, name="NVIDIA GH200 480GB")
+    assert device_mismatch(gh, h200) != "" and device_mismatch(gh, load_chip("gh200")) == ""
+    mine = write_chip(_machine(), tmp_path / "mine.toml")
+    assert device_mismatch(SYNTHETIC, mine) == ""
+    assert device_mismatch(dataclasses.replace(SYNTHETIC, name="Other CPU"), mine) != ""
+
+
+def test_cli_peaks_retries_a_noisy_run_and_marks_the_chip_file(capsys, tmp_path, monkeypatch):
+    import roofline.measure.bandwidth as bandwidth_mod
+    import roofline.measure.peaks as peaks_mod
+
+    calls = []
+
+    def noisy_peaks(backend, dtypes, quick, sizes, progress=None):
+        calls.append(1)
+        return list(_noisy(_machine()).peaks), {}
+
+    monkeypatch.setattr(peaks_mod, "measure_peaks", noisy_peaks)
+    monkeypatch.setattr(bandwidth_mod, "measure_bandwidth",
+                        lambda *args, **kwargs: _machine().bandwidth)
+    out_file = tmp_path / "shaky.toml"
+    code, out, err = run_cli(capsys, "peaks", "--quick", "--out", str(out_file), "--json")
+    assert code == 0, err
+    assert calls == [1, 1] and "measuring again" in err and "marked unreliable" in err
+    assert json.loads(out)["unreliable"] == ["fp32 peak repeats spread 100%"]
+    assert load_chip(str(out_file)).notes.startswith("UNRELIABLE")
 
 
 # --- predicted vs achieved --------------------------------------------------------------------
@@ -567,6 +652,7 @@ def test_cli_peaks_json_and_calibration(capsys, tmp_path):
     code, out, err = run_cli(capsys, "peaks", "--quick", "--dtypes", "fp32", "--no-bandwidth",
                              "--json", "--hw", "h100", "--calibration-out", str(cal))
     assert code == 0, err
+    assert "warning: measuring" in err and "against chip 'h100-sxm'" in err  # a CPU, not H100
     data = json.loads(out)
     assert data["peaks"][0]["dtype"] == "fp32" and data["peaks"][0]["flops_per_s"] > 0
     assert data["bandwidth"] is None and "compute.fp32" in data["calibration"]

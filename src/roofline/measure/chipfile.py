@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RooflineError
-from ..files import read_toml, write_text
+from ..files import STDOUT, read_toml, write_text
 from ..hardware import Chip, parse_chip
 from ..hardware.catalog import SCHEMA_VERSION
 from .bandwidth import BandwidthSweep, MeasuredLevel
@@ -36,6 +36,7 @@ class MeasuredMachine:
     bandwidth: BandwidthSweep | None
     quick: bool = False
     skipped: Mapping[str, str] = field(default_factory=dict)  # dtype -> why not measured
+    unreliable: tuple[str, ...] = ()  # still noisy or inconsistent after a retry (checks.py)
 
     def measured_on(self) -> str:
         return f"measured {self.date} on {self.device.description}"
@@ -98,11 +99,17 @@ def chip_toml(machine: MeasuredMachine, chip_id: str | None = None,
              f"levels and dtypes not measured are absent.")
     if machine.skipped:
         notes += " Not measured: " + "; ".join(f"{k} ({v})" for k, v in machine.skipped.items())
+    name = f"{info.name} (measured {machine.date})"
+    if machine.unreliable:  # said first, where every reader of the file or the name looks
+        notes = (f"UNRELIABLE: still noisy or inconsistent after a retry ("
+                 f"{'; '.join(machine.unreliable)}); measure again on a quiet machine. {notes}")
+        name = f"{info.name} (measured {machine.date}, unreliable)"
     lines = [f"# Empirical chip written by roofline measure peaks, {machine.measured_on()}.",
+             *(["# UNRELIABLE: see notes."] if machine.unreliable else []),
              "# Units are SI: FLOP/s, bytes, bytes/s.",
              *(f"{k} = {_toml(v)}" for k, v in {
                  "schema_version": SCHEMA_VERSION, "id": chip_id,
-                 "name": f"{info.name} (measured {machine.date})", "vendor": info.vendor,
+                 "name": name, "vendor": info.vendor,
                  "form_factor": f"measured {info.kind.upper()}", "notes": notes}.items()), ""]
     for peak in machine.peaks:
         lines += _table(f"[peak.{peak.dtype}]", {
@@ -145,4 +152,6 @@ def write_chip(machine: MeasuredMachine, path: str | Path, chip_id: str | None =
 
     text = chip_toml(machine, chip_id, links)
     write_text(path, text + "\n")
+    if str(path) == STDOUT:  # nothing to load back: the text was validated when built
+        return parse_chip(tomllib.loads(text), "<stdout>")
     return load_chip_file(Path(path))

@@ -58,6 +58,7 @@ def _cmd_peaks(args: argparse.Namespace) -> None:
     from .backend import get_backend
     from .bandwidth import MIN_WORKING_SET, default_max_bytes, measure_bandwidth, sweep_sizes
     from .calibration import calibration_from_peaks, write_calibration
+    from .checks import device_mismatch, measure_reliably, warn
     from .chipfile import MeasuredMachine, read_links, write_chip
     from .peaks import measure_peaks, peak_sizes
     from .text import peaks_text
@@ -80,14 +81,25 @@ def _cmd_peaks(args: argparse.Namespace) -> None:
     top = args.max_bytes or default_max_bytes(backend.info)
     ws = [] if args.no_bandwidth else sweep_sizes(MIN_WORKING_SET, max(top, MIN_WORKING_SET),
                                                  1 if args.quick else 2)
-    with Progress(len(dtypes) * len(sizes) + len(ws) * len(kernels), "measure peaks") as bar:
-        peaks, skipped = measure_peaks(backend, dtypes, args.quick, sizes, progress=bar)
-        sweep = None if args.no_bandwidth else measure_bandwidth(
-            backend, kernels, ws, args.quick, args.threads, progress=bar)
-    machine = MeasuredMachine(backend.info, _today(), tuple(peaks), sweep, args.quick, skipped)
+    if compare is not None and (why := device_mismatch(backend.info, compare)):
+        warn(why)
+
+    def run() -> MeasuredMachine:
+        with Progress(len(dtypes) * len(sizes) + len(ws) * len(kernels), "measure peaks"
+                      ) as bar:
+            peaks, skipped = measure_peaks(backend, dtypes, args.quick, sizes, progress=bar)
+            sweep = None if args.no_bandwidth else measure_bandwidth(
+                backend, kernels, ws, args.quick, args.threads, progress=bar)
+        return MeasuredMachine(backend.info, _today(), tuple(peaks), sweep, args.quick,
+                               skipped)
+
+    machine = measure_reliably(run)
+    sweep = machine.bandwidth
     data: dict[str, Any] = {"device": backend.info.to_dict(), "date": machine.date,
-                            "peaks": [p.to_dict() for p in peaks], "skipped": skipped,
-                            "bandwidth": sweep.to_dict() if sweep else None}
+                            "peaks": [p.to_dict() for p in machine.peaks],
+                            "skipped": dict(machine.skipped),
+                            "bandwidth": sweep.to_dict() if sweep else None,
+                            "unreliable": list(machine.unreliable)}
     text = peaks_text(machine, compare)
     if args.out:
         chip = write_chip(machine, args.out, args.id, links)
@@ -108,6 +120,7 @@ def _cmd_peaks(args: argparse.Namespace) -> None:
 def _cmd_ops(args: argparse.Namespace) -> None:
     from .backend import get_backend
     from .calibration import calibration_from_ops, write_calibration
+    from .checks import device_mismatch, warn
     from .ops import default_cases, run_ops
     from .text import ops_text
     from .timing import Settings
@@ -119,6 +132,8 @@ def _cmd_ops(args: argparse.Namespace) -> None:
         check_format(args.plot)  # before the sweep, not after
     families = _list(args.only, FAMILIES, "--only") if args.only else list(FAMILIES)
     backend = get_backend(args.device, args.backend)
+    if why := device_mismatch(backend.info, chip):
+        warn(why)
     cases = [c for c in default_cases(backend, chip, args.quick) if c.family in families]
     with Progress(len(cases), "measure ops") as bar:
         sweep = run_ops(backend, chip, cases, _today(), Settings.for_mode(args.quick), bar,
@@ -155,6 +170,7 @@ def _plot_ops(sweep: Any, chip: Chip, path: str) -> None:
 
 def _cmd_comm(args: argparse.Namespace) -> None:
     from .calibration import calibration_from_link, write_calibration
+    from .checks import device_mismatch, warn
     from .comm import CommSweep, comm_sizes, init_group, link_toml, run_comm_sweep
     from .device import cpu_info, cuda_info
     from .text import comm_text
@@ -169,9 +185,13 @@ def _cmd_comm(args: argparse.Namespace) -> None:
     g = init_group(args.comm_backend)
     try:
         if g.device == "cpu":
-            device = f"{cpu_info().description}, {g.world} processes"
+            info = cpu_info()
+            device = f"{info.description}, {g.world} processes"
         else:
-            device = f"{cuda_info(g.torch, g.torch.cuda.current_device()).name} x {g.world}"
+            info = cuda_info(g.torch, g.torch.cuda.current_device())
+            device = f"{info.name} x {g.world}"
+        if compare is not None and g.rank == 0 and (why := device_mismatch(info, compare)):
+            warn(why)
         bar = Progress(len(sizes) * len(kinds), "measure comm", enabled=None if g.rank == 0
                        else False)
         with bar:

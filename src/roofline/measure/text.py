@@ -28,6 +28,8 @@ def pct(x: float) -> str:
 
 def peaks_text(machine: MeasuredMachine, compare: Chip | None = None) -> str:
     lines = [f"{machine.measured_on()}: {machine.device.software}", ""]
+    if machine.unreliable:
+        lines[1:1] = [f"UNRELIABLE (still after a retry): {'; '.join(machine.unreliable)}"]
     head = ["peak", "FLOP/s", "best n", "spread"]
     if compare:
         head.append(f"of {compare.id}")
