@@ -1,56 +1,224 @@
-"""Reading the data files we accept (chip TOML, calibration TOML, model config JSON).
+"""Reading the data files we accept (chip TOML, calibration TOML, model config JSON) and
+writing the outputs we make.
 
-Data is parsed, never executed: TOML and JSON only, no eval, no pickle. Errors name the file.
+Data is parsed, never executed: TOML and JSON only, no eval, no pickle. A file must be a
+regular file of sane size, nesting and text; every refusal is one RooflineError naming the
+file. Outputs are written atomically (a temporary file beside the target, fsync, rename), so
+a full disk leaves the old file as it was; the path `-` means standard output.
 """
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import sys
+import tempfile
 import tomllib
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from .errors import RooflineError
+
+MAX_FILE_BYTES = 64 * 2**20  # configs and chip files are kilobytes; /dev/zero is endless
+MAX_DEPTH = 64  # real configs nest 3 levels; deeper is an attack on a recursive reader
+STDOUT = "-"  # an output path that means standard output
+# the options, on any command, that name an output file (checked all at once before work)
+OUTPUT_OPTIONS = ("csv", "markdown", "html", "output", "plot", "out", "calibration_out")
+_stdout: list[TextIO] = []  # the real stdout while stdout_reserved() holds it
+
+
+# --- reading ----------------------------------------------------------------------------------
+
+
+def _read_text(p: Path, what: str) -> str:
+    """A regular file's text: not a directory, device or FIFO, at most MAX_FILE_BYTES."""
+    try:
+        if not p.exists():  # exists() itself raises for e.g. a name too long
+            raise RooflineError(f"{p}: cannot read: {what} not found")
+        if not p.is_file():  # a device (/dev/zero) would be read forever, a FIFO blocks
+            kind = "a directory" if p.is_dir() else "not a regular file"
+            raise RooflineError(f"{p}: cannot read: {kind} (give a {what})")
+        with p.open("rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise RooflineError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise RooflineError(f"{p}: larger than {MAX_FILE_BYTES // 2**20} MiB: not a {what}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RooflineError(f"{p}: not UTF-8 text (byte {exc.start}): not a {what}") from None
+
+
+def _check_tree(data: Any, p: Path) -> None:
+    """Refuse nesting deeper than MAX_DEPTH and text that cannot be printed or written
+    (lone surrogates such as JSON's "\\ud800"). Iterative: no recursion limit to hit."""
+    stack = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise RooflineError(f"{p}: nested deeper than {MAX_DEPTH} levels")
+        if isinstance(node, dict):
+            stack += [(k, depth) for k in node] + [(v, depth + 1) for v in node.values()]
+        elif isinstance(node, list):
+            stack += [(v, depth + 1) for v in node]
+        elif isinstance(node, str):
+            check_text(node, str(p))
+
+
+def check_text(text: str, where: str) -> None:
+    """Refuse a lone surrogate (valid in JSON escapes, not in any encoding)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise RooflineError(f"{where}: text {text[:exc.start][-20:]!r}... holds a lone "
+                            f"surrogate {text[exc.start]!r}: not valid Unicode") from None
 
 
 def read_toml(path: str | Path, what: str) -> dict[str, Any]:
     p = Path(path)
+    text = _read_text(p, what)
     try:
-        if not p.is_file():  # is_file() itself raises for e.g. a name too long
-            raise RooflineError(f"{what} not found: {p}")
-        return tomllib.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise RooflineError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise RooflineError(f"{p}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise RooflineError(f"{p}: nested too deeply (at most {MAX_DEPTH} levels)") from None
+    except ValueError as exc:  # an integer beyond Python's digit limit
+        raise RooflineError(f"{p}: not a usable {what}: {str(exc).split(':')[0]}") from None
+    _check_tree(data, p)
+    return data
 
 
-def read_json(path: str | Path) -> Any:
+def read_json(path: str | Path, what: str = "JSON file") -> Any:
     p = Path(path)
+    text = _read_text(p, what)
     try:
-        return json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RooflineError(f"{p}: cannot read: {exc}") from None
+        data = json.loads(text)  # NaN and 1e999 parse; each reader checks its own numbers
     except json.JSONDecodeError as exc:
         raise RooflineError(f"{p}: not valid JSON: {exc}") from None
+    except RecursionError:
+        raise RooflineError(f"{p}: nested too deeply (at most {MAX_DEPTH} levels)") from None
+    except ValueError as exc:  # an integer beyond Python's digit limit
+        raise RooflineError(f"{p}: not a usable {what}: {str(exc).split(':')[0]}") from None
+    _check_tree(data, p)
+    return data
+
+
+# --- writing ----------------------------------------------------------------------------------
+
+
+def check_destinations(paths: Iterable[str | Path | None]) -> None:
+    """Refuse, before anything is written, any output that could not be written: a missing
+    or read-only directory, a directory or read-only file in the way, one file named for
+    two outputs, or two outputs sent to stdout."""
+    seen: set[str] = set()
+    for path in paths:
+        if path is None:
+            continue
+        text = str(path)
+        key = text if text == STDOUT else os.path.realpath(text)
+        if key in seen:
+            raise RooflineError("only one output can go to stdout ('-')" if text == STDOUT
+                                else f"{text}: named for two outputs (give each its own file)")
+        seen.add(key)
+        if text != STDOUT:
+            _check_writable(Path(text))
+
+
+def _check_writable(p: Path) -> None:
+    try:
+        parent = p.resolve().parent
+        if p.is_dir():
+            raise RooflineError(f"cannot write {p}: it is a directory")
+        if not parent.is_dir():
+            raise RooflineError(f"cannot write {p}: no directory {parent}")
+        if p.exists() and not os.access(p, os.W_OK):
+            raise RooflineError(f"cannot write {p}: the file is read-only")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise RooflineError(f"cannot write {p}: directory {parent} is not writable")
+    except OSError as exc:  # a name too long, a loop of links
+        raise RooflineError(f"cannot write {p}: {exc.strerror or exc}") from None
+
+
+@contextmanager
+def stdout_reserved() -> Iterator[None]:
+    """Stdout carries the one output named '-': whatever else is printed meanwhile (the
+    summary, "wrote ..." lines) goes to stderr, so a pipe gets only the file."""
+    _stdout.append(sys.stdout)
+    try:
+        with redirect_stdout(sys.stderr):
+            yield
+    finally:
+        _stdout.pop()
+
+
+def write_bytes(path: str | Path, data: bytes) -> None:
+    """Write an output file atomically ('-': stdout); a failure is one RooflineError naming
+    the file and leaves any old file intact."""
+    if str(path) == STDOUT:
+        stream = _stdout[-1] if _stdout else sys.stdout
+        stream.flush()
+        buffer = getattr(stream, "buffer", None)
+        if buffer is not None:
+            buffer.write(data)
+            buffer.flush()
+        else:
+            stream.write(data.decode("utf-8", errors="replace"))
+        return
+    try:
+        target = Path(os.path.realpath(path))  # through a symlink: the link stays a link
+        if target.exists() and not target.is_file():  # /dev/null, a FIFO: nothing to rename
+            with target.open("wb") as f:
+                f.write(data)
+            return
+        _replace(target, data)
+    except OSError as exc:
+        raise RooflineError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _replace(target: Path, data: bytes) -> None:
+    """Write a temporary file beside the target, fsync it, rename it over the target."""
+    check_destinations([target])
+    mode = target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask()
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        view = memoryview(data)
+        while view:  # os.write may write less than asked
+            view = view[os.write(fd, view):]
+        os.fchmod(fd, mode)
+        os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        os.replace(tmp, target)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        os.unlink(tmp)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def write_text(path: str | Path, text: str) -> None:
-    """Write an output file; a failure is one RooflineError naming the file."""
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise RooflineError(f"cannot write {path}: {exc.strerror or exc}") from None
+    """Write a text output (UTF-8) atomically; '-' writes it to stdout."""
+    # a name from a path with undecodable bytes holds a surrogate: keep it visible, not fatal
+    write_bytes(path, text.encode("utf-8", errors="backslashreplace"))
 
 
 def write_csv(path: str | Path, columns: dict[str, Any]) -> None:
     """Columns (equal-length arrays or lists) as a CSV file with a header row."""
     import csv
 
-    try:
-        with open(path, "w", newline="", encoding="utf-8") as f:
-            writer = csv.writer(f)
-            writer.writerow(list(columns))
-            writer.writerows(zip(*(list(c) for c in columns.values()), strict=True))
-    except OSError as exc:
-        raise RooflineError(f"cannot write {path}: {exc.strerror or exc}") from None
+    buf = io.StringIO(newline="")
+    writer = csv.writer(buf)
+    writer.writerow(list(columns))
+    writer.writerows(zip(*(list(c) for c in columns.values()), strict=True))
+    write_text(path, buf.getvalue())

@@ -17,6 +17,7 @@ HTML report draws the same chart as inline SVG without matplotlib.
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from .cost import LINKS
 from .dtypes import dtype as lookup_dtype
 from .errors import RooflineError
 from .evaluate import Estimate, evaluate
-from .files import read_json
+from .files import STDOUT, read_json, write_bytes
 from .hardware import Chip, load_chip
 from .ops import matmul
 from .units import format_bytes, format_si, format_time
@@ -355,14 +356,15 @@ def save_figure(fig_or_ax: Figure | Axes, path: str | Path) -> None:
     fig: Any = fig_or_ax.figure if isinstance(fig_or_ax, Axes) else fig_or_ax
     # no timestamps, so the same chart gives the same file
     metadata = {"svg": {"Date": None}, "pdf": {"CreationDate": None}}.get(fmt, {})
-    try:
-        fig.savefig(path, format=fmt, dpi=150, metadata=metadata)
-    except OSError as exc:
-        raise RooflineError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    buf = io.BytesIO()  # drawn in full first: write_bytes replaces the file atomically
+    fig.savefig(buf, format=fmt, dpi=150, metadata=metadata)
+    write_bytes(path, buf.getvalue())
 
 
 def check_format(path: str | Path) -> str:
     """The output format named by a path's extension; RooflineError for any other."""
+    if str(path) == STDOUT:  # stdout takes the text format
+        return "svg"
     ext = Path(path).suffix.lower().lstrip(".")
     if ext not in FORMATS:
         shown = f"'.{ext}'" if ext else "no extension"

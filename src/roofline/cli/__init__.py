@@ -9,9 +9,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from contextlib import nullcontext
 
 from .. import __version__
 from ..errors import RooflineError
+from ..files import OUTPUT_OPTIONS, STDOUT, check_destinations, stdout_reserved
 from . import hardware, models, ops, solvers, sweeps
 from ._base import _Parser
 from .models import add_model_args, model_analysis
@@ -37,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # a name with undecodable bytes must not crash
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -48,7 +53,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             given = sys.argv[1:] if argv is None else list(argv)
             raise RooflineError(f"{flag}: empty value (leave the option out for its default)"
                                 if flag in given else f"{empty}: empty value")
-        args.func(args)
+        # every output checked before any work or any write: a bad second path must not
+        # leave the first one already overwritten
+        outputs = [getattr(args, name, None) for name in OUTPUT_OPTIONS]
+        check_destinations(outputs)
+        with stdout_reserved() if STDOUT in outputs else nullcontext():
+            args.func(args)
     except RooflineError as exc:
         print(f"roofline: error: {exc}", file=sys.stderr)
         return 2

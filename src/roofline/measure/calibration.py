@@ -39,7 +39,7 @@ from ..dtypes import dtype as lookup_dtype
 from ..dtypes import dtype_names
 from ..errors import RooflineError
 from ..evaluate import COMPUTE, LATENCY, Estimate, evaluate
-from ..files import read_toml
+from ..files import read_toml, write_text
 from ..hardware import Chip, System, load_chip
 from ..report import jsonable, table
 from ..units import format_si, format_time
@@ -161,11 +161,7 @@ def calibration_toml(cal: Calibration) -> str:
 
 
 def write_calibration(cal: Calibration, path: str | Path) -> None:
-    text = calibration_toml(cal)
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise RooflineError(f"cannot write the calibration file {path}: {exc.strerror}") from None
+    write_text(path, calibration_toml(cal))
 
 
 # --- applying a calibration -------------------------------------------------------------------
