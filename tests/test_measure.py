@@ -11,6 +11,7 @@ import dataclasses
 import io
 import json
 import math
+import statistics
 import subprocess
 import sys
 import tomllib
@@ -18,7 +19,7 @@ import tomllib
 import numpy as np
 import pytest
 
-from roofline import RooflineError, evaluate, load_chip, matmul
+from roofline import Chip, MemoryLevel, Peak, RooflineError, evaluate, load_chip, matmul
 from roofline.cost import Cost
 from roofline.measure import (
     Calibration,
@@ -32,7 +33,6 @@ from roofline.measure import (
     load_calibration,
     measure_bandwidth,
     measure_peaks,
-    run_ops,
     write_calibration,
     write_chip,
 )
@@ -145,12 +145,17 @@ def test_cpu_bandwidth_main_memory_is_slower_than_cache(cpu):
     if llc > 256 * MiB:
         pytest.skip(f"last cache of {llc / MiB:.0f} MiB: the sweep past it is too slow here")
     in_cache = [llc / 4] if cpu.info.caches else [llc / 64]
-    sweep = measure_bandwidth(cpu, ["copy"], [*in_cache, 8 * llc], threads=1, settings=TINY)
-    small, big = sweep.points
+    # both sizes timed back to back, three rounds, the best of each kept: a burst of load
+    # from other processes slows a round, never speeds one up
+    rounds = [measure_bandwidth(cpu, ["copy"], [*in_cache, 8 * llc], threads=1,
+                                settings=TINY).points for _ in range(3)]
+    small, big = (max(same, key=lambda p: p.bandwidth_Bps) for same in zip(*rounds,
+                                                                            strict=True))
     assert small.bandwidth_Bps > 0 and big.bandwidth_Bps > 0
     assert big.bandwidth_Bps < small.bandwidth_Bps  # the DRAM plateau is below the cache one
     if cpu.info.caches:
-        hbm, l2 = sweep.level("hbm"), sweep.level("l2")
+        levels = {lv.name: lv for lv in read_levels([small, big], cpu.info)}
+        hbm, l2 = levels.get("hbm"), levels.get("l2")
         assert hbm is not None and l2 is not None
         assert hbm.bandwidth_Bps < l2.bandwidth_Bps
         assert l2.capacity_bytes == llc
@@ -340,41 +345,41 @@ def test_cli_peaks_retries_a_noisy_run_and_marks_the_chip_file(capsys, tmp_path,
 # --- predicted vs achieved --------------------------------------------------------------------
 
 
-def _roofs_then_ops(cpu, path):
-    n = 256
-    peaks, _ = measure_peaks(cpu, ["fp32"], sizes=[n], settings=TINY)
-    llc = _llc(cpu)
-    dram_ws = max(8 * llc, 64 * MiB)
-    if dram_ws > 1024 * MiB:
-        pytest.skip("last cache too large for a quick sweep past it")
-    sweep = measure_bandwidth(cpu, ["copy", "triad"], [llc / 4, dram_ws], threads=1,
-                              settings=TINY)
-    chip = write_chip(MeasuredMachine(cpu.info, "2026-01-31", tuple(peaks), sweep), path)
-    elems = int(dram_ws / 12)  # add: two inputs and an output of 4 bytes each
-    cases = [matmul_case(n, n, n, "fp32"), elementwise_case("add", elems, "fp32"),
-             elementwise_case("silu", elems // 2, "fp32")]
-    result = run_ops(cpu, chip, cases, "2026-01-31", TINY)
-    assert [p.label for p in result.points] == [c.label for c in cases] and not result.skipped
-    return result.points
+def _interleaved_chip(t_peak_s: float, n: int, stream_Bps: float) -> Chip:
+    """A one-round measured roof: the fp32 matmul peak and the best streaming bandwidth."""
+    return Chip("interleaved", "this CPU, one round", "test",
+                {"fp32": Peak("fp32", 2.0 * n**3 / t_peak_s, "timed")},
+                (MemoryLevel("hbm", "timed", stream_Bps, 64 * MiB, "timed"),), {})
 
 
-def test_no_measured_op_beats_its_measured_roof(cpu, tmp_path):
-    """Measure the roofs with the same kernels, then time ops: on or under the roof, up to
-    noise. A burst of load from other processes can slow the roof measurement alone, so a
-    failing round is measured again; a systematic error (a miscounted byte or FLOP) fails
-    every round."""
-    worst: list[tuple[str, float]] = []
-    for _ in range(3):
-        points = _roofs_then_ops(cpu, tmp_path / "cpu.toml")
-        for p in points:
-            assert p.time_s > 0 and p.achieved_flops_per_s > 0
-        silu = points[2]
-        assert not silu.fused  # numpy: four passes where the Cost counts one
-        worst = [(p.label, p.efficiency) for p in points
-                 if p.resident is None and p.efficiency > 1.5]
-        if not worst and silu.efficiency < 1.0:
-            return
-    pytest.fail(f"above the measured roof in every round: {worst}")
+def test_no_measured_op_beats_its_measured_roof(cpu):
+    """Ops against roofs measured with the same kernels at the same working set. Load from
+    other processes (CI shares machines) slows whatever runs while it lasts, so the roof and
+    the ops are timed in one interleaved loop (each timing the fastest sample, milliseconds
+    apart) and compared round by round: the median ratio moves only if load hits the roofs
+    and not the ops in most rounds. A systematic error (a miscounted byte or FLOP) moves it
+    in every round."""
+    n, ws = 256, 24 * MiB
+    peak_kernel = looped(cpu.matmul(n, n, n, "fp32"))
+    streams = [cpu.stream(kernel, ws, threads=1) for kernel in ("copy", "triad")]
+    cases = [matmul_case(n, n, n, "fp32"), elementwise_case("add", int(ws / 12), "fp32"),
+             elementwise_case("silu", int(ws / 8), "fp32")]
+    ops = [looped(case.build(cpu)) for case in cases]
+
+    def fastest(run) -> float:
+        return measure(run, cpu.timer(), TINY).min_s
+
+    ratios: list[list[float]] = [[] for _ in cases]
+    for _ in range(5):
+        t_peak = fastest(peak_kernel)
+        bw = max(s.bytes_moved / fastest(s.run) for s in streams)
+        chip = _interleaved_chip(t_peak, n, bw)
+        for ratio, case, op in zip(ratios, cases, ops, strict=True):
+            ratio.append(float(evaluate(case.cost, chip).t_lower_s) / fastest(op))
+    eff = {case.label: statistics.median(r) for case, r in zip(cases, ratios, strict=True)}
+    assert all(e > 0 for e in eff.values())
+    assert all(e < 1.5 for e in eff.values()), f"above the measured roof: {eff}"
+    assert eff[cases[2].label] < 1.0, eff  # numpy silu: four passes where the Cost counts one
 
 
 def test_op_point_figures_from_synthetic_times():
