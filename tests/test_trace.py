@@ -134,7 +134,49 @@ def test_trace_cli(capsys):
 def test_trace_cli_bad_target(capsys, target, needle):
     assert main(["trace", target]) == 2
     err = capsys.readouterr().err
-    assert needle in err and err.count("\n") == 1
+    assert needle in err.splitlines()[-1] and err.count("error") == 1
+
+
+ENCODER = """
+import torch
+
+
+def main():
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(64, 4, 128, batch_first=True)
+    x = torch.randn(2, 16, 64, requires_grad=True)
+    layer(x).sum().backward()
+"""
+
+
+def test_trace_text_with_flagged_ops_has_a_flagged_column(run_cli, tmp_path):
+    # a stock encoder layer, forward and backward: dropout's bernoulli_ and _safe_softmax have
+    # no FLOP formula, so the table gains a 'flagged' column (it crashed without a header)
+    script = tmp_path / "encoder.py"
+    script.write_text(ENCODER)
+    code, out, err = run_cli("trace", str(script), "--top", "100")
+    assert code == 0, err
+    lines = out.splitlines()
+    header, rule = lines[2], lines[3]
+    assert header.split()[-1] == "flagged" and len(rule.split()) == 8
+    rows = {line.split()[0]: line for line in lines[4:lines.index("", 4)]}
+    assert {"bernoulli_", "_safe_softmax", "mm"} <= set(rows)
+    assert rows["bernoulli_"].endswith("yes") and not rows["mm"].endswith("yes")
+    assert "aten.bernoulli_" in out.splitlines()[-1]  # the flagged list names them
+    code, out, _ = run_cli("trace", str(script), "--top", "3")  # no flagged op among 3: no column
+    assert code == 0 and out.splitlines()[2].split()[-1] == "bound"
+
+
+def test_trace_checks_its_options_before_running_the_script(run_cli, tmp_path):
+    marker = tmp_path / "ran"
+    script = tmp_path / "side_effect.py"
+    script.write_text(f"open({str(marker)!r}, 'w').close()\n\ndef main():\n    pass\n")
+    code, _, err = run_cli("trace", str(script), "--hw", "no-such-chip")
+    assert code == 2 and "unknown chip 'no-such-chip'" in err and err.count("\n") == 1
+    assert not marker.exists()
+    code, _, err = run_cli("trace", str(script))
+    assert code == 0 and marker.exists()
+    assert err.count("importing and running") == 1 and err.count("\n") == 1
 
 
 def test_trace_script_without_main_names_the_fix(capsys, tmp_path):

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
+
+# Text that must not reach a terminal, a CSV cell or an SVG raw: C0/C1 control characters
+# (escape sequences), bidi overrides (text that reads differently than it is stored), lone
+# surrogates (valid in a JSON escape, not in any encoding).
+UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f"
+                         "\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 class RooflineError(ValueError):
@@ -23,3 +30,9 @@ def brief(value: object) -> str:
     """A value for an error message, without printing a 400-digit integer in full."""
     text = str(value)
     return text if len(text) <= 24 else f"a {len(text)}-digit integer"
+
+
+def one_line(message: str) -> str:
+    """An error message as one printable line: control characters and line breaks (from a
+    file name, say) are shown escaped, never sent to the terminal."""
+    return re.sub(f"{UNPRINTABLE.pattern}|[\n\r]", lambda m: repr(m.group())[1:-1], message)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import sys
 import tempfile
 import tomllib
@@ -20,7 +21,7 @@ from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Any, TextIO
 
-from .errors import RooflineError
+from .errors import UNPRINTABLE, RooflineError
 
 MAX_FILE_BYTES = 64 * 2**20  # configs and chip files are kilobytes; /dev/zero is endless
 MAX_DEPTH = 64  # real configs nest 3 levels; deeper is an attack on a recursive reader
@@ -53,29 +54,37 @@ def _read_text(p: Path, what: str) -> str:
         raise RooflineError(f"{p}: not UTF-8 text (byte {exc.start}): not a {what}") from None
 
 
+_UNSAFE_IN_NAME = re.compile(f"{UNPRINTABLE.pattern}|[\t\n\r]")
+
+
+def check_text(text: str, where: str, name: bool = False) -> str:
+    """`text` unchanged if it is safe to print; a `name` (an id, a label) is also one line."""
+    bad = (_UNSAFE_IN_NAME if name else UNPRINTABLE).search(text)
+    if bad:
+        what = "a lone surrogate" if "\ud800" <= bad.group() <= "\udfff" else \
+            "a control character"
+        raise RooflineError(f"{where}: {text[:bad.start()][-20:]!r} is followed by {what} "
+                            f"({bad.group()!r}); only printable text is allowed")
+    return text
+
+
 def _check_tree(data: Any, p: Path) -> None:
-    """Refuse nesting deeper than MAX_DEPTH and text that cannot be printed or written
-    (lone surrogates such as JSON's "\\ud800"). Iterative: no recursion limit to hit."""
-    stack = [(data, 1)]
+    """Refuse nesting deeper than MAX_DEPTH and unprintable text anywhere (check_text).
+    Iterative: no recursion limit to hit."""
+    stack: list[tuple[Any, int, str]] = [(data, 1, "")]
     while stack:
-        node, depth = stack.pop()
+        node, depth, where = stack.pop()
         if depth > MAX_DEPTH:
             raise RooflineError(f"{p}: nested deeper than {MAX_DEPTH} levels")
         if isinstance(node, dict):
-            stack += [(k, depth) for k in node] + [(v, depth + 1) for v in node.values()]
+            for key, value in node.items():
+                field = f"{where}.{key}" if where else str(key)
+                check_text(str(key), f"{p}: key {field!r}")
+                stack.append((value, depth + 1, field))
         elif isinstance(node, list):
-            stack += [(v, depth + 1) for v in node]
+            stack += [(v, depth + 1, f"{where}[{i}]") for i, v in enumerate(node)]
         elif isinstance(node, str):
-            check_text(node, str(p))
-
-
-def check_text(text: str, where: str) -> None:
-    """Refuse a lone surrogate (valid in JSON escapes, not in any encoding)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise RooflineError(f"{where}: text {text[:exc.start][-20:]!r}... holds a lone "
-                            f"surrogate {text[exc.start]!r}: not valid Unicode") from None
+            check_text(node, f"{p}: field {where!r}" if where else str(p))
 
 
 def read_toml(path: str | Path, what: str) -> dict[str, Any]:

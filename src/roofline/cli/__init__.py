@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from contextlib import nullcontext
 
 from .. import __version__
-from ..errors import RooflineError
+from ..errors import RooflineError, one_line
 from ..files import OUTPUT_OPTIONS, STDOUT, check_destinations, stdout_reserved
 from . import hardware, models, ops, solvers, sweeps
 from ._base import _Parser
@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with stdout_reserved() if STDOUT in outputs else nullcontext():
             args.func(args)
     except RooflineError as exc:
-        print(f"roofline: error: {exc}", file=sys.stderr)
+        print(f"roofline: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `roofline hw list | head`
         return 0

@@ -13,7 +13,7 @@ from typing import Any
 from ..cost import LINKS, MEMORY_LEVELS
 from ..dtypes import dtype_names
 from ..errors import RooflineError, brief, unknown
-from ..files import read_toml
+from ..files import check_text, read_toml
 from .model import Chip, Link, MemoryLevel, Peak
 
 CATALOG_DIR = Path(__file__).with_name("catalog")
@@ -28,8 +28,22 @@ _LINK_KEYS = {"name", "bandwidth_Bps", "latency_s", "domain_size", "in_switch_re
               "source", "latency_source", "ports", "torus_axis"}
 
 
-_FLOORS = {"latency_s": 1e-12, "torus_axis": 2.0}  # every other figure (FLOP/s, bytes,
-# bytes/s, counts, watts) is at least 1
+_PROSE = {"notes", "source", "latency_source"}  # may span lines; every other string is a name
+# The sane range of each figure: outside it a figure is a typo (a unit slip of 1e3 and more),
+# and arithmetic on it underflows to 0 or overflows to inf. The ceilings leave room for a
+# thousand times today's largest chips (a wafer-scale die: 2e16 B/s of SRAM bandwidth).
+_LIMITS: dict[str, tuple[float, float, str]] = {
+    "flops_per_s": (1.0, 1e19, "FLOP/s"),
+    "bandwidth_Bps": (1.0, 1e18, "B/s"),
+    "capacity_bytes": (1.0, 1e16, "B"),
+    "unit_capacity_bytes": (1.0, 1e16, "B"),
+    "latency_s": (1e-12, 1.0, "s"),
+    "units": (1.0, 1e7, ""),
+    "domain_size": (1.0, 1e7, "chips"),
+    "ports": (1.0, 1e4, ""),
+    "torus_axis": (2.0, 1e7, "chips"),
+    "tdp_w": (1.0, 1e6, "W"),
+}
 
 
 class _Reader:
@@ -44,9 +58,12 @@ class _Reader:
             raise self.error(extra[0], f"unknown field (allowed: {', '.join(sorted(allowed))})")
         self.table = table
 
+    def where(self, key: str) -> str:
+        field = ".".join(p for p in (self.prefix, key) if p) or "(top level)"
+        return f"{self.path}: field '{field}'"
+
     def error(self, key: str, message: str) -> RooflineError:
-        where = ".".join(p for p in (self.prefix, key) if p) or "(top level)"
-        return RooflineError(f"{self.path}: field '{where}': {message}")
+        return RooflineError(f"{self.where(key)}: {message}")
 
     def string(self, key: str, required: bool = True) -> str:
         value = self.table.get(key)
@@ -54,7 +71,7 @@ class _Reader:
             return ""
         if not isinstance(value, str) or not value.strip():
             raise self.error(key, "required non-empty string")
-        return value
+        return check_text(value, self.where(key), name=key not in _PROSE)
 
     def number(self, key: str, required: bool = True, integer: bool = False) -> float | None:
         value = self.table.get(key)
@@ -72,10 +89,11 @@ class _Reader:
             raise self.error(key, f"must be finite, got {brief(value)}") from None
         if not math.isfinite(number) or number <= 0:
             raise self.error(key, f"must be positive and finite, got {value!r}")
-        # below these a figure is a typo, and the arithmetic on it underflows to 0 or inf
-        floor = _FLOORS.get(key, 1.0)
-        if number < floor:
-            raise self.error(key, f"must be at least {floor:g}, got {value!r}")
+        floor, ceiling, unit = _LIMITS[key]
+        if not floor <= number <= ceiling:
+            bound = f"at least {floor:g}" if number < floor else f"at most {ceiling:g}"
+            raise self.error(key, f"must be {bound} {unit}".rstrip() + f" (the sane range is "
+                             f"{floor:g} to {ceiling:g}), got {brief(value)}")
         return number
 
     def flag(self, key: str) -> bool:
@@ -101,6 +119,8 @@ def parse_chip(data: dict[str, Any], path: str) -> Chip:
     aliases = data.get("aliases", [])
     if not isinstance(aliases, list) or not all(isinstance(a, str) and a for a in aliases):
         raise top.error("aliases", "must be a list of non-empty strings")
+    for alias in aliases:
+        check_text(alias, top.where("aliases"), name=True)
 
     peaks_table = data.get("peak")
     if not isinstance(peaks_table, dict) or not peaks_table:

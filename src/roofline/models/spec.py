@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import RooflineError, brief
+from ..files import check_text
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,9 @@ def parse_config(data: Any, name: str, origin: str) -> ModelSpec:
     """Validate a Hugging Face config dict and normalise it into a ModelSpec."""
     if not isinstance(data, dict):
         raise RooflineError(f"{origin}: a config.json must hold a JSON object")
+    check_text(name, f"{origin}: model name", name=True)  # it heads every table
+    if isinstance(data.get("_source"), str):
+        check_text(data["_source"], f"{origin}: field '_source'", name=True)
     if isinstance(data.get("text_config"), dict):  # multimodal wrappers (Gemma 3): the LM part
         data = {**data["text_config"], "model_type": data["text_config"].get(
             "model_type", data.get("model_type"))}

@@ -14,11 +14,12 @@ from typing import Any
 
 from ..argtypes import count_arg
 from ..errors import RooflineError
+from ..hardware import load_chip
 
 
-def load_function(target: str) -> Any:
-    """'path/to/script.py:function' (or just 'path/to/script.py' for its main()) -> the
-    function (the script is imported, i.e. run)."""
+def script_target(target: str) -> tuple[Path, str, bool]:
+    """'path/to/script.py[:function]' -> (the script, the function's name, whether it was
+    named), checked without running anything."""
     path_text, sep, name = target.rpartition(":")
     if not sep and target.endswith(".py"):
         path_text, name = target, "main"
@@ -27,6 +28,13 @@ def load_function(target: str) -> Any:
     path = Path(path_text)
     if not path.is_file():
         raise RooflineError(f"script not found: {path}")
+    return path, name, bool(sep)
+
+
+def load_function(target: str) -> Any:
+    """'path/to/script.py:function' (or just 'path/to/script.py' for its main()) -> the
+    function (the script is imported, i.e. run)."""
+    path, name, sep = script_target(target)
     spec = importlib.util.spec_from_file_location(path.stem, path)
     if spec is None or spec.loader is None:
         raise RooflineError(f"cannot import {path}")
@@ -53,9 +61,13 @@ def _cmd_trace(args: argparse.Namespace) -> None:
     from ..units import format_bytes, format_si, format_time
     from .torch_trace import _torch, trace
 
+    chip = load_chip(args.hw)  # every option is checked before the script runs
     torch = _torch()
     if args.device == "cuda" and not torch.cuda.is_available():
         raise RooflineError("--device cuda: this torch has no CUDA device (CPU-only build?)")
+    script_target(args.target)
+    print(f"roofline: importing and running {args.target} (only trace code you trust)",
+          file=sys.stderr)
     previous = torch.get_default_device()
     # tensors the script creates, at import or in the function, land on the chosen device
     torch.set_default_device(args.device)
@@ -75,19 +87,20 @@ def _cmd_trace(args: argparse.Namespace) -> None:
     if args.json:
         import json
 
-        print(json.dumps(jsonable(result.to_dict(args.hw)), indent=2))
+        print(json.dumps(jsonable(result.to_dict(chip)), indent=2))
         return
-    rows = result.by_kind(args.hw)[: args.top]
+    rows = result.by_kind(chip)[: args.top]
     timed = args.time
+    flags = any(r.flagged for r in rows)  # the column shows only when a row needs it
     body = [[r.name, str(r.count), format_si(r.flops), format_bytes(r.bytes),
              f"{r.intensity:.3g}", format_time(r.t_lower_s), r.bound]
             + ([format_time(r.time_s or 0), f"{100 * (r.efficiency or 0):.1f}%"] if timed else [])
-            + (["flagged"] if r.flagged else [])
+            + (["yes" if r.flagged else ""] if flags else [])
             for r in rows]
     head = ["op kind", "count", "FLOPs", "bytes", "FLOP/B", "t_lower", "bound"]
-    lines = [f"{len(result.ops)} ops traced; placed on {args.hw}", "",
-             table(head + (["measured", "of roof"] if timed else []), body)]
-    fusion = result.fusion(args.hw)
+    head += (["measured", "of roof"] if timed else []) + (["flagged"] if flags else [])
+    lines = [f"{len(result.ops)} ops traced; placed on {chip.id}", "", table(head, body)]
+    fusion = result.fusion(chip)
     lines += ["", f"total: {format_si(result.flops)}FLOP, {format_bytes(result.bytes)} moved "
               "(each op its own kernel: the unfused traffic); ops one by one >= "
               f"{format_time(fusion.t_lower_before_s)}",
