@@ -107,12 +107,12 @@ def test_read_only_destinations(tmp_path):
 @pytest.mark.parametrize("option", ["--csv", "--markdown", "--html"])
 def test_dash_writes_the_output_to_stdout_and_the_summary_to_stderr(run_cli, tmp_path, option):
     os.chdir(tmp_path)
+    code, summary, _ = run_cli("model", "llama-3-8b", option, "file")
+    assert code == 0 and "TPOT >=" in summary
     code, out, err = run_cli("model", "llama-3-8b", option, "-")
-    assert code == 0 and not (tmp_path / "-").exists()
-    first = {"--csv": "group,name,count", "--markdown": "| group | name",
-             "--html": "<!DOCTYPE html>"}[option]
-    assert out.startswith(first) and "TPOT >=" not in out  # (HTML escapes its copy: &gt;)
-    assert "TPOT >=" in err  # the text summary still shows, out of the pipe's way
+    assert code == 0 and sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+    assert out == (tmp_path / "file").read_text()  # stdout holds the file, nothing else
+    assert err == summary  # the text summary still shows, out of the pipe's way
 
 
 def test_dash_for_report_sweep_and_plot(run_cli, tmp_path):
