@@ -21,15 +21,15 @@ import pytest
 
 from roofline import cli, collective, evaluate, gemv, load_chip, matmul
 from roofline.errors import RooflineError
-from roofline.html_report import (
+from roofline.render.geometry import point_from_dict, to_points
+from roofline.render.pages import (
     estimate_html,
     estimates_csv,
     estimates_markdown,
     html_report,
     markdown_report,
-    roofline_svg,
 )
-from roofline.plot import op_results, result_from_dict
+from roofline.render.svg import roofline_svg
 
 H100 = load_chip("h100")
 EVIL = "<script>window.__pwned = 1</script>"
@@ -82,7 +82,7 @@ def test_chart_points_roofs_and_ridges():
     matmul_, gemv_ = ops[0], ops[1]
     assert float(matmul_.get("cx")) > float(gemv_.get("cx"))  # 124 FLOP/byte right of 1
     tip = matmul_.get("data-tip")
-    assert tip.splitlines()[0] == "matmul" and "124.1 FLOP/byte (hbm)" in tip
+    assert tip.splitlines()[0] == "1. matmul" and "124.1 FLOP/byte (hbm)" in tip
     assert "41.3 us" in tip and "bound hbm (memory-bound)" in tip
     assert [p.get("data-name") for p in points(svg, "measured")] == ["my gemm"]
     roofs = [e.get("data-kind") for e in svg.iter(f"{SVG_NS}polyline")]
@@ -119,7 +119,7 @@ def test_names_are_data_never_markup():
 
 def test_results_read_from_json_report_like_estimates(capsys):
     cli.main(["op", "matmul", "--m", "128", "--k", "8192", "--n", "8192", "--json"])
-    result = result_from_dict(json.loads(capsys.readouterr().out), "r.json")
+    result = point_from_dict(json.loads(capsys.readouterr().out), "r.json")
     page = html_report(H100, [result])
     assert "FLOPs = 2·M·N·K = 2·128·8192·8192" in page
     assert len(points(svg_of(page), "op")) == 1
@@ -140,7 +140,8 @@ def test_estimate_html_fragment():
 def test_markdown_tables():
     md = estimates_markdown([*estimates(), evaluate(matmul(1, 2, 3, name="a|b"), H100)])
     lines = md.splitlines()
-    assert lines[0].startswith("| op | bound | t_lower |") and lines[1].startswith("|---|")
+    assert lines[0].startswith("| op | bound | t_lower (lower bound) |")
+    assert lines[1].startswith("|---|")
     assert "| matmul | hbm (memory-bound) | 41.3 us |" in md
     assert "| a\\|b |" in md  # a pipe in a name does not split the cell
     assert all(line.count("|") - line.count("\\|") == 9 for line in lines)
@@ -160,7 +161,7 @@ def test_csv_has_si_numbers():
 
 
 def test_array_estimates_expand_to_rows():
-    rows = op_results([evaluate(matmul(np.array([1, 4096]), 8192, 8192), H100)])
+    rows = to_points([evaluate(matmul(np.array([1, 4096]), 8192, 8192), H100)])
     page = html_report(H100, rows)
     assert [p.get("data-name") for p in points(svg_of(page), "op")] == ["matmul[0]", "matmul[1]"]
 
@@ -313,7 +314,7 @@ def test_report_in_headless_chromium(browser, server, tmp_path, scheme):
     ActionChains(browser).move_to_element(ops[0]).perform()  # a real pointer move
     WebDriverWait(browser, 5).until(lambda d: tip.is_displayed())
     lines = tip.text.splitlines()
-    assert lines[0] == "matmul" and "intensity 124.1 FLOP/byte (hbm)" in lines
+    assert lines[0] == "1. matmul" and "intensity 124.1 FLOP/byte (hbm)" in lines
     assert "time 41.3 us (lower bound)" in lines and "bound hbm (memory-bound)" in lines
     ActionChains(browser).move_to_element(browser.find_element(By.TAG_NAME, "h1")).perform()
     WebDriverWait(browser, 5).until(lambda d: not tip.is_displayed())
@@ -321,6 +322,6 @@ def test_report_in_headless_chromium(browser, server, tmp_path, scheme):
     evil = next(p for p in ops if p.get_attribute("data-name") == EVIL)
     browser.execute_script(
         "arguments[0].dispatchEvent(new MouseEvent('mouseover', {bubbles: true}))", evil)
-    assert tip.text.splitlines()[0] == EVIL  # shown as text ...
+    assert tip.text.splitlines()[0] == "3. " + EVIL  # shown as text ...
     assert browser.execute_script("return window.__pwned === undefined")  # ... never run
     assert browser.get_log("browser") == []

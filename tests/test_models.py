@@ -19,7 +19,7 @@ from roofline.models import (
     train,
 )
 from roofline.models.mfu import mfu
-from roofline.report import model_text
+from roofline.render.model import model_text
 
 H100 = load_chip("h100")
 

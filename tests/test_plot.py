@@ -14,20 +14,22 @@ from matplotlib.figure import Figure
 from roofline import cli, collective, evaluate, gemv, load_chip, matmul
 from roofline.errors import RooflineError
 from roofline.plot import (
-    BOUND_COLORS,
-    OTHER_COLOR,
-    OpResult,
-    load_results,
     matmul_batch_sweep,
-    op_results,
     plot_breakdown,
     plot_matmul_sweep,
     plot_memory,
     plot_roofline,
     plot_sweep,
-    result_from_dict,
-    roofline_geometry,
     save_figure,
+)
+from roofline.render.geometry import (
+    BOUND_COLORS,
+    OTHER_COLOR,
+    OpPoint,
+    load_points,
+    point_from_dict,
+    roofline_geometry,
+    to_points,
 )
 
 H100 = load_chip("h100")
@@ -112,7 +114,7 @@ def test_draws_on_the_given_axes_and_a_sweep_is_one_series():
 
 def test_json_results_plot_where_estimates_do(capsys):
     cli.main(["op", "matmul", "--m", "128", "--k", "8192", "--n", "8192", "--json"])
-    result = result_from_dict(json.loads(capsys.readouterr().out), "out.json")
+    result = point_from_dict(json.loads(capsys.readouterr().out), "out.json")
     a, b = plot_roofline(H100, [result]), plot_roofline(H100, ops()[:1])
     offsets = [next(c.get_offsets() for c in ax.collections if c.get_gid() == "op:matmul")
                for ax in (a, b)]
@@ -225,7 +227,7 @@ def test_missing_matplotlib_gives_the_install_hint(monkeypatch):
 
 
 def test_importing_the_cli_and_plot_modules_does_not_import_matplotlib():
-    code = ("import argparse, sys, roofline.cli, roofline.plot, roofline.html_report\n"
+    code = ("import argparse, sys, roofline.cli, roofline.plot, roofline.render.pages\n"
             "from roofline.plot_cli import register\n"
             "p = roofline.cli.build_parser()\n"
             "sub = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))\n"
@@ -261,27 +263,27 @@ GOOD = {"hardware": "h100-sxm", "name": "matmul", "bound": "hbm", "t_lower_s": 4
 ])
 def test_result_validation_names_the_field(data, needle):
     with pytest.raises(RooflineError, match=needle):
-        result_from_dict(data, "r.json")
+        point_from_dict(data, "r.json")
 
 
-def test_load_results(tmp_path):
+def test_load_points(tmp_path):
     path = tmp_path / "r.json"
     path.write_text(json.dumps([GOOD, {**GOOD, "name": "b", "peak_flops_per_s": None}]))
-    a, b = load_results(path)
-    assert isinstance(a, OpResult) and a.intensity == {"hbm": 124.1} and b.name == "b"
+    a, b = load_points(path)
+    assert isinstance(a, OpPoint) and a.intensity == {"hbm": 124.1} and b.name == "b"
     assert math.isnan(b.peak_flops_per_s) and a.t_upper_s == a.t_lower_s
     for text, needle in [("{nope", "not valid JSON"), ("[]", "empty list"),
                          ('{"t_lower_s": NaN}', "missing field"),
                          (json.dumps({**GOOD, "t_lower_s": float("nan")}), "non-negative")]:
         path.write_text(text)
         with pytest.raises(RooflineError, match=needle):
-            load_results(path)
+            load_points(path)
     with pytest.raises(RooflineError, match="cannot read"):
-        load_results(tmp_path / "missing.json")
+        load_points(tmp_path / "missing.json")
 
 
 def test_array_estimates_become_one_result_per_element():
-    rows = op_results([evaluate(matmul(np.array([1, 4096]), 8192, 8192), H100)])
+    rows = to_points([evaluate(matmul(np.array([1, 4096]), 8192, 8192), H100)])
     assert [r.name for r in rows] == ["matmul[0]", "matmul[1]"]
     assert [r.bound for r in rows] == ["hbm", "compute"]
     assert rows[1].t_lower_s == pytest.approx(2 * 4096 * 8192**2 / 989.4e12)

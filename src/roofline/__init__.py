@@ -1,11 +1,18 @@
 """roofline: how fast can a piece of ML work possibly run on given hardware, and what limits it.
 
+`import roofline` loads the numpy-only core (units, dtypes, hardware, cost, evaluate, ops;
+models on first use); tracing, measurement, plots and reports load when used.
+
 >>> import roofline
 >>> est = roofline.evaluate(roofline.matmul(m=128, k=8192, n=8192), "h100")
 >>> est.bound, round(est.t_lower_s * 1e6, 1)
 ('hbm', 41.3)
+>>> est
+Estimate(matmul on h100-sxm: hbm-bound, t_lower 41.3 us, I_hbm 124.1 FLOP/B)
 """
 
+import sys
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from .cost import Cost
@@ -17,21 +24,30 @@ from .hardware import Chip, Link, MemoryLevel, Peak, System, list_chips, load_ch
 from .ops import attention, dot, elementwise, gemv, kv_cache_bytes, matmul, mla_attention
 from .ops.collectives import collective
 from .ops.parallel import sharded_matmul
-from .trace import trace, trace_jax, tracing
 
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from .models import tp_layer
+    from .models import ModelAnalysis, analyze, tp_layer
+    from .trace import trace, trace_jax, tracing
+
+# Loaded on first use, so `import roofline` (and the CLI) stays quick.
+_LAZY = {"analyze": ".models", "ModelAnalysis": ".models", "tp_layer": ".models",
+         "trace": ".trace", "trace_jax": ".trace", "tracing": ".trace"}
 
 
 def __getattr__(name: str) -> Any:
-    # the model graph loads on first use: `import roofline` (and the CLI) stays quick
-    if name == "tp_layer":
-        from .models import tp_layer
-
-        return tp_layer
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name], __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if "IPython" in sys.modules:  # a notebook: teach its HTML formatter our result types
+    _ipython = sys.modules["IPython"].get_ipython()
+    if _ipython is not None and hasattr(_ipython, "display_formatter"):
+        from .render.notebook import register as _register
+
+        _register(_ipython)
 
 __all__ = [
     "Chip",
@@ -40,10 +56,12 @@ __all__ = [
     "Estimate",
     "Link",
     "MemoryLevel",
+    "ModelAnalysis",
     "Peak",
     "RooflineError",
     "System",
     "Term",
+    "analyze",
     "attention",
     "collective",
     "dot",

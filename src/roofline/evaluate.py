@@ -24,9 +24,17 @@ import numpy as np
 from .cost import Cost
 from .derivation import Num, unwrap
 from .hardware import Chip, System, load_chip
+from .serialize import jsonable
+from .units import format_time
 
 COMPUTE = "compute"
 LATENCY = "latency"
+
+# What each time of ONE op is (a whole step has its own: `models.analysis.STEP_TIMES`).
+OP_TIMES = {
+    "t_lower_s": "lower bound: the op's resources perfectly overlapped (the max)",
+    "t_upper_s": "no-overlap sum of the op's resource times",
+}
 
 
 
@@ -61,15 +69,19 @@ class Estimate:
         with np.errstate(divide="ignore", invalid="ignore"):  # nothing to do: no share (NaN)
             return {r: unwrap(np.asarray(t) / self.t_lower_s) for r, t in self.time_s.items()}
 
-    def _repr_html_(self) -> str:  # notebooks
-        from .html_report import estimate_html
-
-        return estimate_html(self)
+    def __repr__(self) -> str:
+        name = self.cost.name or "cost"
+        if np.ndim(self.t_lower_s):
+            low = np.asarray(self.t_lower_s)
+            return (f"Estimate({name} on {self.hardware}: {low.size} points, t_lower "
+                    f"{format_time(float(low.min()))} .. {format_time(float(low.max()))})")
+        hbm = self.intensity.get("hbm")
+        tail = "" if hbm is None else f", I_hbm {float(hbm):.4g} FLOP/B"
+        return (f"Estimate({name} on {self.hardware}: {self.bound}-bound, t_lower "
+                f"{format_time(float(self.t_lower_s))}{tail})")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict (arrays become lists, NaN becomes None)."""
-        from .report import jsonable  # report depends on evaluate, not the other way round
-
         return jsonable({
             "hardware": self.hardware,
             "name": self.cost.name,
@@ -86,6 +98,7 @@ class Estimate:
             "peak_flops_per_s": self.peak_flops_per_s,
             "attainable_flops_per_s": self.attainable_flops_per_s,
             "utilization": self.utilization,
+            "times": OP_TIMES,
         })
 
 

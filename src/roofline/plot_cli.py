@@ -14,11 +14,12 @@ import shlex
 from typing import Any
 
 from .argtypes import count_arg
-from .errors import RooflineError, unknown
+from .errors import RooflineError
 from .evaluate import Estimate
 from .files import write_text
 from .hardware import Chip, load_chip
-from .plot import FORMATS, SWEEP_METRICS, Measured, OpResult, check_format, load_results
+from .plot import FORMATS, SWEEP_METRICS, check_format
+from .render.geometry import Measured, OpPoint, load_points
 
 
 def _measured(text: str) -> Measured:
@@ -55,27 +56,27 @@ def _add_measured(p: argparse.ArgumentParser) -> None:
 
 
 def _run_op(text: str, chip: Chip) -> Estimate:
-    """Evaluate one `--op` on the chip, parsed by the same parser as `roofline op`."""
-    from . import cli  # here, not at import: cli imports this module to register it
+    """Evaluate one `--op` on the chip, parsed by that op's parser (generated from the op's
+    declared parameters, as `roofline op NAME` is)."""
+    from .cli.ops import op_estimate  # here, not at import: cli imports this module
+    from .ops.registry import op_decl
 
     try:
         argv = shlex.split(text)
     except ValueError as exc:
         raise RooflineError(f"--op {text!r}: {exc}") from None
-    names = {n for spec in cli.OPS for n in (spec.name, *spec.aliases)}
     if not argv:
         raise RooflineError("--op is empty; give an op and its options, e.g. "
                             "--op 'matmul --m 128 --k 8192 --n 8192'")
-    if argv[0] not in names:
-        raise unknown("op", argv[0], names)
+    op_decl(argv[0])  # an unknown op: did you mean ...
     if any(a == "--hw" or a.startswith("--hw=") for a in argv):
         raise RooflineError(f"--op {text!r}: give the chip once, with --hw, not inside --op")
-    return cli.op_estimate(argv, chip)  # bad options: one line, exit 2
+    return op_estimate(argv, chip)  # bad options: one line, exit 2
 
 
-def _gather(args: argparse.Namespace) -> tuple[Chip, list[Estimate | OpResult]]:
+def _gather(args: argparse.Namespace) -> tuple[Chip, list[Estimate | OpPoint]]:
     """The chip and the ops of --from files and --op options (the files' chip must match)."""
-    files = [(path, r) for path in args.op_json for r in load_results(path)]
+    files = [(path, r) for path in args.op_json for r in load_points(path)]
     if args.hw:
         chip = load_chip(args.hw)
     else:
@@ -88,7 +89,7 @@ def _gather(args: argparse.Namespace) -> tuple[Chip, list[Estimate | OpResult]]:
         if r.hardware != chip.id:
             raise RooflineError(f"{path}: op {r.name!r} was evaluated on {r.hardware!r}, not on "
                                 f"{chip.id!r} (--hw)")
-    items: list[Estimate | OpResult] = [r for _, r in files]
+    items: list[Estimate | OpPoint] = [r for _, r in files]
     return chip, items + [_run_op(text, chip) for text in args.op]
 
 
@@ -127,11 +128,12 @@ def _cmd_plot_model(args: argparse.Namespace) -> None:
 
 
 def _cmd_plot_breakdown(args: argparse.Namespace) -> None:
-    from .plot import op_results, plot_breakdown, save_figure
+    from .plot import plot_breakdown, save_figure
+    from .render.geometry import to_points
 
     check_format(args.output)
     chip, items = _gather(args)
-    results = op_results(items)
+    results = to_points(items)
     if not results:
         raise RooflineError("plot breakdown: give at least one --op or --from FILE")
     ax = plot_breakdown([(r.name, r.t_lower_s, r.bound) for r in results],
@@ -141,7 +143,7 @@ def _cmd_plot_breakdown(args: argparse.Namespace) -> None:
 
 
 def _cmd_report(args: argparse.Namespace) -> None:
-    from .html_report import estimates_csv, html_report, markdown_report
+    from .render.pages import estimates_csv, html_report, markdown_report
 
     chip, items = _gather(args)
     if not items:

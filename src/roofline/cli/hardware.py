@@ -7,12 +7,8 @@ from typing import Any
 
 from ..argtypes import emit
 from ..hardware import list_chips, load_chip
-from ..report import (
-    chip_comparison,
-    chip_dict,
-    chip_text,
-    table,
-)
+from ..render import text
+from ..render.chip import chip_comparison, chip_dict, chip_text
 from ..units import (
     format_bytes,
     format_si,
@@ -28,8 +24,8 @@ def _cmd_hw_list(args: argparse.Namespace) -> None:
             for c in chips]
     data = {"chips": [{"id": c.id, "name": c.name, "vendor": c.vendor, "aliases": list(c.aliases)}
                       for c in chips]}
-    emit(data, args.json, table(["id", "name", "bf16 dense", "memory", "bandwidth",
-                                  "aliases"], rows))
+    emit(data, args.json, text.table(["id", "name", "bf16 dense", "memory", "bandwidth",
+                                       "aliases"], rows))
 
 
 def _cmd_hw_show(args: argparse.Namespace) -> None:
@@ -41,8 +37,8 @@ def _cmd_hw_compare(args: argparse.Namespace) -> None:
     from ..sweep import parse_list
 
     chips = [load_chip(name) for name in parse_list(args.chips, "chips")]
-    headers, rows, data = chip_comparison(chips)
-    emit(data, args.json, table(headers, rows) + f"\n(ratios are to {chips[0].id}; peaks are "
+    comparison, data = chip_comparison(chips)
+    emit(data, args.json, text.render(comparison) + f"\n(ratios are to {chips[0].id}; peaks are "
          "dense, link bandwidth per direction; `roofline hw show ID` gives every source)")
 
 

@@ -6,19 +6,12 @@ import argparse
 import sys
 from typing import Any
 
-import numpy as np
-
 from ..argtypes import emit, typed
 from ..errors import RooflineError
-from ..files import write_csv
 from ..hardware import load_chip
 from ..ops.attention import IMPLEMENTATIONS
-from ..report import (
-    mfu_text,
-    model_text,
-    model_what_if_text,
-    table,
-)
+from ..render.model import mfu_text, model_text, model_what_if_text
+from ..render.text import table
 from ..units import (
     parse_count,
     parse_duration,
@@ -47,17 +40,24 @@ def _cmd_model(args: argparse.Namespace) -> None:
 
 
 def _model_step(args: argparse.Namespace) -> None:
+    from ..files import check_destinations, write_text
     from ..levers import model_what_if
+    from ..render import pages
 
+    check_destinations([args.csv, args.markdown, args.html])  # all, before writing any
     result = model_analysis(args)
     data, text = result.to_dict(), model_text(result, explain=args.explain)
-    if args.csv or args.markdown:
-        _model_tables(result, args.csv, args.markdown)
-    if args.html:
-        _model_html(args, result, text)
-    if args.explain:
+    changes = []
+    if args.explain or args.html or args.markdown:  # what would move it: on the page too
         changes = model_what_if(args.model, load_chip(args.hw), result.phase, result.parallel,
                                 result.precision, args.impl)
+    if args.csv:
+        write_text(args.csv, pages.model_csv(result))
+    if args.markdown:
+        write_text(args.markdown, pages.model_markdown(result, changes))
+    if args.html:
+        write_text(args.html, pages.model_html(result, args.hw, changes))
+    if args.explain:
         data["what_if"] = [vars(r) for r in changes]
         text += "\n\n" + model_what_if_text(changes)
     emit(data, args.json, text)
@@ -127,38 +127,6 @@ def add_model_args(mp: argparse.ArgumentParser) -> None:
     mp.add_argument("--weight-dtype", help="weights (e.g. int4-g128, fp8; default --dtype)")
     mp.add_argument("--kv-dtype", help="KV cache dtype (default --dtype)")
     mp.add_argument("--impl", default="flash", choices=IMPLEMENTATIONS, help="attention kernel")
-
-
-MODEL_OP_COLUMNS = ["group", "name", "count", "flops", "hbm_bytes", "link_bytes", "intensity",
-                    "t_lower_s", "t_upper_s", "bound", "share"]
-
-
-def _model_tables(result: Any, csv_path: str | None, md_path: str | None) -> None:
-    """The per-op table of a model step as CSV (raw SI numbers) and / or Markdown."""
-    rows = [[getattr(op, c) for c in MODEL_OP_COLUMNS] for op in result.ops]
-    if csv_path:
-        write_csv(csv_path, {c: np.array([r[i] for r in rows], dtype=object)
-                              for i, c in enumerate(MODEL_OP_COLUMNS)})
-    if md_path:
-        from ..files import write_text
-        from ..html_report import markdown_table
-
-        shown = [[str(v) if isinstance(v, str) else f"{float(v):.4g}" for v in r] for r in rows]
-        write_text(md_path, markdown_table(MODEL_OP_COLUMNS, shown) + "\n")
-
-
-def _model_html(args: argparse.Namespace, result: Any, text: str) -> None:
-    """The step as the standalone HTML report: its ops on the chip's roofline, the tables,
-    the chip's sources and every derivation, with the text summary on top."""
-    from ..files import write_text
-    from ..html_report import html_report
-    from ..models.analysis import step_estimates
-
-    chip = load_chip(args.hw)
-    ests = step_estimates(args.model, chip, result.phase, result.parallel, result.precision,
-                          args.impl)
-    title = f"{result.model} {result.phase.kind} on {result.hardware}"
-    write_text(args.html, html_report(chip, ests, title=title, summary=text.splitlines()))
 
 
 def _cmd_mfu(args: argparse.Namespace) -> None:

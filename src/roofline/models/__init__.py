@@ -1,6 +1,6 @@
 """Transformer models: Hugging Face configs in, per-chip step bounds out."""
 
-from .analysis import LayerResult, ModelAnalysis, OpResult, analyze
+from .analysis import STEP_TIMES, ModelAnalysis, StepLayer, StepOp, analyze
 from .catalog import list_models, load_model
 from .graph import Parallel, Phase, Precision, decode, prefill, tp_layer, train
 from .memory import MemoryFootprint, footprint, kv_bytes_per_token, local_params
@@ -9,16 +9,17 @@ from .spec import MLA, ModelSpec, MoE, parse_config
 
 __all__ = [
            "MLA",
-           "LayerResult",
+           "STEP_TIMES",
            "MemoryFootprint",
            "MoE",
            "ModelAnalysis",
            "ModelSpec",
-           "OpResult",
            "Parallel",
            "ParamCount",
            "Phase",
            "Precision",
+           "StepLayer",
+           "StepOp",
            "analyze",
            "decode",
            "footprint",

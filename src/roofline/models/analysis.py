@@ -12,58 +12,79 @@ bubble. These are bounds, not forecasts: no kernel launch overhead, no efficienc
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import unwrap
+from ..derivation import Num, unwrap
 from ..errors import RooflineError
 from ..evaluate import Estimate, evaluate, max_sum_argmax
 from ..hardware import Chip, System, load_chip
 from ..ops.attention import flash_tiling
-from ..report import jsonable
+from ..serialize import jsonable
 from ..solve import decode_critical_batch
+from ..units import format_si, format_time
 from .catalog import load_model
 from .graph import OpCost, Parallel, Phase, Precision, build
 from .memory import MemoryFootprint, footprint
 from .params import param_counts
 from .spec import ModelSpec
 
+# What each time of a step is: every output names them so.
+STEP_TIMES = {
+    "t_floor_s": "floor: every resource of the whole step overlapped",
+    "t_lower_s": "lower bound: ops one after another, each op's resources overlapped",
+    "t_upper_s": "no-overlap sum: nothing overlapped",
+}
+
 
 @dataclass(frozen=True)
-class OpResult:
-    """One op of the step on one chip (numbers are arrays for array-valued phases)."""
+class StepOp:
+    """One op of the step on one chip, all its occurrences (pipeline slots included).
+    Numbers are arrays when the phase's sizes are."""
 
     group: str
     name: str
     count: float  # occurrences per step on this chip
-    flops: Any  # all occurrences
-    hbm_bytes: Any
-    link_bytes: Any  # per direction, all links together
-    intensity: Any  # FLOP per HBM byte (inf for pure communication)
-    t_lower_s: Any  # all occurrences
-    t_upper_s: Any
-    bound: Any
-    share: Any  # of the step's t_lower
+    flops: Num  # all occurrences
+    hbm_bytes: Num
+    link_bytes: Num  # per direction, all links together
+    intensity: Num  # FLOP per HBM byte (inf for pure communication)
+    t_lower_s: Num  # all occurrences
+    t_upper_s: Num
+    bound: str | np.ndarray[Any, Any]
+    share: Num  # of the step's t_lower
+    time_s: Mapping[str, Num] = field(default_factory=dict, repr=False)  # per resource
+    cost: Cost = field(default_factory=Cost, repr=False)  # ONE occurrence (its derivation)
 
 
 @dataclass(frozen=True)
-class LayerResult:
+class StepLayer:
+    """One kind of layer: per-layer figures, and its share of the step."""
+
     group: str
     count: float
-    t_lower_s: Any  # one layer
-    t_upper_s: Any
-    flops: Any
-    hbm_bytes: Any
-    link_bytes: Any  # per direction, all links together
-    bound: Any  # the resource that bounds most of the layer's time
-    share: Any  # all layers of this kind, of the step's t_lower
+    t_lower_s: Num  # one layer
+    t_upper_s: Num
+    flops: Num
+    hbm_bytes: Num
+    link_bytes: Num  # per direction, all links together
+    bound: str | np.ndarray[Any, Any]  # the resource that bounds most of the layer's time
+    share: Num  # all layers of this kind, of the step's t_lower
 
 
 @dataclass(frozen=True)
 class ModelAnalysis:
+    """One step of a model on one chip (per-chip figures; arrays when the phase's sizes are).
+
+    The step's times: `t_floor_s` every resource of the whole step overlapped;
+    `t_lower_s` the lower bound with ops one after another, each op's resources overlapped
+    (pipeline slots included); `t_upper_s` nothing overlapped.
+    """
+
     model: str
     hardware: str
     model_source: str  # where the config came from (the catalog entry's source, or a path)
@@ -72,44 +93,59 @@ class ModelAnalysis:
     precision: Precision
     params_total: float
     params_active: float
-    ops: tuple[OpResult, ...]
-    layers: tuple[LayerResult, ...]
-    flops: Any  # per chip per step, as executed (recomputation included)
-    model_flops: Any  # per chip per step, useful work only
-    bytes: dict[str, Any]  # memory level -> bytes per chip per step
-    link_bytes: dict[str, Any]
-    t_lower_s: Any
-    t_upper_s: Any
-    t_floor_s: Any
-    bound: Any
-    mfu: Any  # at t_lower: model FLOPs / (t_lower · peak)
-    hfu: Any
-    hbm_utilization: Any
+    ops: tuple[StepOp, ...]
+    layers: tuple[StepLayer, ...]
+    flops: Num  # per chip per step, as executed (recomputation included)
+    model_flops: Num  # per chip per step, useful work only
+    bytes: dict[str, Num]  # memory level -> bytes per chip per step
+    link_bytes: dict[str, Num]
+    t_lower_s: Num
+    t_upper_s: Num
+    t_floor_s: Num
+    bound: str | np.ndarray[Any, Any]
+    mfu: Num  # at t_lower: model FLOPs / (t_lower · peak)
+    hfu: Num
+    hbm_utilization: Num
     memory: MemoryFootprint
-    decode_compute_bound_batch: Any  # batch at which decode's dense weight GEMMs turn
+    decode_compute_bound_batch: Num  # batch at which decode's dense weight GEMMs turn
     # compute-bound; MoE experts see batch·top_k/E tokens each, so they need E/top_k times more
-    decode_expert_compute_bound_batch: Any = None
+    decode_expert_compute_bound_batch: Num | None = None
 
     @property
-    def ttft_s(self) -> Any:
+    def ttft_s(self) -> Num | None:
         return self.t_lower_s if self.phase.kind == "prefill" else None
 
     @property
-    def tpot_s(self) -> Any:
+    def tpot_s(self) -> Num | None:
         """Time per output token of one sequence: the step over the tokens it adds to each
         sequence (k > 1 with speculative decoding, all drafts accepted)."""
         return self.t_lower_s / self.phase.q_len if self.phase.kind == "decode" else None
 
     @property
-    def tokens_per_s(self) -> Any:
+    def tokens_per_s(self) -> Num:
         """New tokens per second across all replicas (training: tokens trained per second)."""
-        return self.phase.batch * self.phase.q_len / self.t_lower_s
+        return self.phase.batch * self.phase.q_len / self.t_lower_s  # type: ignore[no-any-return]
+
+    def __repr__(self) -> str:
+        if np.ndim(self.t_lower_s):
+            return (f"ModelAnalysis({self.model} on {self.hardware}, {self.phase.kind}: "
+                    f"{np.size(self.t_lower_s)} points)")
+        return (f"ModelAnalysis({self.model} on {self.hardware}, {self.phase.kind}: "
+                f"{self.bound}-bound, t_lower {format_time(float(self.t_lower_s))}, "
+                f"{format_si(float(self.tokens_per_s))} tokens/s)")
 
     def to_dict(self) -> dict[str, Any]:
-        data = {k: v for k, v in asdict(self).items() if k != "memory"}
+        skip = {"memory", "ops", "layers"}
+        data: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)
+                                if f.name not in skip}
+        data["phase"], data["parallel"] = asdict(self.phase), asdict(self.parallel)
+        data["precision"] = asdict(self.precision)
+        data["ops"] = [{f.name: getattr(op, f.name) for f in fields(op) if f.name != "cost"}
+                       for op in self.ops]
+        data["layers"] = [asdict(layer) for layer in self.layers]
         # per-chip figures, except tokens_per_s: all replicas together, as `chips` chips
         data.update(ttft_s=self.ttft_s, tpot_s=self.tpot_s, tokens_per_s=self.tokens_per_s,
-                    chips=self.parallel.chips)
+                    chips=self.parallel.chips, times=STEP_TIMES)
         data["memory"] = {**asdict(self.memory), "total_bytes": self.memory.total_bytes,
                           "fits": self.memory.fits}
         return dict(jsonable(data))
@@ -120,7 +156,8 @@ class ModelAnalysis:
             import pandas as pd
         except ImportError:
             raise RooflineError("to_frame needs pandas: pip install pandas") from None
-        return pd.DataFrame([asdict(op) for op in self.ops])
+        return pd.DataFrame([{f.name: getattr(op, f.name) for f in fields(op)
+                              if f.name not in ("cost", "time_s")} for op in self.ops])
 
 
 
@@ -154,20 +191,6 @@ def analyze(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
     return _summarise(spec, chip, phase, par, prec, rows)
 
 
-def step_estimates(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
-                   parallel: Parallel | None = None, precision: Precision | None = None,
-                   impl: str = "flash") -> list[Estimate]:
-    """Every op of the step as an Estimate on the chip (all its occurrences on one chip),
-    named 'group: op': what the roofline chart and the HTML report plot."""
-    _, chip, _, _, rows = _step(model, hw, phase, parallel, precision, impl, None, None)
-    out = []
-    for r in rows:
-        cost = r.cost * r.count
-        out.append(evaluate(Cost(cost.flops, cost.bytes, cost.link_bytes, cost.link_steps,
-                                 cost.terms, name=f"{r.group}: {r.name}"), chip))
-    return out
-
-
 def _step(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
           parallel: Parallel | None, precision: Precision | None, impl: str,
           sram_bytes: float | None, block_q: int | None
@@ -176,8 +199,8 @@ def _step(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
     chip = load_chip(hw)  # a System keeps its own domain size for placement below
     par = parallel or Parallel()
     prec = precision or Precision()
-    if impl == "flash" and sram_bytes is None and block_q is None:
-        tiling = flash_tiling(chip)
+    if impl == "flash":  # the tiling given, else the chip's (ops.attention.flash_tiling)
+        tiling = flash_tiling(chip, sram_bytes, block_q)
         sram_bytes, block_q = tiling["sram_bytes"], tiling["block_q"]
     rows = build(spec, phase, par, prec, hw if isinstance(hw, System) else chip, impl,
                  sram_bytes, block_q)
@@ -206,12 +229,14 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
             per_op: dict[str, Any] = {}
             _add_by_bound(per_op, e, lower)
             op_times.append(per_op)
-            ops.append(OpResult(
+            scale = r.count * (1 if r.per_step else slots)  # occurrences and idle slots
+            ops.append(StepOp(
                 r.group, r.name, n, unwrap(n * np.asarray(e.flops)), unwrap(n * hbm),
                 unwrap(n * links), unwrap(np.where(hbm > 0, np.asarray(e.flops) / hbm, np.inf)),
                 unwrap(lower), unwrap(np.asarray(lower) * np.asarray(e.t_upper_s)
                                       / np.asarray(e.t_lower_s)),
-                e.bound, unwrap(lower / t_lower)))
+                e.bound, unwrap(lower / t_lower),
+                {k: unwrap(scale * np.asarray(v)) for k, v in e.time_s.items()}, r.cost))
             for resource, t in per_op.items():
                 by_resource[resource] = by_resource.get(resource, 0.0) + t
     total = sum((r.cost * (r.count * (1 if r.per_step else m)) for r in rows), Cost())
@@ -247,8 +272,8 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
     )
 
 
-def _layers(ops: list[OpResult], op_times: list[dict[str, Any]],
-            stage_lower: Any) -> tuple[LayerResult, ...]:
+def _layers(ops: list[StepOp], op_times: list[dict[str, Any]],
+            stage_lower: Any) -> tuple[StepLayer, ...]:
     out = []
     for group in dict.fromkeys(op.group for op in ops if op.group != "model"):
         members = [op for op in ops if op.group == group]
@@ -259,7 +284,7 @@ def _layers(ops: list[OpResult], op_times: list[dict[str, Any]],
                 for resource, t in per_op.items():
                     times[resource] = times.get(resource, 0.0) + t
         lower = sum(np.asarray(op.t_lower_s) for op in members)
-        out.append(LayerResult(
+        out.append(StepLayer(
             group, count, unwrap(lower / count),
             unwrap(sum(np.asarray(op.t_upper_s) for op in members) / count),
             unwrap(sum(np.asarray(op.flops) for op in members) / count),

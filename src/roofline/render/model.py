@@ -1,0 +1,202 @@
+"""A model step for people: the per-op and per-layer tables (one source of rows for text,
+JSON, CSV, Markdown and HTML), the key figures, the summary lines, and the what-ifs.
+
+The step's times are named for what they are (`models.analysis.STEP_TIMES`), in every
+format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..units import format_bytes, format_si, format_time
+from . import text
+from .safe import terminal_safe
+from .table import Column, Table, general, nbytes, percent, seconds, si
+
+if TYPE_CHECKING:
+    from ..models.analysis import ModelAnalysis
+    from ..models.memory import MemoryFootprint
+    from ..models.mfu import MFUResult
+
+
+
+def _count(v: Any) -> str:
+    return f"{float(v):g}"
+
+
+def op_table(a: ModelAnalysis) -> Table:
+    """Every op of the step on one chip, all its occurrences (pipeline slots included): the
+    t_lower column adds up to the step's t_lower."""
+    cols = (Column("group", "group"), Column("name", "op"),
+            Column("count", "count", _count, True), Column("flops", "FLOPs", si(), True),
+            Column("hbm_bytes", "HBM bytes", nbytes, True),
+            Column("link_bytes", "link bytes", nbytes, True),
+            Column("intensity", "FLOP/B", general(3), True),
+            Column("t_lower_s", "t_lower", seconds, True),
+            Column("t_upper_s", "t_upper", seconds, True),
+            Column("bound", "bound"), Column("share", "share", percent, True))
+    rows = tuple((op.group, op.name, op.count, op.flops, op.hbm_bytes, op.link_bytes,
+                  op.intensity, op.t_lower_s, op.t_upper_s, op.bound, op.share) for op in a.ops)
+    return Table(cols, rows, "ops per chip, all occurrences in the step")
+
+
+def layer_table(a: ModelAnalysis) -> Table:
+    """One row per kind of layer (per-layer figures) and per model-level op; count x
+    `t_each_s` adds up to the step's t_lower."""
+    cols = (Column("group", "layer / op (per chip)"), Column("count", "count", _count, True),
+            Column("flops", "FLOPs each", si(), True),
+            Column("hbm_bytes", "HBM each", nbytes, True),
+            Column("link_bytes", "link each", nbytes, True),
+            Column("t_each_s", "t_lower each", seconds, True), Column("bound", "bound"),
+            Column("share", "share", percent, True))
+    rows = [(lay.group, lay.count, lay.flops, lay.hbm_bytes, lay.link_bytes, lay.t_lower_s,
+             lay.bound, lay.share) for lay in a.layers]
+    rows += [(f"model: {op.name}", op.count, op.flops / op.count, op.hbm_bytes / op.count,
+              op.link_bytes / op.count, op.t_lower_s / op.count, op.bound, op.share)
+             for op in a.ops if op.group == "model"]
+    return Table(cols, tuple(rows), "layers per chip")
+
+
+def header(a: ModelAnalysis) -> str:
+    p, par = a.phase, a.parallel
+    active = (f", {a.params_active / 1e9:.3g}B active" if a.params_active < a.params_total
+              else "")
+    length = (f"{p.q_len} new token(s) per sequence after a context of {p.kv_len - p.q_len}"
+              if p.kind == "decode" else f"{p.q_len} tokens per sequence")
+    return (f"{a.model} ({a.params_total / 1e9:.3g}B params{active}) on {a.hardware}, "
+            f"{p.kind}: batch {p.batch}, {length}; tp {par.tp} pp {par.pp} dp {par.dp} "
+            f"ep {par.ep} cp {par.cp}; weights {a.precision.weights}, activations "
+            f"{a.precision.activations}" + ("" if p.kind == "train" else
+                                            f", KV {a.precision.kv}"))
+
+
+def key_figures(a: ModelAnalysis) -> list[tuple[str, str, str]]:
+    """(label, value, what it is) for the top of a page: the answer first."""
+    p, m = a.phase, a.memory
+    ft = format_time
+    out: list[tuple[str, str, str]] = []
+    if p.kind == "prefill":
+        out.append(("TTFT (lower bound)", ft(a.t_lower_s), "time to first token: the prefill "
+                    "step, ops one after another"))
+    elif p.kind == "decode":
+        out.append(("TPOT (lower bound)", ft(a.tpot_s), "time per output token of one "
+                    "sequence"))
+    else:
+        out.append(("step (lower bound)", ft(a.t_lower_s), "one training step"))
+    out.append(("tokens/s (upper bound)", format_si(a.tokens_per_s),
+                f"across all {a.parallel.chips} chip(s)"))
+    out.append(("bound", str(a.bound), "the resource holding most of the step's time"))
+    out.append(("memory per chip", f"{format_bytes(m.total_bytes)} of "
+                f"{format_bytes(m.capacity_bytes)}", "fits" if m.fits else "DOES NOT FIT"))
+    out.append(("MFU at the bound", f"{100 * a.mfu:.1f}%", f"of the {a.precision.activations}"
+                " dense peak"))
+    out.append(("floor / lower / no-overlap", f"{ft(a.t_floor_s)} / {ft(a.t_lower_s)} / "
+                f"{ft(a.t_upper_s)}", "all overlapped / ops in sequence / nothing overlapped"))
+    return out
+
+
+def summary_lines(a: ModelAnalysis) -> list[str]:
+    """The step's times named for what they are, its latency and throughput, MFU / HFU, and
+    the memory footprint."""
+    p, m, ft = a.phase, a.memory, format_time
+    lines = [f"step: lower bound t_lower = {ft(a.t_lower_s)} (ops one after another, each "
+             f"op's resources overlapped); no-overlap sum t_upper = {ft(a.t_upper_s)}; floor "
+             f"t_floor = {ft(a.t_floor_s)} (every resource of the step overlapped); bound: "
+             f"{a.bound}"]
+    if p.kind == "prefill":
+        lines.append(f"TTFT >= {ft(a.t_lower_s)}")
+    elif p.kind == "decode":
+        experts = (f" (routed experts at {a.decode_expert_compute_bound_batch:.4g}: each sees "
+                   "top_k/E of the tokens)" if a.decode_expert_compute_bound_batch else "")
+        step = (f"step >= {ft(a.t_lower_s)} for {p.q_len} tokens per sequence; "
+                "TPOT (all drafts accepted) " if np.ndim(p.q_len) == 0 and p.q_len > 1
+                else "TPOT ")
+        lines.append(f"{step}>= {ft(a.tpot_s)}; <= {format_si(a.tokens_per_s)} tokens/s "
+                     f"across the batch; dense weight GEMMs turn compute-bound at batch "
+                     f"{a.decode_compute_bound_batch:.4g}{experts}")
+    else:
+        lines.append(f"step >= {ft(a.t_lower_s)}; <= {format_si(a.tokens_per_s)} tokens/s")
+    lines.append(f"at the bound: MFU {100 * a.mfu:.1f}%, HFU {100 * a.hfu:.1f}% of the "
+                 f"{a.precision.activations} peak, HBM bandwidth {100 * a.hbm_utilization:.1f}% "
+                 "(causal attention counted as half the scores)")
+    training = p.kind == "train"
+    state = (f"KV cache {format_bytes(m.kv_cache_bytes)} "  # no cache in training, no optimizer
+             f"({format_bytes(m.kv_bytes_per_token)} per token on this chip)"  # in inference
+             if not training else
+             f"gradients + optimizer state {format_bytes(m.optimizer_bytes)}")
+    fit = "fits" if m.fits else "DOES NOT FIT"
+    lines += [f"memory per chip: weights {format_bytes(m.weights_bytes)}, {state}, "
+              f"activations ~{format_bytes(m.activations_bytes)}: total "
+              f"{format_bytes(m.total_bytes)} of {format_bytes(m.capacity_bytes)}: {fit}",
+              largest_fit(m, training)]
+    return lines
+
+
+def notes(a: ModelAnalysis) -> list[str]:
+    out = [f"config: {a.model_source}"] if a.model_source else []
+    limit, p = a.memory.context_limit, a.phase
+    if limit and np.ndim(p.kv_len) == 0 and p.kv_len > limit:
+        out.append(f"note: {p.kv_len} positions exceed the {limit:g} this model was built for;"
+                   " the bound extrapolates")
+    return out
+
+
+def model_text(a: ModelAnalysis, explain: bool = False) -> str:
+    """The terminal view: header, the per-layer (explain: per-op) table, the summary."""
+    body = text.render(op_table(a) if explain else layer_table(a), caption=False)
+    summary = summary_lines(a)
+    lines = [header(a), *notes(a), "", body, "", *summary[:3], "", *summary[3:]]
+    return terminal_safe("\n".join(lines))
+
+
+def largest_fit(m: MemoryFootprint, training: bool) -> str:
+    if np.ndim(m.max_batch) == 0 and m.max_batch < 1:  # say why, and what would help
+        fixed = m.weights_bytes + m.optimizer_bytes  # whatever the batch
+        if fixed >= m.capacity_bytes:
+            what = "weights, gradients and optimizer state" if training else "weights"
+            return (f"nothing fits: the {what} alone need {format_bytes(fixed)} of "
+                    f"{format_bytes(m.capacity_bytes)} per chip; shard them over more chips "
+                    + ("(--tp, --pp, --ep, --dp with --fsdp)" if training else
+                       "(--tp, --pp, --ep) or quantize them (--weight-dtype)"))
+        if training:
+            return ("nothing fits: not even one sequence's activations; recompute them "
+                    "(--recompute), shorten --seq-len, or shard them (--tp, --cp)")
+        return ("nothing fits: not even one sequence's KV cache at this length; shorten it, "
+                "shard it (--cp, --tp) or quantize it (--kv-dtype)")
+    return (f"largest batch that fits: {m.max_batch:g}"
+            + ("" if m.max_context is None else f"; longest context at this batch: "
+               f"{m.max_context:g}" + (" (the model's maximum)" if m.context_limit and
+                                       m.max_context >= m.context_limit else "")))
+
+
+def what_if_table(rows: Sequence[Any]) -> Table:
+    cols = (Column("label", "change"), Column("speedup", "tokens/s", lambda v: f"{v:.3g}x"),
+            Column("tokens_per_s", "now", si()), Column("t_lower_s", "step", seconds),
+            Column("bound", "bound"), Column("fits", "fits", lambda v: "yes" if v else "no"))
+    return Table(cols, tuple((r.label, r.speedup, r.tokens_per_s, r.t_lower_s, r.bound, r.fits)
+                             for r in rows), "what would move it (each change alone, "
+                 "re-analysed)")
+
+
+def model_what_if_text(rows: Sequence[Any]) -> str:
+    """What would move a model step: each change's tokens/s against today's."""
+    if not rows:
+        return "what would move it: no change applies"
+    return text.render(what_if_table(rows)).replace("\n", ":\n", 1)
+
+
+def mfu_text(r: MFUResult) -> str:
+    convention = "causal: half the scores" if r.causal else "full score matrix, as Megatron-LM"
+    lines = [f"model FLOPs per step {format_si(r.model_flops)} (attention "
+             f"{format_si(r.attention_flops)}, {convention}), achieved "
+             f"{format_si(r.achieved_flops_per_s)}"
+             f"FLOP/s of {format_si(r.peak_flops_per_s)}FLOP/s dense peak",
+             f"MFU {100 * r.mfu:.1f}%  HFU {100 * r.hfu:.1f}%"]
+    if r.warning:
+        lines.append(f"warning: {r.warning}")
+    return "\n".join(lines)
+

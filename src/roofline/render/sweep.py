@@ -1,0 +1,48 @@
+"""A sweep's answer for people: the best points, the fewest chips, the Pareto set and where
+the bound changes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..units import format_si
+from ..units import format_time as ft
+from .text import table
+
+
+def sweep_text(result: Any, frontier: dict[str, Any], max_latency_s: float | None) -> str:
+    """The sweep's answer for people: best points, fewest chips, Pareto set, bound changes."""
+    def describe(r: dict[str, Any] | None) -> str:
+        if r is None:
+            return "none"
+        return (f"{r['hardware']} x{r['chips']} (tp {r['tp']}, pp {r['pp']}, dp {r['dp']}, "
+                f"ep {r['ep']}), weights {r['weight_dtype']}, KV {r['kv_dtype']}, batch "
+                f"{r['batch']:g}, length {r['length']:g}: {format_si(r['tokens_per_s'])} "
+                f"tokens/s, {ft(r['t_lower_s'])} per step, {r['bound']}-bound")
+
+    target = f" within {ft(max_latency_s)} per step" if max_latency_s else ""
+    lines = [f"{frontier['points']} points ({result.phase}); {frontier['feasible_points']} fit"
+             f" in memory{target}", ""]
+    lines += [f"best tokens/s on {hw}{target}: {describe(r)}"
+              for hw, r in frontier["best_tokens_per_s"].items()]
+    lines.append(f"best tokens/s per chip{target}: "
+                 f"{describe(frontier['best_tokens_per_s_per_chip'])}")
+    lines.append(f"fewest chips that fit: {describe(frontier['fewest_chips_that_fit'])}")
+    pareto = frontier["pareto"][:25]
+    if pareto:
+        lines += ["", "Pareto frontier (no other point is both faster per step and higher in "
+                  "tokens/s):",
+                  table(["hardware", "chips", "tp", "weights", "kv", "batch", "length",
+                         "t_lower", "tokens/s", "bound"],
+                        [[r["hardware"], str(r["chips"]), str(r["tp"]), r["weight_dtype"],
+                          r["kv_dtype"], f"{r['batch']:g}", f"{r['length']:g}",
+                          ft(r["t_lower_s"]), format_si(r["tokens_per_s"]), r["bound"]]
+                         for r in pareto])]
+    changes = frontier["bound_changes"][:25]
+    if changes:
+        lines += ["", "where the bound changes along the batch axis:",
+                  table(["hardware", "tp", "weights", "kv", "length", "batch", "from", "to"],
+                        [[c["hardware"], str(c["tp"]), c["weight_dtype"], c["kv_dtype"],
+                          f"{c['length']:g}", f"{c['batch']:g}", c["from"], c["to"]]
+                         for c in changes])]
+    return "\n".join(lines)
