@@ -1,4 +1,4 @@
-"""Shared fixtures and hypothesis settings."""
+"""Shared fixtures, hypothesis settings, and the `gpu` marker's skip (markers: pyproject)."""
 
 from __future__ import annotations
 
@@ -29,3 +29,21 @@ def run_cli(capsys):
         return code, out, err
 
     return call
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `gpu` run where CUDA is available and are skipped, saying why, elsewhere
+    (torch is imported only when such a test was collected)."""
+    gpu = [item for item in items if item.get_closest_marker("gpu")]
+    if gpu and not _cuda_available():
+        skip = pytest.mark.skip(reason="needs a CUDA GPU (marker 'gpu')")
+        for item in gpu:
+            item.add_marker(skip)

@@ -664,6 +664,7 @@ def test_cli_peaks_json_and_calibration(capsys, tmp_path):
     assert load_calibration(cal).hardware == "h100-sxm"
 
 
+@pytest.mark.slow  # a real bandwidth sweep to 8x the last cache
 def test_cli_peaks_writes_a_chip_file(capsys, tmp_path):
     llc = _llc(get_backend("cpu"))
     if llc > 64 * MiB:

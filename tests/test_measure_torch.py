@@ -24,7 +24,6 @@ from roofline.measure.timing import Settings  # noqa: E402
 
 TINY = Settings(repeats=3, warmup=1, min_sample_s=1e-3)
 SRC = Path(__file__).resolve().parent.parent / "src"
-needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +85,7 @@ def test_cuda_without_a_gpu_is_one_clear_error():
         get_backend("cuda")
 
 
-@needs_gpu
+@pytest.mark.gpu
 def test_cuda_quick_peaks_and_bandwidth():
     gpu = get_backend("cuda")
     peaks, _ = measure_peaks(gpu, ["bf16", "fp32", "tf32", "fp8"], sizes=[2048],
@@ -97,6 +96,7 @@ def test_cuda_quick_peaks_and_bandwidth():
     assert sweep.points[-1].bandwidth_Bps > 1e11
 
 
+@pytest.mark.slow  # starts torchrun and two Python processes: seconds, more on a busy host
 def test_comm_sweep_under_torchrun_with_two_gloo_ranks():
     """torchrun starts 2 CPU ranks; rank 0 prints one JSON object (a tiny sweep)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
