@@ -13,6 +13,7 @@ from .errors import RooflineError
 
 _DECIMAL = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _BINARY = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40}
+_EXPONENT = {"K": 3, "M": 6, "G": 9, "T": 12, "P": 15}
 _SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKMGTP]i?)?\s*([Bb])?\s*$")
 
 
@@ -24,6 +25,13 @@ def parse_bytes(text: str, what: str = "size") -> float:
             f"{what}: cannot read {text!r} as a byte size (use e.g. 4096, 64KiB, 16MB, 1.5GiB)"
         )
     number, prefix = float(m.group(1)), m.group(2) or ""
+    if prefix in _DECIMAL and prefix and not m.group(3):
+        # a count's '64M' is 64·2**20, so a byte size's bare '64M' could mean either: ask
+        num, p = m.group(1), prefix.upper()
+        binary = f" or {num}{p}iB (= {num}·2^{_EXPONENT[p] // 3 * 10})" if f"{p}i" in _BINARY \
+            else ""
+        raise RooflineError(f"{what}: {text.strip()!r} is ambiguous for a byte size; write "
+                            f"{num}{p}B (= {num}e{_EXPONENT[p]}){binary}")
     scale = _BINARY.get(prefix) if prefix.endswith("i") else _DECIMAL.get(prefix)
     if scale is None:
         raise RooflineError(f"{what}: unknown unit prefix {prefix!r} in {text!r}")
@@ -77,7 +85,8 @@ def parse_duration(text: str, what: str = "duration") -> float:
     return float(m.group(1)) * _DURATION[m.group(2) or "s"]
 
 
-_PREFIXES = [(1e24, "Y"), (1e21, "Z"), (1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
+_PREFIXES = [(1e24, "Y"), (1e21, "Z"), (1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"),
+             (1e6, "M"), (1e3, "k")]
 
 
 def format_si(value: float, unit: str = "", digits: int = 3) -> str:
