@@ -325,3 +325,31 @@ def test_report_in_headless_chromium(browser, server, tmp_path, scheme):
     assert tip.text.splitlines()[0] == "3. " + EVIL  # shown as text ...
     assert browser.execute_script("return window.__pwned === undefined")  # ... never run
     assert browser.get_log("browser") == []
+
+
+def test_model_step_page_in_headless_chromium(browser, tmp_path):
+    """The step report at 1280 px: no horizontal scrolling, no two chart labels overlapping,
+    no console errors, every point numbered."""
+    from roofline.models import Parallel, analyze, decode
+    from roofline.render.pages import model_html
+
+    a = analyze("llama-3-70b", "h100", decode(16, 4096), Parallel(tp=4))
+    path = tmp_path / "step.html"
+    path.write_text(model_html(a, "h100"), encoding="utf-8")
+    browser.set_window_size(1280, 1000)
+    browser.get_log("browser")
+    browser.get(path.as_uri())
+    assert browser.get_log("browser") == []
+    assert browser.execute_script(
+        "return document.documentElement.scrollWidth <= window.innerWidth")
+    boxes = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#chart .point-label')).map(function (t)"
+        " { var r = t.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; });")
+    assert len(boxes) >= 8
+    for i, p in enumerate(boxes):
+        for q in boxes[i + 1:]:
+            assert not (p[0] < q[2] and q[0] < p[2] and p[1] < q[3] and q[1] < p[3]), (p, q)
+    numbers = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#chart .point')).map("
+        "function (p) { return p.getAttribute('data-index'); });")
+    assert all(n and n.isdigit() for n in numbers)
