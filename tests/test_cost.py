@@ -38,6 +38,32 @@ def test_negative_scale_rejected():
         matmul(1, 1, 1) * -1.0
 
 
+@pytest.mark.parametrize("factor", [float("nan"), float("inf"), np.array([1.0, np.nan])])
+def test_nan_or_infinite_scale_rejected(factor):
+    # these gave nan / inf times that looked like answers
+    with pytest.raises(ValueError, match=r"finite, non-negative factor, got (nan|inf)"):
+        matmul(1, 1, 1) * factor
+
+
+@pytest.mark.parametrize(("fields", "needle"), [
+    ({"flops": {"bf16": -1.0}}, r"flops\['bf16'\] must be finite and non-negative, got -1.0"),
+    ({"bytes": {"hbm": float("nan")}}, r"bytes\['hbm'\] .* got nan"),
+    ({"link_bytes": {"scale-up": np.array([1.0, -2.0])}}, r"link_bytes\['scale-up'\] .* -2.0"),
+    ({"link_steps": {"scale-out": np.inf}}, r"link_steps\['scale-out'\] .* got inf"),
+])
+def test_negative_or_nan_costs_rejected(fields, needle):
+    with pytest.raises(ValueError, match=needle):
+        Cost(**fields)
+
+
+def test_overflowing_sizes_rejected():
+    # 2·M·N·K overflows to inf: an op may not return an infinite cost
+    with pytest.raises(ValueError, match=r"Cost matmul: flops\['bf16'\] .* got inf"):
+        matmul(1e200, 1e200, 1e200)
+    ok = Cost(flops={"bf16": np.array([0.0, 1e30])}, bytes={"hbm": 0})  # zero is fine
+    assert ok.total_flops[1] == 1e30
+
+
 def test_costs_do_not_alias():
     a = Cost(flops={"bf16": 1.0})
     _ = a + a

@@ -8,6 +8,7 @@ Only `evaluate` turns a Cost into time.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,9 +16,17 @@ from typing import Any
 import numpy as np
 
 from .derivation import Num, Sym, Term
+from .errors import RooflineError, brief
 
 MEMORY_LEVELS = ("hbm", "l2", "sram")  # outermost first; `hbm` is the chip's main memory
 LINKS = ("scale-up", "scale-out")
+
+
+def _first_bad(value: Num) -> str:
+    """The first value that is negative, nan or infinite, for an error message."""
+    flat = np.asarray(value, dtype=float).ravel()
+    bad = flat[~((flat >= 0) & (flat < np.inf))]
+    return brief(float(bad[0])) if bad.size else brief(value)
 
 
 def _merge(a: Mapping[str, Num], b: Mapping[str, Num]) -> dict[str, Num]:
@@ -44,6 +53,21 @@ class Cost:
     link_steps: Mapping[str, Num] = field(default_factory=dict)
     terms: tuple[Term, ...] = ()
     name: str = ""
+
+    def __post_init__(self) -> None:
+        # nan, inf (an overflowing size) or a negative count would become a time that looks
+        # like an answer; refuse them where the Cost is made. Scalars take the fast path.
+        for kind in ("flops", "bytes", "link_bytes", "link_steps"):
+            for key, value in getattr(self, kind).items():
+                if isinstance(value, (int, float)):
+                    ok = 0 <= value < math.inf  # False for nan
+                else:
+                    arr = np.asarray(value)
+                    ok = bool(((arr >= 0) & (arr < np.inf)).all())
+                if not ok:
+                    raise RooflineError(f"Cost {self.name or '(unnamed)'}: {kind}[{key!r}] "
+                                        f"must be finite and non-negative, got "
+                                        f"{_first_bad(value)}")
 
     @property
     def total_flops(self) -> Num:
@@ -75,8 +99,10 @@ class Cost:
 
     def scaled(self, factor: Num, symbol: str = "n") -> Cost:
         """The work repeated `factor` times; the derivation shows it as `symbol·(...)`."""
-        if np.any(np.asarray(factor) < 0):
-            raise ValueError("a Cost can only be scaled by a non-negative factor")
+        arr = np.asarray(factor)
+        if not ((arr >= 0) & (arr < np.inf)).all():
+            raise RooflineError("a Cost can only be scaled by a finite, non-negative factor, "
+                                f"got {_first_bad(factor)}")
         times = Sym(symbol, factor)
         return Cost(
             flops=_scale(self.flops, factor),
