@@ -18,6 +18,8 @@ from .dtypes import dtype as lookup_dtype
 from .errors import RooflineError
 from .evaluate import Estimate, evaluate
 from .hardware import Chip
+from .ops.attention import flash_tiling
+from .ops.collectives import COLLECTIVES
 from .ops.tiled_matmul import tiles_fit
 
 OpFunction = Callable[..., Cost]
@@ -90,10 +92,7 @@ def _fused(kw: dict[str, Any], cost: Cost, chip: Chip) -> Cost:
 def _flash(kw: dict[str, Any], cost: Cost, chip: Chip) -> dict[str, Any] | None:
     if kw.get("impl") != "naive":
         return None
-    from .ops.attention import flash_tiling
-
-    tiling = {} if kw.get("sram_bytes") or kw.get("block_q") else flash_tiling(chip)
-    return {**kw, "impl": "flash", **tiling}
+    return {**kw, "impl": "flash", **flash_tiling(chip, kw.get("sram_bytes"), kw.get("block_q"))}
 
 
 MATMUL_LEVERS = [
@@ -123,7 +122,9 @@ DOT_LEVERS = [Lever("fp8 inputs", _set("dtype", "fp8", lambda kw: _narrower(kw["
 
 ELEMENTWISE_LEVERS = [
     Lever("fused into its neighbour (no HBM round trip)", _fused),
-    Lever("fp8 input and output", _set("dtype", "fp8", lambda kw: _narrower(kw["dtype"], "fp8"))),
+    Lever("fp8 input and output", lambda kw, c, chip: {
+        **kw, "dtype": "fp8", "out_dtype": "fp8", "compute_dtype": None}
+        if _narrower(kw["dtype"], "fp8") else None),
 ]
 
 ATTENTION_LEVERS = [
@@ -155,6 +156,21 @@ TP_LAYER_LEVERS = [
           if kw.get("tp", 1) >= 2 and kw["heads"] % (kw["tp"] // 2) == 0 else None),
     COLLECTIVE_LEVERS[1],
 ]
+
+# what would move each op of `roofline op` (keys: roofline.ops.OPS)
+OP_LEVERS: dict[str, list[Lever]] = {
+    "matmul": MATMUL_LEVERS, "gemv": GEMV_LEVERS, "dot": DOT_LEVERS,
+    "elementwise": ELEMENTWISE_LEVERS, "tiled-matmul": TILED_MATMUL_LEVERS,
+    "batched-matmul": GEMV_LEVERS, "grouped-matmul": MATMUL_LEVERS[1:],
+    "sharded-matmul": MATMUL_LEVERS[1:], "tp-layer": TP_LAYER_LEVERS,
+    "attention": ATTENTION_LEVERS, "mla": ATTENTION_LEVERS,
+    **{kind.replace("-", ""): COLLECTIVE_LEVERS for kind in COLLECTIVES},
+}
+
+
+def levers_for(op: str) -> list[Lever]:
+    """The levers of a registered op (by its name in roofline.ops.OPS)."""
+    return OP_LEVERS.get(op, [])
 
 
 # --- whole models -------------------------------------------------------------------------

@@ -20,6 +20,8 @@ from .errors import RooflineError
 from .hardware import load_chip
 from .models import Parallel, Precision, analyze, decode, prefill, train
 from .models.catalog import load_model
+from .ops.params import OpDecl
+from .ops.registry import op_decl, resolve_op
 from .units import parse_number
 
 MAX_AXIS = 10_000_000  # points on one axis
@@ -183,12 +185,23 @@ def sweep_model(model: str, hardware: Sequence[str], phase: str, batch: Any, len
     return SweepResult(phase, {k: np.concatenate(v) for k, v in parts.items()}, changes)
 
 
-def sweep_op(op: Any, hardware: Sequence[str], numeric: dict[str, np.ndarray[Any, Any]],
-             categorical: Mapping[str, Sequence[Any]], fixed: dict[str, Any],
-             prepare: Any = None) -> SweepResult:
-    """Evaluate an op over a grid: each numeric argument gets its own array axis (one
-    evaluation per chip and categorical combination covers the whole grid)."""
+def sweep_op(op: str | OpDecl, hardware: Sequence[str], numeric: dict[str, np.ndarray[Any, Any]],
+             categorical: Mapping[str, Sequence[Any]] | None = None,
+             fixed: Mapping[str, Any] | None = None) -> SweepResult:
+    """Evaluate a registered op (`roofline.ops.OPS`) over a grid: each numeric argument gets
+    its own array axis (one evaluation per chip and categorical combination covers the whole
+    grid); defaults are filled in as `roofline.ops.resolve_op` does.
+
+    >>> import numpy as np
+    >>> r = sweep_op("matmul", ["h100"], {"m": np.array([1.0, 4096.0]), "k": np.array([8192.0]),
+    ...              "n": np.array([8192.0])})
+    >>> [str(b) for b in r.columns["bound"]]
+    ['hbm', 'compute']
+    """
     from .evaluate import evaluate
+
+    decl = op_decl(op)
+    categorical, fixed = categorical or {}, fixed or {}
 
     names = list(numeric)
     shape = tuple(len(v) for v in numeric.values())
@@ -203,10 +216,8 @@ def sweep_op(op: Any, hardware: Sequence[str], numeric: dict[str, np.ndarray[Any
         chip = load_chip(chip_name)
         for combo in itertools.product(*categorical.values()):
             config = dict(zip(keys, combo, strict=True))
-            kwargs = {**fixed, **config, **axes}
-            if prepare:
-                kwargs = prepare(kwargs, chip)
-            est = evaluate(op(**kwargs), chip)
+            kwargs = resolve_op(decl, chip, **{**fixed, **config, **axes})
+            est = evaluate(decl.function(**kwargs), chip)
             size = int(np.prod(shape))
             grid = np.meshgrid(*numeric.values(), indexing="ij")
             column: dict[str, Any] = {"hardware": np.full(size, chip.id)}

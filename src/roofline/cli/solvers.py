@@ -13,6 +13,7 @@ from ..hardware import load_chip, make_system
 from ..ops.collectives import (
     busbw_factor,
 )
+from ..ops.params import dtype_params
 from ..quant import quant_table
 from ..report import (
     table,
@@ -27,7 +28,7 @@ from ..units import (
     format_si,
     parse_count,
 )
-from .ops import _add_arg, _dtype_args
+from .ops import add_param
 
 
 def _cmd_critical_batch(args: argparse.Namespace) -> None:
@@ -108,8 +109,8 @@ def _solver_parser(sub: Any, name: str, help_text: str,
 def register(sub: Any) -> None:
     cb = _solver_parser(sub, "critical-batch", "tokens at which a matmul turns compute-bound",
                         _cmd_critical_batch)
-    for arg in _dtype_args("dtype", "weight", "out", "compute"):
-        _add_arg(cb, arg)
+    for param in dtype_params("dtype", "weight", "out", "compute"):
+        add_param(cb, param)
     cb.add_argument("--q-len", type=typed(parse_count, "--q-len"), default=1,
                     help="tokens per decoding sequence (speculative decoding: k)")
     cd = sub.add_parser("critical-dim", help="per-chip shard of a contraction-sharded matmul "

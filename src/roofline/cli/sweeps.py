@@ -9,7 +9,7 @@ import numpy as np
 
 from ..argtypes import emit, typed
 from ..files import write_csv
-from ..hardware import Chip
+from ..ops.params import OpDecl
 from ..report import (
     sweep_text,
     table,
@@ -22,7 +22,7 @@ from ..units import (
 )
 from ._base import _Parser
 from .models import check_phase_options
-from .ops import OPS, OpSpec, _with_defaults
+from .ops import OPS
 
 
 def _cmd_sweep_model(args: argparse.Namespace) -> None:
@@ -60,33 +60,25 @@ def _cmd_sweep_model(args: argparse.Namespace) -> None:
 def _cmd_sweep_op(args: argparse.Namespace) -> None:
     from ..sweep import parse_axis, parse_list, sweep_op
 
-    spec: OpSpec = args.spec
+    decl: OpDecl = args.decl
     numeric: dict[str, Any] = {}
     categorical: dict[str, list[Any]] = {}
     fixed: dict[str, Any] = {}
-    for arg in spec.args:
-        dest = arg.dest
-        value = getattr(args, dest)
+    for p in decl.params:
+        value = getattr(args, p.name)
+        if value is None and p.kind != "bool" and p.default is not None:
+            value = str(p.default)  # a declared default is a one-value axis (an output column)
         if value is None:
             continue
-        if arg.kind == "flag":
-            if value:  # --no-x turns x off, --x turns it on
-                fixed[dest.removeprefix("no_")] = not dest.startswith("no_")
-        elif arg.kind == "count":
-            numeric[dest] = parse_axis(str(value), arg.flag)
-        elif arg.kind == "bytes":
-            numeric[dest] = parse_axis(str(value), arg.flag, parse_bytes, whole=False)
-        elif arg.kind == "float":
-            numeric[dest] = parse_axis(str(value), arg.flag, parse_number, whole=False)
+        if p.kind == "bool":
+            fixed[p.name] = value
+        elif p.kind in _AXIS:
+            number, whole = _AXIS[p.kind]
+            numeric[p.name] = parse_axis(str(value), p.option, number, whole=whole)
         else:
-            categorical[dest] = parse_list(value, arg.flag)
+            categorical[p.name] = parse_list(value, p.option)
 
-    def prepare(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
-        kwargs = _with_defaults(kwargs)
-        return spec.prepare(kwargs, chip) if spec.prepare else kwargs
-
-    result = sweep_op(spec.function, parse_list(args.hw, "--hw"), numeric, categorical, fixed,
-                      prepare)
+    result = sweep_op(decl, parse_list(args.hw, "--hw"), numeric, categorical, fixed)
     if args.csv:
         write_csv(args.csv, result.columns)
     c = result.columns
@@ -97,7 +89,7 @@ def _cmd_sweep_op(args: argparse.Namespace) -> None:
     shown = range(min(len(result), args.rows))
     cols = ["hardware", *categorical, *numeric, "t_lower_s", "attainable_flops_per_s", "bound"]
     body = [[_cell(c[k][i]) for k in cols] for i in shown]
-    lines = [f"{len(result)} points of {spec.name}" + (f" (first {args.rows})"
+    lines = [f"{len(result)} points of {decl.name}" + (f" (first {args.rows})"
                                                        if len(result) > args.rows else ""),
              table(cols, body)]
     if result.bound_changes:
@@ -105,6 +97,10 @@ def _cmd_sweep_op(args: argparse.Namespace) -> None:
                   + ":"] + [f"  {ch['hardware']} {ch['from']} -> {ch['to']} at {ch['at']:g}"
                             for ch in result.bound_changes[:20]]
     print("\n".join(lines))
+
+
+_AXIS = {"count": (parse_number, True), "bytes": (parse_bytes, False),
+         "float": (parse_number, False)}  # a kind's axis: how one value reads, whole or not
 
 
 def _cell(value: Any) -> str:
@@ -153,19 +149,18 @@ def register(sub: Any) -> None:
 
     so = sw_sub.add_parser("op", help="sweep one op's arguments (lists / ranges) and chips")
     so_sub = so.add_subparsers(dest="op", required=True, parser_class=_Parser)
-    for spec in OPS:
-        q = so_sub.add_parser(spec.name, help=spec.help, aliases=list(spec.aliases),
-                              description=f"{spec.help}. Numeric arguments take lists or "
+    for decl in OPS:
+        q = so_sub.add_parser(decl.name, help=decl.help, aliases=list(decl.aliases),
+                              description=f"{decl.help}. Numeric arguments take lists or "
                               "ranges (1,8,64 / 1:4096:x2); text ones take comma lists.")
         q.add_argument("--hw", default="h100", help="comma-separated chips")
-        for arg in spec.args:
-            dest = arg.dest
-            if arg.kind == "flag":
-                q.add_argument(arg.flag, dest=dest, action="store_true", help=arg.help)
+        for p in decl.params:
+            if p.kind == "bool":
+                q.add_argument(p.option, dest=p.name, action=argparse.BooleanOptionalAction,
+                               help=p.help_text)
             else:  # every value is a string here: lists and ranges are parsed by the sweep
-                q.add_argument(arg.flag, dest=dest, default=None if arg.default is None
-                               else str(arg.default), required=arg.required, help=arg.help)
+                q.add_argument(p.option, dest=p.name, required=p.required, help=p.help_text)
         q.add_argument("--csv", help="write every point to this CSV file")
         q.add_argument("--json", action="store_true", help="print every point as JSON")
         q.add_argument("--rows", type=count, default=40, help="rows to print")
-        q.set_defaults(func=_cmd_sweep_op, spec=spec)
+        q.set_defaults(func=_cmd_sweep_op, decl=decl)

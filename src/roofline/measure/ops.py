@@ -25,7 +25,7 @@ from ..dtypes import dtype as lookup_dtype
 from ..evaluate import Estimate, evaluate
 from ..hardware import Chip
 from ..ops import attention, elementwise, matmul
-from ..ops.attention import DEFAULT_BLOCK_Q, flash_tiling
+from ..ops.attention import flash_tiling
 from .backend import ROW, Backend, Unsupported
 from .device import DeviceInfo
 from .progress import Progress, quiet
@@ -82,7 +82,7 @@ def attention_case(batch: int, q_len: int, kv_len: int, heads: int, kv_heads: in
     the chip file has no sram level (a measured GPU chip)."""
     dtype = lookup_dtype(dtype).name
     impl = "decode" if q_len == 1 else "flash"
-    tiling = flash_tiling(chip) if chip is not None else {"block_q": DEFAULT_BLOCK_Q}
+    tiling = flash_tiling(chip)
     cost = attention(batch, q_len, kv_len, heads, kv_heads, head_dim, impl=impl, dtype=dtype,
                      **tiling)
     label = (f"attention {impl} B={batch} Lq={q_len} Lkv={kv_len} H={heads}/{kv_heads} "

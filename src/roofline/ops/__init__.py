@@ -1,9 +1,15 @@
-"""Ops: pure functions of shapes and dtypes that return a Cost (with its derivation)."""
+"""Ops: pure functions of shapes and dtypes that return a Cost (with its derivation).
+
+Each op module also declares its ops' parameters (`params.Param`); `registry` maps op names
+to those declarations and `run_op("matmul", "h100", m=128, k=8192, n=8192)` evaluates one.
+"""
 
 from .attention import attention, kv_cache_bytes, mla_attention, mla_cache_elements
 from .elementwise import KINDS as ELEMENTWISE_KINDS
 from .elementwise import elementwise
 from .matmul import dot, gemv, matmul
+from .registry import OPS, op_cost, op_decl, resolve_op, run_op
 
-__all__ = ["ELEMENTWISE_KINDS", "attention", "dot", "elementwise", "gemv", "kv_cache_bytes",
-           "matmul", "mla_attention", "mla_cache_elements"]
+__all__ = ["ELEMENTWISE_KINDS", "OPS", "attention", "dot", "elementwise", "gemv",
+           "kv_cache_bytes", "matmul", "mla_attention", "mla_cache_elements", "op_cost",
+           "op_decl", "resolve_op", "run_op"]

@@ -36,7 +36,8 @@ from ..dtypes import DType
 from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError
 from ..hardware import Chip
-from ._common import size
+from ._common import shown, size
+from .params import OpDecl, Param, dtype_params
 
 IMPLEMENTATIONS = ("naive", "flash", "decode")
 SOFTMAX_FLOPS_PER_SCORE = 5.0
@@ -164,10 +165,15 @@ def _block_rows(sram_bytes: Any, block_q: Any, d: Sym, dv: Sym, x: DType) -> Exp
 DEFAULT_BLOCK_Q = 128  # FA2 / FA3's query tile, for chips whose file gives no SRAM level
 
 
-def flash_tiling(chip: Chip) -> dict[str, Any]:
-    """How flash attention tiles on a chip: its per-SM (per-core) SRAM as M, or, when the chip
-    file has no sram level (Gaudi, a measured GPU), Br = 128 query rows."""
-    if not any(m.name == "sram" for m in chip.memory):
+def flash_tiling(chip: Chip | None, sram_bytes: Any = None, block_q: Any = None
+                 ) -> dict[str, Any]:
+    """How flash attention tiles: the SRAM budget M or query block Br given, else the chip's
+    per-SM (per-core) SRAM as M, else (no chip, or a chip file without an sram level: Gaudi,
+    a measured GPU) Br = 128 query rows. The one place this default is decided: ops, models,
+    levers and measurements all ask here."""
+    if sram_bytes is not None or block_q is not None:
+        return {"sram_bytes": sram_bytes, "block_q": block_q}
+    if chip is None or not any(m.name == "sram" for m in chip.memory):
         return {"sram_bytes": None, "block_q": DEFAULT_BLOCK_Q}
     sram = chip.level("sram")
     return {"sram_bytes": float(sram.unit_capacity_bytes or sram.capacity_bytes or 0.0),
@@ -214,22 +220,117 @@ def mla_attention(
     expanded (prefill): K and V are decompressed per head (the up-projection matmuls belong to
       the model graph), then ordinary MHA with head_dim = nope + rope and v_head_dim.
     """
+    kernel = impl or mla_kernel(form)
     if form == "absorbed":
         r = size("r", kv_lora_rank, "kv_lora_rank")
         rope = size("rope", qk_rope_dim, "qk_rope_dim")
         return attention(batch, q_len, kv_len, heads, 1, r.value + rope.value, r.value, causal,
-                         None, impl or "decode", dtype, kv_dtype, out_dtype, sram_bytes,
+                         None, kernel, dtype, kv_dtype, out_dtype, sram_bytes,
                          block_q, kv_shared=True, name="mla (absorbed)")
     if form == "expanded":
         nope = size("nope", qk_nope_dim, "qk_nope_dim")
         rope = size("rope", qk_rope_dim, "qk_rope_dim")
         return attention(batch, q_len, kv_len, heads, heads, nope.value + rope.value,
-                         v_head_dim, causal, None, impl or "flash", dtype, kv_dtype, out_dtype,
+                         v_head_dim, causal, None, kernel, dtype, kv_dtype, out_dtype,
                          sram_bytes, block_q, name="mla (expanded)")
     raise RooflineError(f"unknown MLA form {form!r} (allowed: absorbed, expanded)")
+
+
+def mla_kernel(form: str) -> str:
+    """MLA's default kernel: absorbed runs as decode over the latent cache, expanded as flash."""
+    return "decode" if form == "absorbed" else "flash"
+
+
+MLA_ABSORBED_MAX_Q_LEN = 16
+
+
+def mla_form(q_len: Any) -> str:
+    """Which MLA form serves q_len new tokens: absorbed for a few (decode, speculative
+    decoding: attention over the 576-wide latent cache), expanded for a prompt (decompress K
+    and V once, then ordinary attention)."""
+    few = np.asarray(q_len) <= MLA_ABSORBED_MAX_Q_LEN
+    if np.all(few):
+        return "absorbed"
+    if not np.any(few):
+        return "expanded"
+    raise RooflineError(f"q_len: MLA is absorbed up to {MLA_ABSORBED_MAX_Q_LEN} tokens and "
+                        f"expanded above; sweep q_len on one side of it, got {shown(q_len)}")
 
 
 def mla_cache_elements(kv_lora_rank: Any = 512, qk_rope_dim: Any = 64) -> Num:
     """Cached elements per token per layer: the latent c_kv plus the shared RoPE key."""
     return (size("r", kv_lora_rank, "kv_lora_rank")
             + size("rope", qk_rope_dim, "qk_rope_dim")).value
+
+
+# --- declarations: `roofline op attention|mla` and run_op ------------------------------------
+
+
+def flash_defaults(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
+    """A flash kernel (or MLA, whose prompt form runs one) tiles as `flash_tiling` says."""
+    if kwargs.get("impl", "flash") in ("flash", "mla"):
+        kwargs.update(flash_tiling(chip, kwargs.get("sram_bytes"), kwargs.get("block_q")))
+    return kwargs
+
+
+_MHA_ONLY = ("kv_heads", "head_dim", "v_head_dim", "window")  # MLA's shapes come from its ranks
+
+
+def _attention_defaults(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
+    if kwargs.get("impl") == "mla":
+        for name in _MHA_ONLY:
+            kwargs.pop(name, None)
+    return flash_defaults(kwargs, chip)
+
+
+def attention_or_mla(**kwargs: Any) -> Cost:
+    """`op attention`: impl "mla" is DeepSeek MLA with V3's ranks, in the form `mla_form`
+    picks for q_len (absorbed for a few new tokens, expanded for a prompt)."""
+    if kwargs.get("impl") != "mla":
+        return attention(**kwargs)
+    return mla_attention(**{**kwargs, "impl": None}, form=mla_form(kwargs["q_len"]))
+
+
+def _mla_defaults(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
+    kwargs["impl"] = kwargs.get("impl") or mla_kernel(kwargs.get("form", "absorbed"))
+    return flash_defaults(kwargs, chip)
+
+
+_SEQUENCES = (
+    Param("batch", "sequences", default=1),
+    Param("q_len", "query tokens per sequence", required=True),
+    Param("kv_len", "keys per sequence (context incl. the queries)", follows="q_len"),
+)
+_CAUSAL = Param("causal", "causal attention (--no-causal: full, bidirectional)", "bool", True)
+_SRAM = Param("sram_bytes", "flash SRAM budget M (default: the chip's per-SM SRAM)", "bytes")
+
+ATTENTION = OpDecl(
+    "attention", "attention: prefill, decode (--q-len 1) or speculative (--q-len k); "
+    "--impl mla for DeepSeek's latent attention", attention_or_mla, (
+        *_SEQUENCES,
+        Param("heads", "query heads", required=True),
+        Param("kv_heads", "KV heads (GQA / MQA)", follows="heads"),
+        Param("head_dim", "head dimension", default=128),
+        Param("v_head_dim", "value head dimension", follows="head_dim"),
+        _CAUSAL,
+        Param("window", "causal sliding window (keys)"),
+        Param("impl", "kernel; mla: DeepSeek MLA with V3's ranks (op mla sets them)", "choice",
+              "flash", choices=(*IMPLEMENTATIONS, "mla")),
+        _SRAM, Param("block_q", "flash query-block rows Br (overrides --sram-bytes)"),
+        *dtype_params("dtype", "kv", "out")), _attention_defaults)
+
+MLA = OpDecl(
+    "mla", "multi-head latent attention (DeepSeek-V2/V3)", mla_attention, (
+        *_SEQUENCES,
+        Param("heads", "query heads", default=128),
+        Param("kv_lora_rank", "latent KV rank r", default=512),
+        Param("qk_rope_dim", "RoPE key dimension", default=64),
+        Param("qk_nope_dim", "non-RoPE query/key head dimension", default=128),
+        Param("v_head_dim", "value head dimension", default=128),
+        Param("form", "absorbed (decode) or expanded (prefill)", "choice", "absorbed",
+              choices=("absorbed", "expanded")),
+        _CAUSAL,
+        Param("impl", "kernel (default: decode for absorbed, flash for expanded)", "choice",
+              choices=IMPLEMENTATIONS),
+        _SRAM, Param("block_q", "flash query-block rows Br"),
+        *dtype_params("dtype", "kv", "out")), _mla_defaults)

@@ -37,14 +37,20 @@ Reduction arithmetic (a few adds per element) and the HBM traffic of the buffers
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..cost import LINKS, Cost
 from ..derivation import Call, Expr, Num, Sym, Term, define, unwrap
 from ..errors import RooflineError, unknown
+from ..hardware import Chip, make_system
 from ._common import size, whole
+from .params import OpDecl, Param
+
+if TYPE_CHECKING:
+    from ..evaluate import Estimate
 
 COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast",
                "send-recv")
@@ -196,3 +202,61 @@ def latency_crossover_bytes(cost: Cost, nbytes: Any, latency_s: float,
     per_byte = np.asarray(cost.link_bytes[link]) / np.asarray(nbytes, dtype=float)
     value = np.asarray(cost.link_steps[link]) * latency_s * bandwidth_Bps / per_byte
     return float(value) if value.ndim == 0 else value
+
+
+# --- declarations: the collectives as `roofline op allreduce ...` and `run_op` see them -----
+
+
+def placement(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
+    """Where a group sits on the chip's system: a group larger than the scale-up domain goes
+    hierarchical, a torus ring gets its share of the ports, and NVLS needs the switch."""
+    link = kwargs.get("link", "scale-up")
+    system = make_system(chip)
+    if kwargs.get("domain_size") is None and link == "scale-up" and "scale-up" in chip.links:
+        kwargs["domain_size"] = system.chips_per_domain
+    ranks = kwargs.get("ranks", kwargs.get("shards", kwargs.get("tp", 1)))
+    if kwargs.get("link_share") is None:  # a torus ring uses the ports along its axes
+        inside = kwargs.get("domain_size") or ranks
+        kwargs["link_share"] = system.link_share(link, np.minimum(ranks, inside)) \
+            if link == "scale-up" else 1.0
+    if kwargs.get("algo") == "nvls" and not chip.link(link).in_switch_reduction:
+        raise RooflineError(f"--algo nvls needs in-switch reduction (NVLink SHARP), which "
+                            f"{chip.id!r}'s {link} link does not have (use ring or tree)")
+    return kwargs
+
+
+PLACEMENT_PARAMS = (
+    Param("link", "link the group sits on (a group larger than the scale-up domain also "
+          "uses scale-out)", "choice", "scale-up", choices=("scale-up", "scale-out")),
+    Param("algo", "algorithm", "choice", "ring", choices=ALGORITHMS),
+    Param("domain_size", "ranks per scale-up domain (default: the chip's)"),
+    Param("link_share", "fraction of the link's bandwidth the group can use (default: the "
+          "chip's; a torus ring uses the ports along its axes)", "float"),
+)
+
+
+def _bandwidths(kind: str) -> Callable[[dict[str, Any], Estimate], dict[str, Any]]:
+    """nccl-tests' figures for an evaluated collective, and where latency stops ruling."""
+    def extras(kwargs: dict[str, Any], est: Estimate) -> dict[str, Any]:
+        nbytes, ranks = kwargs["nbytes"], kwargs["ranks"]
+        t = float(est.t_lower_s)
+        algbw = nbytes / t if t > 0 else None  # one rank: nothing moves, no bandwidth to quote
+        out = {"algbw_Bps": algbw,
+               "busbw_Bps": None if algbw is None else algbw * float(busbw_factor(kind, ranks)),
+               "latency_crossover_bytes": None}
+        if algbw is not None:
+            out["latency_crossover_bytes"] = crossover_from_times(nbytes, est.time_s,
+                                                                  est.cost.link_bytes)
+        return out
+
+    return extras
+
+
+COLLECTIVE_OPS = tuple(
+    OpDecl(kind.replace("-", ""), f"{kind} of --bytes over --ranks ranks (alpha-beta model)",
+           partial(collective, kind), (
+               Param("nbytes", "message size as nccl-tests counts it (e.g. 64MiB, 1GB)",
+                     "bytes", required=True, flag="--bytes"),
+               Param("ranks", "ranks in the group", required=True), *PLACEMENT_PARAMS),
+           placement, _bandwidths(kind), aliases=(kind,))
+    for kind in COLLECTIVES)

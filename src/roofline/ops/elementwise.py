@@ -10,13 +10,16 @@ we count the single-pass (fused-row) lower bound. Norm weights (one vector) are 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..cost import Cost
 from ..derivation import Sym, Term
 from ..dtypes import DType
 from ..dtypes import dtype as lookup_dtype
 from ..errors import unknown
+from ..hardware import Chip
 from ._common import size
+from .params import OpDecl, Param, dtype_params
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,13 @@ KINDS: dict[str, ElementwiseKind] = {
 }
 
 
+def preset(kind: str) -> ElementwiseKind:
+    """The operation count and inputs of an elementwise kind."""
+    if kind not in KINDS:
+        raise unknown("elementwise kind", kind, KINDS)
+    return KINDS[kind]
+
+
 def elementwise(
     n: object,
     kind: str = "generic",
@@ -56,9 +66,7 @@ def elementwise(
     higher than the vector units these ops use, so the time bound stays valid but loose;
     it rarely matters because these ops are memory-bound by a wide margin.
     """
-    if kind not in KINDS:
-        raise unknown("elementwise kind", kind, KINDS)
-    spec = KINDS[kind]
+    spec = preset(kind)
     x = lookup_dtype(dtype)
     o = lookup_dtype(out_dtype) if out_dtype is not None else x
     c = lookup_dtype(compute_dtype) if compute_dtype is not None else x
@@ -74,3 +82,21 @@ def elementwise(
         terms=(Term("FLOPs", flops), Term("HBM bytes", hbm)),
         name=kind,
     )
+
+
+def _preset_counts(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
+    """The kind's preset fills the counts not given (so the inputs echo what was counted)."""
+    spec = preset(kwargs["kind"])
+    kwargs.setdefault("ops_per_element", spec.ops_per_element)
+    kwargs.setdefault("inputs", spec.inputs)
+    return kwargs
+
+
+ELEMENTWISE = OpDecl("elementwise", "norm / softmax / activation / add over N elements",
+                     elementwise, (
+    Param("n", "number of elements", required=True),
+    Param("kind", "preset operation count and inputs per element", "choice", "generic",
+          choices=tuple(KINDS)),
+    Param("ops_per_element", "override the preset's ops per element", "float"),
+    Param("inputs", "override the number of inputs"),
+    *dtype_params("dtype", "out", "compute")), _preset_counts)

@@ -13,6 +13,7 @@ from ..cost import Cost
 from ..derivation import Sym, Term
 from ..dtypes import DType, operand_dtypes
 from ._common import size
+from .params import OpDecl, Param, dtype_params
 
 
 def matmul(
@@ -55,3 +56,15 @@ def gemv(k: object, n: object, dtype: str | DType = "bf16",
 def dot(n: object, dtype: str | DType = "bf16") -> Cost:
     """x · y for two length-N vectors: matmul with M = N = 1; intensity ≈ 1/s (0.5 for bf16)."""
     return matmul(1, n, 1, dtype, name="dot")
+
+
+_DTYPES = dtype_params("dtype", "weight", "out", "compute")
+MATMUL = OpDecl("matmul", "X[M,K] x W[K,N] -> Y[M,N]", matmul, (
+    Param("m", "rows of X (tokens)", required=True),
+    Param("k", "contraction dimension", required=True),
+    Param("n", "columns of W", required=True), *_DTYPES))
+GEMV = OpDecl("gemv", "one token through W[K,N] (matmul with M = 1)", gemv, (
+    Param("k", "input features", required=True),
+    Param("n", "output features", required=True), *_DTYPES))
+DOT = OpDecl("dot", "dot product of two length-N vectors", dot, (
+    Param("n", "vector length", required=True), *dtype_params("dtype")))

@@ -39,6 +39,7 @@ from ..derivation import Expr, Sym, Term
 from ..dtypes import DType, operand_dtypes
 from ..errors import RooflineError
 from ._common import shown, size, whole
+from .params import OpDecl, Param, dtype_params
 
 
 def batched_matmul(
@@ -168,3 +169,21 @@ def _show(values: np.ndarray[Any, Any]) -> str:
     if flat.size == 1:
         return f"{flat[0]:g}"
     return "[" + ", ".join(f"{v:g}" for v in flat[:4]) + (", ...]" if flat.size > 4 else "]")
+
+
+_DTYPES = dtype_params("dtype", "weight", "out", "compute")
+BATCHED_MATMUL = OpDecl(
+    "batched-matmul", "X[B,M,K] x W[B,K,N]: a separate weight per batch element",
+    batched_matmul, (
+        Param("batch", "batch elements (each with its own weight)", required=True),
+        Param("m", "rows per batch element", default=1),
+        Param("k", "contraction dimension", required=True),
+        Param("n", "output features", required=True), *_DTYPES))
+GROUPED_MATMUL = OpDecl(
+    "grouped-matmul", "MoE experts: T tokens routed to top-k of E [K,N] experts",
+    grouped_matmul, (
+        Param("tokens", "tokens entering the MoE layer", required=True),
+        Param("k", "input features", required=True),
+        Param("n", "output features per expert", required=True),
+        Param("experts", "routed experts E", required=True),
+        Param("top_k", "experts per token", required=True), *_DTYPES))

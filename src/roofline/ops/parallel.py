@@ -23,9 +23,12 @@ import numpy as np
 from ..cost import Cost
 from ..dtypes import DType, operand_dtypes
 from ..errors import RooflineError
+from ..hardware import Chip
 from ._common import shown, size, whole
-from .collectives import collective
+from .attention import IMPLEMENTATIONS, flash_defaults
+from .collectives import PLACEMENT_PARAMS, collective, placement
 from .matmul import matmul
+from .params import OpDecl, Param, chain, dtype_params
 
 SHARDINGS = ("contraction", "output")
 
@@ -80,3 +83,63 @@ def sharded_matmul(
     total = local + comm
     return Cost(total.flops, total.bytes, total.link_bytes, total.link_steps, total.terms,
                 name=f"{shard}-sharded matmul over {shards}")
+
+
+# --- declarations: `roofline op sharded-matmul|tp-layer` and run_op --------------------------
+
+_DTYPES = dtype_params("dtype", "weight", "out", "compute")
+SHARDED_MATMUL = OpDecl(
+    "sharded-matmul", "X[M,K] x W[K,N] sharded over chips: T_math vs T_comm per chip",
+    sharded_matmul, (
+        Param("m", "rows of X (tokens)", required=True),
+        Param("k", "contraction dimension (full, before sharding)", required=True),
+        Param("n", "columns of W (full)", required=True),
+        Param("shards", "chips sharing the matmul", required=True),
+        Param("shard", "which dimension is split", "choice", "contraction", choices=SHARDINGS),
+        Param("reduce", "how partial sums combine (contraction sharding)", "choice",
+              "all-reduce", choices=("all-reduce", "reduce-scatter")),
+        Param("gather", "output sharding: all-gather Y (--no-gather leaves it sharded)", "bool",
+              True),
+        *PLACEMENT_PARAMS, *_DTYPES), placement)
+
+_LAYER_SHAPE = ("hidden", "ffn", "heads", "kv_heads", "head_dim", "tp")
+
+
+def _layer_shape(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
+    """The layer's shape builds a model spec, so it is one value (batch and length may be
+    swept); the head dimension defaults to hidden / heads where that divides."""
+    for name in _LAYER_SHAPE:
+        value = kwargs.get(name)
+        if isinstance(value, np.ndarray):
+            if np.unique(value).size > 1:
+                flag = "--" + name.replace("_", "-")
+                raise RooflineError(f"tp-layer: {flag} shapes the layer and cannot be swept "
+                                    "(sweep --batch or --seq-len; one sweep per layer shape)")
+            kwargs[name] = int(value.flat[0])
+    if kwargs.get("head_dim") is None and kwargs["hidden"] % kwargs["heads"] == 0:
+        kwargs["head_dim"] = kwargs["hidden"] // kwargs["heads"]
+    return kwargs
+
+
+def _tp_layer(**kwargs: Any) -> Cost:
+    from ..models import tp_layer  # the model graph: imported when used, not at CLI start
+
+    return tp_layer(**kwargs)
+
+
+TP_LAYER = OpDecl(
+    "tp-layer", "one decoder layer (forward) with Megatron tensor parallelism", _tp_layer, (
+        Param("batch", "sequences", default=1),
+        Param("seq_len", "tokens per sequence", required=True),
+        Param("hidden", "model width", required=True),
+        Param("ffn", "MLP width", required=True),
+        Param("heads", "query heads", required=True),
+        Param("kv_heads", "KV heads", follows="heads"),
+        Param("head_dim", "head dimension (default hidden / heads)"),
+        Param("tp", "tensor-parallel degree", default=1),
+        Param("gated", "gated MLP (--no-gated: plain)", "bool", True),
+        Param("impl", "attention kernel", "choice", "flash", choices=IMPLEMENTATIONS),
+        Param("sram_bytes", "flash SRAM budget M (default: the chip's per-SM SRAM)", "bytes"),
+        Param("block_q", "flash query-block rows Br"),
+        *PLACEMENT_PARAMS, *dtype_params("dtype")),
+    chain(_layer_shape, flash_defaults, placement))

@@ -41,6 +41,7 @@ from ..derivation import Call, Expr, Sym, Term
 from ..dtypes import DType, operand_dtypes
 from ..errors import RooflineError
 from ._common import shown, size
+from .params import OpDecl, Param, dtype_params
 
 if TYPE_CHECKING:
     from ..hardware import Chip
@@ -144,3 +145,18 @@ def tiles_fit(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
                             f"(bk·(bm·s_x + bn·s_w)), more than the {sram.unit_capacity_bytes:.4g}"
                             f" B one SM of {chip.id} has; use smaller tiles")
     return kwargs
+
+
+TILED_MATMUL = OpDecl(
+    "tiled-matmul", "matmul with (bm, bn, bk) block tiles in SRAM and (wm, wn) warp tiles",
+    tiled_matmul, (
+        Param("m", "rows of X (tokens)", required=True),
+        Param("k", "contraction dimension", required=True),
+        Param("n", "columns of W", required=True),
+        Param("bm", "block tile rows", default=128),
+        Param("bn", "block tile columns", default=128),
+        Param("bk", "block tile depth", default=64),
+        Param("wm", "warp tile rows", default=64), Param("wn", "warp tile columns", default=64),
+        Param("level", "memory level the tiles are loaded from", "choice", "hbm",
+              choices=LEVELS),
+        *dtype_params("dtype", "weight", "out", "compute")), tiles_fit)
