@@ -1,5 +1,6 @@
 """The catalog: every SKU present, sourced, dense, valid; user files validated field by field."""
 
+import re
 import tomllib
 from dataclasses import replace
 from pathlib import Path
@@ -138,6 +139,17 @@ def test_user_file_loads(tmp_path):
     (("latency_s = 1e-6", "latency_s = 1e-15"), "link.scale-up.latency_s"),
     (("schema_version = 1", "schema_version = 7"), "schema_version"),
     (('id = "h100-sxm"', 'id = "H100 SXM"'), "id"),
+    # absurd figures: each field has a sane range, stated in the error
+    (("latency_s = 1e-6", "latency_s = 1e300"), "link.scale-up.latency_s"),
+    (("flops_per_s = 989.4e12", "flops_per_s = 1e30"), "peak.bf16.flops_per_s"),
+    (("bandwidth_Bps = 3.35e12", "bandwidth_Bps = 3.35e30"), "memory[0].bandwidth_Bps"),
+    (("domain_size = 8", "domain_size = 1000000000"), "link.scale-up.domain_size"),
+    # control characters never reach the terminal: ids, names and notes are printable
+    (('id = "h100-sxm"', 'id = "h100\\u001b[2J"'), "id"),
+    (('name = "NVIDIA H100 SXM', 'name = "\\u001b]0;pwned\\u0007NVIDIA H100 SXM'), "name"),
+    (('name = "NVIDIA H100 SXM', 'name = "NVIDIA\\nH100 SXM'), "name"),
+    (('name = "NVIDIA H100 SXM', 'name = "\\u202eNVIDIA H100 SXM'), "name"),
+    (('aliases = ["h100"', 'aliases = ["h\\u0000100"'), "aliases[0]"),
 ])
 def test_invalid_file_names_file_and_field(tmp_path, edit, field):
     old, new = edit
@@ -147,6 +159,28 @@ def test_invalid_file_names_file_and_field(tmp_path, edit, field):
         load_chip(str(p))
     message = str(info.value)
     assert str(p) in message and f"'{field}'" in message and "\n" not in message
+
+
+@pytest.mark.parametrize(("old", "new", "needle"), [
+    ("latency_s = 1e-6", "latency_s = 1e300", "must be at most 1 s (the sane range is 1e-12 to "
+     "1 s), got 1e+300"),
+    ("flops_per_s = 989.4e12", "flops_per_s = 1e30", "at most 1e+19 FLOP/s"),
+    ("latency_s = 1e-6", "latency_s = 1e-15", "must be at least 1e-12 s"),
+])
+def test_absurd_figures_name_the_sane_range(tmp_path, old, new, needle):
+    with pytest.raises(RooflineError, match=re.escape(needle)):
+        load_chip(str(write(tmp_path, GOOD.replace(old, new, 1))))
+
+
+def test_notes_may_span_lines_but_not_hold_escapes(tmp_path):
+    def with_notes(text):
+        return write(tmp_path, re.sub(r"(?m)^notes = .*$", lambda _: f"notes = {text}", GOOD,
+                                      count=1))
+
+    chip = load_chip(str(with_notes('"line one\\nline two\\ttabbed"')))
+    assert chip.notes == "line one\nline two\ttabbed"
+    with pytest.raises(RooflineError, match=r"field 'notes'.*control character \('\\x1b'\)"):
+        load_chip(str(with_notes('"\\u001b[31mred"')))
 
 
 def test_large_integer_figures_load_as_floats(tmp_path):

@@ -91,9 +91,10 @@ class _Reader:
             raise self.error(key, f"must be positive and finite, got {value!r}")
         floor, ceiling, unit = _LIMITS[key]
         if not floor <= number <= ceiling:
+            unit = f" {unit}" if unit else ""
             bound = f"at least {floor:g}" if number < floor else f"at most {ceiling:g}"
-            raise self.error(key, f"must be {bound} {unit}".rstrip() + f" (the sane range is "
-                             f"{floor:g} to {ceiling:g}), got {brief(value)}")
+            raise self.error(key, f"must be {bound}{unit} (the sane range is {floor:g} to "
+                             f"{ceiling:g}{unit}), got {brief(value)}")
         return number
 
     def flag(self, key: str) -> bool:
