@@ -185,8 +185,8 @@ def register(subparsers: Any) -> None:
     rf.set_defaults(func=_cmd_plot_roofline)
 
     sw = kinds.add_parser("sweep", help="a square matmul against batch 1..N, one line per size",
-                          description="Seed 001 Problem 3: roofline plot sweep --hw v5e "
-                          "--weight-dtype int8 -o sweep.png")
+                          description="Scaling Book ch.1 §2.7 Problem 3: roofline plot sweep "
+                          "--hw v5e --weight-dtype int8 -o sweep.png")
     sw.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
     sw.add_argument("--size", action="append", type=count_arg("--size"),
                     help="D = F of a [D, F] weight; repeatable (default 4096 and 1024)")

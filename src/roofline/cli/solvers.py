@@ -119,7 +119,7 @@ def register(sub: Any) -> None:
     cd.add_argument("--link", default="scale-up", choices=["scale-up", "scale-out"])
     cd.add_argument("--dtype", default="bf16", help="compute dtype (partial sums travel in it)")
     cd.add_argument("--shards", type=typed(parse_count, "--shards"), default=2,
-                    help="chips sharing the contraction (default 2, as in seed 001)")
+                    help="chips sharing the contraction (default 2, as in Scaling Book ch.1 §2.5)")
     cd.add_argument("--reduce", default="all-reduce", choices=["all-reduce", "reduce-scatter"])
     cd.add_argument("--json", action="store_true", help="print one JSON object")
     cd.add_argument("--explain", action="store_true", help="print the derivation")
