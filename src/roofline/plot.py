@@ -110,7 +110,7 @@ def _series(item: Estimate | OpPoint, level: str) -> tuple[str, np.ndarray, np.n
             np.array([p[1] for p in points]), [r.bound for r in results])
 
 
-def plot_roofline(chip: Chip | str, estimates: Iterable[Estimate | OpPoint] = (),
+def plot_roofline(hw: Chip | str, estimates: Iterable[Estimate | OpPoint] = (),
                   measured: Iterable[Measured] = (), ax: Axes | None = None,
                   dtypes: Sequence[str] | None = None, levels: Sequence[str] | None = None,
                   level: str = "hbm", title: str | None = None) -> Axes:
@@ -120,7 +120,7 @@ def plot_roofline(chip: Chip | str, estimates: Iterable[Estimate | OpPoint] = ()
     `measured` points are (name, intensity, achieved FLOP/s). Note that an op's intensity on
     `level` only compares with that level's roof; the other roofs show the chip's stack.
     """
-    chip = load_chip(chip)
+    chip = load_chip(hw)
     estimates = list(estimates)
     for item in estimates:
         if item.hardware != chip.id:

@@ -124,7 +124,7 @@ class ModelAnalysis:
     @property
     def tokens_per_s(self) -> Num:
         """New tokens per second across all replicas (training: tokens trained per second)."""
-        return self.phase.batch * self.phase.q_len / self.t_lower_s  # type: ignore[no-any-return]
+        return self.phase.batch * self.phase.q_len / self.t_lower_s
 
     def __repr__(self) -> str:
         if np.ndim(self.t_lower_s):

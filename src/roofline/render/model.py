@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..units import format_bytes, format_si, format_time
+from ..units import format_si
 from . import text
 from .safe import terminal_safe
 from .table import Column, Table, general, nbytes, percent, seconds, si
@@ -77,61 +77,60 @@ def header(a: ModelAnalysis) -> str:
 def key_figures(a: ModelAnalysis) -> list[tuple[str, str, str]]:
     """(label, value, what it is) for the top of a page: the answer first."""
     p, m = a.phase, a.memory
-    ft = format_time
     out: list[tuple[str, str, str]] = []
     if p.kind == "prefill":
-        out.append(("TTFT (lower bound)", ft(a.t_lower_s), "time to first token: the prefill "
+        out.append(("TTFT (lower bound)", seconds(a.t_lower_s), "time to first token: the prefill "
                     "step, ops one after another"))
     elif p.kind == "decode":
-        out.append(("TPOT (lower bound)", ft(a.tpot_s), "time per output token of one "
+        out.append(("TPOT (lower bound)", seconds(a.tpot_s), "time per output token of one "
                     "sequence"))
     else:
-        out.append(("step (lower bound)", ft(a.t_lower_s), "one training step"))
-    out.append(("tokens/s (upper bound)", format_si(a.tokens_per_s),
+        out.append(("step (lower bound)", seconds(a.t_lower_s), "one training step"))
+    out.append(("tokens/s (upper bound)", si()(a.tokens_per_s),
                 f"across all {a.parallel.chips} chip(s)"))
     out.append(("bound", str(a.bound), "the resource holding most of the step's time"))
-    out.append(("memory per chip", f"{format_bytes(m.total_bytes)} of "
-                f"{format_bytes(m.capacity_bytes)}", "fits" if m.fits else "DOES NOT FIT"))
+    out.append(("memory per chip", f"{nbytes(m.total_bytes)} of "
+                f"{nbytes(m.capacity_bytes)}", "fits" if m.fits else "DOES NOT FIT"))
     out.append(("MFU at the bound", f"{100 * a.mfu:.1f}%", f"of the {a.precision.activations}"
                 " dense peak"))
-    out.append(("floor / lower / no-overlap", f"{ft(a.t_floor_s)} / {ft(a.t_lower_s)} / "
-                f"{ft(a.t_upper_s)}", "all overlapped / ops in sequence / nothing overlapped"))
+    out.append(("floor / lower / no-overlap", f"{seconds(a.t_floor_s)} / {seconds(a.t_lower_s)} / "
+                f"{seconds(a.t_upper_s)}", "all overlapped / ops in sequence / nothing overlapped"))
     return out
 
 
 def summary_lines(a: ModelAnalysis) -> list[str]:
     """The step's times named for what they are, its latency and throughput, MFU / HFU, and
     the memory footprint."""
-    p, m, ft = a.phase, a.memory, format_time
-    lines = [f"step: lower bound t_lower = {ft(a.t_lower_s)} (ops one after another, each "
-             f"op's resources overlapped); no-overlap sum t_upper = {ft(a.t_upper_s)}; floor "
-             f"t_floor = {ft(a.t_floor_s)} (every resource of the step overlapped); bound: "
+    p, m = a.phase, a.memory
+    lines = [f"step: lower bound t_lower = {seconds(a.t_lower_s)} (ops one after another, each "
+             f"op's resources overlapped); no-overlap sum t_upper = {seconds(a.t_upper_s)}; floor "
+             f"t_floor = {seconds(a.t_floor_s)} (every resource of the step overlapped); bound: "
              f"{a.bound}"]
     if p.kind == "prefill":
-        lines.append(f"TTFT >= {ft(a.t_lower_s)}")
+        lines.append(f"TTFT >= {seconds(a.t_lower_s)}")
     elif p.kind == "decode":
         experts = (f" (routed experts at {a.decode_expert_compute_bound_batch:.4g}: each sees "
                    "top_k/E of the tokens)" if a.decode_expert_compute_bound_batch else "")
-        step = (f"step >= {ft(a.t_lower_s)} for {p.q_len} tokens per sequence; "
+        step = (f"step >= {seconds(a.t_lower_s)} for {p.q_len} tokens per sequence; "
                 "TPOT (all drafts accepted) " if np.ndim(p.q_len) == 0 and p.q_len > 1
                 else "TPOT ")
-        lines.append(f"{step}>= {ft(a.tpot_s)}; <= {format_si(a.tokens_per_s)} tokens/s "
+        lines.append(f"{step}>= {seconds(a.tpot_s)}; <= {si()(a.tokens_per_s)} tokens/s "
                      f"across the batch; dense weight GEMMs turn compute-bound at batch "
                      f"{a.decode_compute_bound_batch:.4g}{experts}")
     else:
-        lines.append(f"step >= {ft(a.t_lower_s)}; <= {format_si(a.tokens_per_s)} tokens/s")
+        lines.append(f"step >= {seconds(a.t_lower_s)}; <= {si()(a.tokens_per_s)} tokens/s")
     lines.append(f"at the bound: MFU {100 * a.mfu:.1f}%, HFU {100 * a.hfu:.1f}% of the "
                  f"{a.precision.activations} peak, HBM bandwidth {100 * a.hbm_utilization:.1f}% "
                  "(causal attention counted as half the scores)")
     training = p.kind == "train"
-    state = (f"KV cache {format_bytes(m.kv_cache_bytes)} "  # no cache in training, no optimizer
-             f"({format_bytes(m.kv_bytes_per_token)} per token on this chip)"  # in inference
+    state = (f"KV cache {nbytes(m.kv_cache_bytes)} "  # no cache in training, no optimizer
+             f"({nbytes(m.kv_bytes_per_token)} per token on this chip)"  # in inference
              if not training else
-             f"gradients + optimizer state {format_bytes(m.optimizer_bytes)}")
+             f"gradients + optimizer state {nbytes(m.optimizer_bytes)}")
     fit = "fits" if m.fits else "DOES NOT FIT"
-    lines += [f"memory per chip: weights {format_bytes(m.weights_bytes)}, {state}, "
-              f"activations ~{format_bytes(m.activations_bytes)}: total "
-              f"{format_bytes(m.total_bytes)} of {format_bytes(m.capacity_bytes)}: {fit}",
+    lines += [f"memory per chip: weights {nbytes(m.weights_bytes)}, {state}, "
+              f"activations ~{nbytes(m.activations_bytes)}: total "
+              f"{nbytes(m.total_bytes)} of {nbytes(m.capacity_bytes)}: {fit}",
               largest_fit(m, training)]
     return lines
 
@@ -158,8 +157,8 @@ def largest_fit(m: MemoryFootprint, training: bool) -> str:
         fixed = m.weights_bytes + m.optimizer_bytes  # whatever the batch
         if fixed >= m.capacity_bytes:
             what = "weights, gradients and optimizer state" if training else "weights"
-            return (f"nothing fits: the {what} alone need {format_bytes(fixed)} of "
-                    f"{format_bytes(m.capacity_bytes)} per chip; shard them over more chips "
+            return (f"nothing fits: the {what} alone need {nbytes(fixed)} of "
+                    f"{nbytes(m.capacity_bytes)} per chip; shard them over more chips "
                     + ("(--tp, --pp, --ep, --dp with --fsdp)" if training else
                        "(--tp, --pp, --ep) or quantize them (--weight-dtype)"))
         if training:

@@ -91,13 +91,13 @@ def _derivations_section(results: Sequence[OpPoint]) -> list[str]:
     return [*out, "</section>"]
 
 
-def html_report(chip: Chip | str, estimates: Items, title: str = "roofline report",
+def html_report(hw: Chip | str, estimates: Items, title: str = "roofline report",
                 measured: Iterable[Measured] = (), level: str = "hbm") -> str:
     """One self-contained page: the interactive roofline, the ops table, the hardware with
     its sources, and each op's derivation."""
     from .. import __version__
 
-    chip = load_chip(chip)
+    chip = load_chip(hw)
     results = to_points(estimates)
     shown = [(str(n), float(x), float(y)) for n, x, y in measured]
     body = [f"<header><h1>{xml_text(title)}</h1>",
@@ -112,10 +112,10 @@ def html_report(chip: Chip | str, estimates: Items, title: str = "roofline repor
     return html.page(title, body)
 
 
-def markdown_report(chip: Chip | str, estimates: Items, title: str = "roofline report",
+def markdown_report(hw: Chip | str, estimates: Items, title: str = "roofline report",
                     measured: Iterable[Measured] = (), level: str = "hbm") -> str:
     """The HTML report's tables and derivations as Markdown (no chart)."""
-    chip = load_chip(chip)
+    chip = load_chip(hw)
     results = to_points(estimates)
     shown = [(str(n), float(x), float(y)) for n, x, y in measured]
     out = [f"# {markdown_cell(title)}", "", f"{markdown_cell(chip.name)} "
@@ -201,13 +201,13 @@ def _times_table() -> Table:
                       "the step's times")
 
 
-def model_html(a: ModelAnalysis, chip: Chip | str, what_if: Sequence[Any] = (),
+def model_html(a: ModelAnalysis, hw: Chip | str, what_if: Sequence[Any] = (),
                title: str | None = None) -> str:
     """The step report: key figures first, then what would move it, the chart, the tables
     (numbered like the chart's points), memory, hardware and each op's derivation."""
     from .. import __version__
 
-    chip = load_chip(chip)
+    chip = load_chip(hw)
     title = title or f"{a.model} on {a.hardware}: {a.phase.kind}"
     points = step_points(a, chip)
     summary = summary_lines(a)
