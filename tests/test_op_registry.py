@@ -100,6 +100,9 @@ def test_cli_options_are_the_declaration(name):
     sweep = _options(_subparser(parser, "sweep", "op", name))
     assert set(sweep) == {p.name for p in decl.params} | {"hw", "json", "csv", "rows"}
     _check_matches(sweep, decl, lambda p: None, lists=True)
+    for sub in (_subparser(parser, "op", name), _subparser(parser, "sweep", "op", name)):
+        text = " ".join(sub.format_help().split())  # the help renders, every option in it
+        assert all(p.option in text for p in decl.params)
 
 
 # the functions behind the two ops whose declared function wraps another
@@ -144,6 +147,8 @@ def test_help_shows_each_kind_of_default():
     assert Param("kv_len", "keys", follows="q_len").help_text == "keys (default --q-len)"
     assert Param("causal", "causal", "bool", True).help_text == "causal (default --causal)"
     assert Param("gated", "gated", "bool", False).help_text == "gated (default --no-gated)"
+    assert Param("kv_len", "keys (incl. queries)", follows="q_len").help_text == \
+        "keys (incl. queries; default --q-len)"
 
 
 @pytest.mark.parametrize("name", list(OPS))

@@ -45,13 +45,16 @@ class Param:
     def help_text(self) -> str:
         """The help with its default: what every generated option shows."""
         if self.kind == "bool":
-            return f"{self.help} (default {'--' if self.default else '--no-'}" \
-                   f"{self.name.replace('_', '-')})"
-        if self.follows:
-            return f"{self.help} (default --{self.follows.replace('_', '-')})"
-        if self.default is not None:
-            return f"{self.help} (default {self.default})"
-        return self.help
+            shown = ("--" if self.default else "--no-") + self.name.replace("_", "-")
+        elif self.follows:
+            shown = "--" + self.follows.replace("_", "-")
+        elif self.default is not None:
+            shown = str(self.default)
+        else:
+            return self.help
+        if self.help.endswith(")"):  # "keys (context incl. the queries; default --q-len)"
+            return f"{self.help[:-1]}; default {shown})"
+        return f"{self.help} (default {shown})"
 
 
 Prepare = Callable[[dict[str, Any], Chip], dict[str, Any]]
