@@ -2,10 +2,11 @@
 
 from .analysis import STEP_TIMES, ModelAnalysis, StepLayer, StepOp, analyze
 from .catalog import list_models, load_model
-from .graph import Parallel, Phase, Precision, decode, prefill, tp_layer, train
+from .graph import tp_layer
 from .memory import MemoryFootprint, footprint, kv_bytes_per_token, local_params
 from .params import ParamCount, param_counts
 from .spec import MLA, ModelSpec, MoE, parse_config
+from .step import Parallel, Phase, Precision, decode, prefill, train
 
 __all__ = [
            "MLA",

@@ -28,10 +28,11 @@ from ..serialize import jsonable
 from ..solve import decode_critical_batch
 from ..units import format_si, format_time
 from .catalog import load_model
-from .graph import OpCost, Parallel, Phase, Precision, build
+from .graph import OpCost, build
 from .memory import MemoryFootprint, footprint
 from .params import param_counts
 from .spec import ModelSpec
+from .step import Parallel, Phase, Precision
 
 # What each time of a step is: every output names them so.
 STEP_TIMES = {

@@ -24,9 +24,9 @@ import numpy as np
 
 from ..derivation import unwrap
 from ..dtypes import dtype as lookup_dtype
-from .graph import Parallel, Phase, Precision
 from .params import param_counts
 from .spec import ModelSpec
+from .step import Parallel, Phase, Precision, kv_bytes_per_token_per_layer
 
 
 def _replicated_attention(spec: ModelSpec) -> float:
@@ -61,14 +61,6 @@ def local_params(spec: ModelSpec, par: Parallel) -> float:
     return dense + experts
 
 
-def _kv_per_layer(spec: ModelSpec, par: Parallel, prec: Precision) -> float:
-    """KV cache bytes per token per layer on one chip."""
-    s_kv = lookup_dtype(prec.kv).bytes
-    if spec.mla:  # the latent is shared by all heads: every TP rank keeps all of it
-        return float(spec.mla.kv_lora_rank + spec.mla.qk_rope_dim) * s_kv
-    return 2.0 * max(1.0, spec.kv_heads / par.tp) * spec.head_dim * s_kv
-
-
 def _layer_split(spec: ModelSpec, par: Parallel) -> tuple[float, float]:
     """(layers that keep the whole context, sliding-window layers) on one chip."""
     windowed = sum(spec.uses_window(i) for i in range(spec.layers))
@@ -80,7 +72,7 @@ def kv_bytes_per_token(spec: ModelSpec, par: Parallel, prec: Precision,
     """KV cache bytes one sequence adds per token on one chip (all its layers); with
     `context`, the average over a sequence of that length (window layers stop growing)."""
     full, windowed = _layer_split(spec, par)
-    per_layer = _kv_per_layer(spec, par, prec)
+    per_layer = kv_bytes_per_token_per_layer(spec, par, prec)
     if context is None or not windowed:
         return per_layer * (full + windowed)
     assert spec.sliding_window is not None
@@ -93,8 +85,8 @@ def _max_context(spec: ModelSpec, par: Parallel, prec: Precision, seqs: Any,
     """Longest context whose KV cache fits in `room` bytes: linear growth, slower past the
     sliding window (window layers stop growing there)."""
     full, windowed = _layer_split(spec, par)
-    g_full = seqs * _kv_per_layer(spec, par, prec) * full
-    g_win = seqs * _kv_per_layer(spec, par, prec) * windowed
+    g_full = seqs * kv_bytes_per_token_per_layer(spec, par, prec) * full
+    g_win = seqs * kv_bytes_per_token_per_layer(spec, par, prec) * windowed
     with np.errstate(divide="ignore", invalid="ignore"):
         ctx = room / (g_full + g_win)
         if windowed and spec.sliding_window is not None:
