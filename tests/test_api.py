@@ -64,3 +64,15 @@ def test_every_result_type_renders_in_a_notebook():
     for obj in (est, a, chip):
         html = types[type(obj)](obj)
         assert html.startswith("<div>") and "</table>" in html
+
+
+def test_json_integers_stay_integers_and_nothing_is_nan():
+    import json
+
+    from roofline.serialize import jsonable
+
+    data = jsonable({"max_batch": 133.0, "t": 2.5e-3, "nan": float("nan"), "big": 1e300})
+    assert json.dumps(data, allow_nan=False) == (
+        '{"max_batch": 133, "t": 0.0025, "nan": null, "big": 1e+300}')
+    a = roofline.analyze("llama-3-70b", "h100", decode(16, 4096), Parallel(tp=4)).to_dict()
+    assert a["memory"]["max_batch"] == 133 and isinstance(a["memory"]["max_batch"], int)

@@ -20,6 +20,9 @@ def jsonable(obj: Any) -> Any:
         return jsonable(obj.tolist())
     if isinstance(obj, np.generic):
         return jsonable(obj.item())
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
+    if isinstance(obj, float):
+        if not math.isfinite(obj):
+            return None
+        if obj.is_integer() and abs(obj) <= 2**53:  # 133.0 -> 133; exactly representable
+            return int(obj)
     return obj
