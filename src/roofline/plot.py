@@ -168,7 +168,7 @@ def plot_roofline(hw: Chip | str, estimates: Iterable[Estimate | OpPoint] = (),
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_si(v, "FLOP/s")))
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="lower right", fontsize="small")
-    ax.set_title(title if title is not None else _plain(f"{chip.name}: roofline"))
+    ax.set_title(_plain(title if title is not None else f"{chip.name}: roofline"))
     return ax
 
 
@@ -200,9 +200,9 @@ def plot_sweep(x: Any, series: Mapping[str, Any], xlabel: str, ylabel: str,
             else np.asarray(y, dtype=float)
         if ys.shape != xs.shape:
             raise RooflineError(f"series {label!r} has {ys.size} values for {xs.size} x values")
-        ax.plot(xs, ys, lw=2, label=label, gid=f"series:{label}")
+        ax.plot(xs, ys, lw=2, label=_plain(label), gid=f"series:{label}")
     for label, value in (hlines or {}).items():
-        ax.axhline(value, color="black", ls="--", lw=1, alpha=0.6, label=label,
+        ax.axhline(value, color="black", ls="--", lw=1, alpha=0.6, label=_plain(label),
                    gid=f"hline:{label}")
     if logx:
         ax.set_xscale("log", base=2)
@@ -213,7 +213,7 @@ def plot_sweep(x: Any, series: Mapping[str, Any], xlabel: str, ylabel: str,
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
     if title:
-        ax.set_title(title)
+        ax.set_title(_plain(title))
     return ax
 
 
@@ -260,8 +260,7 @@ def plot_matmul_sweep(hw: Chip | str = "v5e", sizes: Sequence[int] = (4096, 1024
     weights = weight_dtype or dtype
     ax = plot_sweep(batch, series, "batch B (tokens)", SWEEP_METRICS[metric], ax=ax,
                     logy=metric != "flops", hlines=hlines,
-                    title=_plain(f"matmul, {weights} weights + {dtype} activations on "
-                                 f"{chip.name}"))
+                    title=f"matmul, {weights} weights + {dtype} activations on {chip.name}")
     from matplotlib.ticker import FuncFormatter
 
     tick = {"flops": lambda v: format_si(v, "FLOP/s"), "time": format_time,
@@ -293,7 +292,7 @@ def plot_breakdown(rows: Sequence[tuple[str, float, str]], ax: Axes | None = Non
     ax.legend(handles=[Patch(color=bound_color(b), label=_plain(b)) for b in bounds],
               title="bound", fontsize="small", loc="lower right")
     if title:
-        ax.set_title(title)
+        ax.set_title(_plain(title))
     return ax
 
 
@@ -322,8 +321,8 @@ def plot_memory(items: Mapping[str, float], capacity_bytes: float, ax: Axes | No
     ax.legend(fontsize="small", loc="upper left", ncol=4)
     share = left / capacity_bytes
     verdict = "fits" if left <= capacity_bytes else "does not fit"
-    ax.set_title(title or f"memory {format_bytes(left)} of {format_bytes(capacity_bytes)} "
-                 f"({share:.0%}): {verdict}")
+    ax.set_title(_plain(title or f"memory {format_bytes(left)} of {format_bytes(capacity_bytes)} "
+                        f"({share:.0%}): {verdict}"))
     return ax
 
 
