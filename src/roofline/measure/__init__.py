@@ -7,8 +7,9 @@
   attention, each timed next to its roofline bound.
 - `run_comm_sweep`: collectives under torchrun (gloo / NCCL), algbw and busbw, and an
   alpha-beta fit (`fit_alpha_beta`) into a link profile.
-- `calibrate(est, load_calibration(path))`: a bound slowed to measured efficiencies, labelled
-  with what it was calibrated on; `calibrated_text` renders it.
+- `calibrate(est, load_calibration(path))`: the estimate's Cost evaluated on its chip derated
+  to measured efficiencies (`Chip.derated`), labelled with what it was calibrated on;
+  `calibrated_text` renders it.
 
 numpy does the CPU work; torch (optional, imported only when used) does CUDA, SDPA and
 torch.distributed. `get_backend("cpu")` or `get_backend("cuda")` picks the machine.

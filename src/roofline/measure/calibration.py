@@ -144,8 +144,8 @@ def calibration_toml(cal: Calibration) -> str:
     from .chipfile import _toml
 
     lines = ["# roofline calibration: measured efficiency (achieved / roof) per resource.",
-             "# calibrate(estimate, load_calibration(this file)) divides each resource's time",
-             "# by its efficiency; resources not listed stay at the roof.",
+             "# calibrate(estimate, load_calibration(this file)) evaluates the estimate's Cost",
+             "# on the chip derated by these efficiencies; resources not listed stay at the roof.",
              f"schema_version = {SCHEMA_VERSION}", "", "[calibrated_on]"]
     for key in ("device", "date", "what", "hardware"):
         if getattr(cal, key):
