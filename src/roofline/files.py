@@ -16,8 +16,8 @@ import re
 import sys
 import tempfile
 import tomllib
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager, redirect_stdout
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, redirect_stdout, suppress
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -87,34 +87,31 @@ def _check_tree(data: Any, p: Path) -> None:
             check_text(node, f"{p}: field {where!r}" if where else str(p))
 
 
-def read_toml(path: str | Path, what: str) -> dict[str, Any]:
-    p = Path(path)
+def _parse(p: Path, what: str, fmt: str, parse: Callable[[str], Any],
+           syntax: type[Exception]) -> Any:
+    """Parse the file's text; every way a hostile file can break the parser is one error."""
     text = _read_text(p, what)
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise RooflineError(f"{p}: not valid TOML: {exc}") from None
-    except RecursionError:
-        raise RooflineError(f"{p}: nested too deeply (at most {MAX_DEPTH} levels)") from None
-    except ValueError as exc:  # an integer beyond Python's digit limit
+        data = parse(text)
+    except syntax as exc:
+        raise RooflineError(f"{p}: not valid {fmt}: {exc}") from None
+    except RecursionError:  # a nesting bomb, deeper than the parser's own recursion
+        raise RooflineError(f"{p}: nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:  # an integer beyond Python's 4300-digit conversion limit
         raise RooflineError(f"{p}: not a usable {what}: {str(exc).split(':')[0]}") from None
     _check_tree(data, p)
+    return data
+
+
+def read_toml(path: str | Path, what: str) -> dict[str, Any]:
+    data: dict[str, Any] = _parse(Path(path), what, "TOML", tomllib.loads,
+                                  tomllib.TOMLDecodeError)
     return data
 
 
 def read_json(path: str | Path, what: str = "JSON file") -> Any:
-    p = Path(path)
-    text = _read_text(p, what)
-    try:
-        data = json.loads(text)  # NaN and 1e999 parse; each reader checks its own numbers
-    except json.JSONDecodeError as exc:
-        raise RooflineError(f"{p}: not valid JSON: {exc}") from None
-    except RecursionError:
-        raise RooflineError(f"{p}: nested too deeply (at most {MAX_DEPTH} levels)") from None
-    except ValueError as exc:  # an integer beyond Python's digit limit
-        raise RooflineError(f"{p}: not a usable {what}: {str(exc).split(':')[0]}") from None
-    _check_tree(data, p)
-    return data
+    # NaN and 1e999 parse: each reader checks its own numbers
+    return _parse(Path(path), what, "JSON", json.loads, json.JSONDecodeError)
 
 
 # --- writing ----------------------------------------------------------------------------------
@@ -206,7 +203,8 @@ def _replace(target: Path, data: bytes) -> None:
     except BaseException:
         if fd >= 0:
             os.close(fd)
-        os.unlink(tmp)
+        with suppress(OSError):
+            os.unlink(tmp)
         raise
 
 
