@@ -165,6 +165,9 @@ def test_trace_text_with_flagged_ops_has_a_flagged_column(run_cli, tmp_path):
     assert "aten.bernoulli_" in out.splitlines()[-1]  # the flagged list names them
     code, out, _ = run_cli("trace", str(script), "--top", "3")  # no flagged op among 3: no column
     assert code == 0 and out.splitlines()[2].split()[-1] == "bound"
+    code, out, _ = run_cli("trace", str(script), "--json")
+    data = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
+    assert "aten._safe_softmax.default" in data["flagged"]
 
 
 def test_trace_checks_its_options_before_running_the_script(run_cli, tmp_path):
