@@ -125,7 +125,8 @@ def test_user_file_loads(tmp_path):
     (("flops_per_s = 989.4e12", "flops_per_s = -1"), "peak.bf16.flops_per_s"),
     (("flops_per_s = 989.4e12", 'flops_per_s = "fast"'), "peak.bf16.flops_per_s"),
     (("[peak.fp8]", "[peak.fp9]"), "peak.fp9"),
-    (('source = "NVIDIA H100 datasheet: 80 GB HBM3, 3.35 TB/s"', 'source = ""'),
+    (('source = "NVIDIA H100 datasheet: 80 GB HBM3, 3.35 TB/s; nvidia-smi reports 81559MiB '
+      'total (= 85.52e9 B) on H100 80GB HBM3"', 'source = ""'),
      "memory[0].source"),
     (('name = "hbm"', 'name = "dram"'), "memory[0].name"),
     (("bandwidth_Bps = 3.35e12", "bandwidth = 3.35e12"), "memory[0].bandwidth"),

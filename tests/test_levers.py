@@ -50,7 +50,7 @@ def test_fusion_removes_memory_bound():
     rows, _ = rows_by_label(elementwise, dict(n=10**7, kind="silu", dtype="bf16"),
                                ELEMENTWISE_LEVERS)
     fused = rows["fused into its neighbour (no HBM round trip)"]
-    assert fused.bound == "compute" and fused.speedup > 100
+    assert fused.bound == "sfu" and fused.speedup > 4  # then silu's exp is the wall
 
 
 def test_model_levers_re_analyse_the_step():
@@ -63,22 +63,27 @@ def test_model_levers_re_analyse_the_step():
     int4 = analyze("llama-3-70b", "h100", phase, par, Precision(weights="int4-g128"))
     assert rows["int4 weights, group-128 scales"].speedup == pytest.approx(
         int4.tokens_per_s / base.tokens_per_s)
-    # by hand: TPOT >= (weights + KV)/HBM + 160 all-reduces' latency (2 per layer, 6 ring
-    # steps of 1 µs on 4 ranks); residuals and norms add the last ~2.5%
+    # by hand: TPOT >= (weights + KV)/HBM + 160 all-reduces (2 per layer) in the alpha-beta
+    # model: 6 ring steps of alpha on 4 ranks plus 2·3/4 of the 16·8192·2 B message over
+    # NVLink; residuals and norms add the last ~2.5%
     from roofline.models import load_model, param_counts
 
     spec, hbm = load_model("llama-3-70b"), H100.level("hbm").bandwidth_Bps
     p = param_counts(spec)
     kv = 16 * spec.layers * 2 * spec.kv_heads * spec.head_dim * 2 * 4096 / 4
-    latency = 2 * spec.layers * 6 * H100.link("scale-up").latency_s
+    nvlink = H100.link("scale-up")
+    latency = 2 * spec.layers * (6 * nvlink.latency_s + nvlink.base_latency_s
+                                 + 2 * 3 / 4 * 16 * spec.hidden * 2 / nvlink.bandwidth_Bps)
+    body = p.total - p.embedding - p.lm_head  # int4 leaves the LM head in bf16
     for analysis, bytes_per_weight in [(base, 2), (int4, 0.5 + 2 / 128)]:
-        hand = ((p.total - p.embedding) * bytes_per_weight / 4 + kv) / hbm + latency
+        hand = ((body * bytes_per_weight + p.lm_head * 2) / 4 + kv) / hbm + latency
         assert hand <= analysis.tpot_s <= 1.03 * hand
-    assert int4.tpot_s == pytest.approx(5.37e-3, rel=0.01)  # 2.44x faster than 13.06 ms
+    # 5.48 ms of HBM and alphas, plus 0.14 ms of all-reduce bytes on NVLink (alpha-beta)
+    assert int4.tpot_s == pytest.approx(5.62e-3, rel=0.01)
     assert rows["4 tokens per step (speculative decoding, all drafts accepted)"].speedup > 3
     a100 = {r.label for r in model_what_if("llama-3-8b", load_chip("a100"), phase,
                                            Parallel(), prec)}
-    assert "fp8 weights and activations" not in a100  # A100 has no fp8 peak
+    assert not any(label.startswith("fp8 weights") for label in a100)  # no fp8 peak
 
 
 def test_model_levers_fit_the_phase():

@@ -97,7 +97,7 @@ def test_elementwise_intensity_is_c_over_2s():
 
 def test_elementwise_overrides_and_out_dtype():
     c = elementwise(100, ops_per_element=3, inputs=2, dtype="bf16", out_dtype="fp32")
-    assert c.flops == {"bf16": 300.0}
+    assert c.flops == {} and c.vector_flops == {"bf16": 300.0}  # the vector units
     assert c.bytes == {"hbm": 100 * (2 * 2 + 4)}
 
 
@@ -162,6 +162,10 @@ def test_elementwise_positive_finite(n, kind):
 
 
 def test_ops_return_costs_with_derivations():
-    for cost in [matmul(2, 3, 4), gemv(3, 4), dot(5), elementwise(6, "silu")]:
+    for cost in [matmul(2, 3, 4), gemv(3, 4), dot(5), elementwise(6, "add")]:
         assert isinstance(cost, Cost)
         assert [t.name for t in cost.terms] == ["FLOPs", "HBM bytes"]
+    silu = elementwise(6, "silu")  # one exp per element: the special-function units
+    assert [t.name for t in silu.terms] == ["FLOPs", "of which transcendentals "
+                                            "(special-function units)", "HBM bytes"]
+    assert silu.special_ops == {"exp": 6.0} and silu.vector_flops == {"bf16": 18.0}

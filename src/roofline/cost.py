@@ -1,7 +1,10 @@
 """The cost algebra: what a piece of work demands of a machine, independent of any machine.
 
-A Cost counts FLOPs per compute dtype, bytes per memory level, and bytes and message steps
-per link. Costs add (work that runs one after another) and scale (``n_layers * layer``).
+A Cost counts FLOPs per compute unit and dtype (tensor cores: `flops`; vector units:
+`vector_flops`; special-function units: `special_ops`, transcendentals such as exp), bytes per
+memory level, and per link the bytes, the message steps (each pays alpha) and the collective
+calls (each pays the link's base latency). Costs add (work that runs one after another)
+and scale (``n_layers * layer``).
 Every field may hold a numpy array, so one Cost can describe a whole sweep.
 Only `evaluate` turns a Cost into time.
 """
@@ -20,6 +23,8 @@ from .errors import RooflineError, brief
 
 MEMORY_LEVELS = ("hbm", "l2", "sram")  # outermost first; `hbm` is the chip's main memory
 LINKS = ("scale-up", "scale-out")
+COUNTS = ("flops", "vector_flops", "special_ops", "bytes", "link_bytes", "link_steps",
+          "link_calls")  # the counted fields: they add and scale alike
 
 
 def _first_bad(value: Num) -> str:
@@ -47,17 +52,20 @@ class Cost:
     Counting conventions live with the ops that build a Cost (a multiply-add is 2 FLOPs).
     """
 
-    flops: Mapping[str, Num] = field(default_factory=dict)
+    flops: Mapping[str, Num] = field(default_factory=dict)  # tensor-core FLOPs per dtype
     bytes: Mapping[str, Num] = field(default_factory=dict)
     link_bytes: Mapping[str, Num] = field(default_factory=dict)
     link_steps: Mapping[str, Num] = field(default_factory=dict)
     terms: tuple[Term, ...] = ()
     name: str = ""
+    vector_flops: Mapping[str, Num] = field(default_factory=dict)  # non-tensor, per dtype
+    special_ops: Mapping[str, Num] = field(default_factory=dict)  # function -> evaluations
+    link_calls: Mapping[str, Num] = field(default_factory=dict)  # collective calls per link
 
     def __post_init__(self) -> None:
         # nan, inf (an overflowing size) or a negative count would become a time that looks
         # like an answer; refuse them where the Cost is made. Scalars take the fast path.
-        for kind in ("flops", "bytes", "link_bytes", "link_steps"):
+        for kind in COUNTS:
             for key, value in getattr(self, kind).items():
                 if isinstance(value, (int, float)):
                     ok = 0 <= value < math.inf  # False for nan
@@ -71,21 +79,21 @@ class Cost:
 
     @property
     def total_flops(self) -> Num:
-        """All FLOPs regardless of dtype."""
-        return sum(self.flops.values(), 0.0)
+        """All arithmetic: tensor and vector FLOPs, and special-function evaluations (one
+        FLOP each), regardless of dtype."""
+        return sum([*self.flops.values(), *self.vector_flops.values(),
+                    *self.special_ops.values()], 0.0)
+
+    @property
+    def has_arithmetic(self) -> bool:
+        return bool(self.flops or self.vector_flops or self.special_ops)
 
     def __add__(self, other: Cost) -> Cost:
         if not isinstance(other, Cost):
             return NotImplemented
         name = " + ".join(n for n in (self.name, other.name) if n)
-        return Cost(
-            flops=_merge(self.flops, other.flops),
-            bytes=_merge(self.bytes, other.bytes),
-            link_bytes=_merge(self.link_bytes, other.link_bytes),
-            link_steps=_merge(self.link_steps, other.link_steps),
-            terms=self.terms + other.terms,
-            name=name,
-        )
+        merged = {k: _merge(getattr(self, k), getattr(other, k)) for k in COUNTS}
+        return Cost(**merged, terms=self.terms + other.terms, name=name)
 
     def __radd__(self, other: Any) -> Cost:
         if isinstance(other, (int, float)) and other == 0:  # lets sum(costs) work
@@ -104,14 +112,9 @@ class Cost:
             raise RooflineError("a Cost can only be scaled by a finite, non-negative factor, "
                                 f"got {_first_bad(factor)}")
         times = Sym(symbol, factor)
-        return Cost(
-            flops=_scale(self.flops, factor),
-            bytes=_scale(self.bytes, factor),
-            link_bytes=_scale(self.link_bytes, factor),
-            link_steps=_scale(self.link_steps, factor),
-            terms=tuple(Term(t.name, t.expr, (times, *t.repeat)) for t in self.terms),
-            name=self.name,
-        )
+        return Cost(**{k: _scale(getattr(self, k), factor) for k in COUNTS},
+                    terms=tuple(Term(t.name, t.expr, (times, *t.repeat)) for t in self.terms),
+                    name=self.name)
 
     __rmul__ = __mul__
 

@@ -27,7 +27,9 @@ from .hardware import Chip, System, load_chip
 from .serialize import jsonable
 from .units import format_time
 
-COMPUTE = "compute"
+COMPUTE = "compute"  # the tensor cores (matrix units)
+VECTOR = "vector"  # CUDA cores / VPU: elementwise work, reductions, softmax arithmetic
+SFU = "sfu"  # special-function units: exp, tanh, rsqrt
 LATENCY = "latency"
 
 # What each time of ONE op is (a whole step has its own: `models.analysis.STEP_TIMES`).
@@ -119,42 +121,86 @@ def max_sum_argmax(values: list[Any]) -> tuple[Any, Any, Any]:
     return best, total, index
 
 
+def _arithmetic_times(cost: Cost, chip: Chip) -> dict[str, Num]:
+    """Time per compute unit: tensor cores (`compute`), vector units, special functions."""
+    times: dict[str, Num] = {}
+    if cost.flops:  # dtypes share the tensor cores: their times add
+        times[COMPUTE] = sum((np.asarray(f) / chip.peak_flops(dt)
+                              for dt, f in cost.flops.items()), np.asarray(0.0))
+    if cost.vector_flops:
+        times[VECTOR] = sum((np.asarray(f) / chip.vector_flops(dt)
+                             for dt, f in cost.vector_flops.items()), np.asarray(0.0))
+    rate = chip.special_ops()
+    if cost.special_ops and rate:  # a chip file without the rate: no such roof (looser)
+        times[SFU] = sum((np.asarray(n) for n in cost.special_ops.values()),
+                         np.asarray(0.0)) / rate
+    return times
+
+
+def _link_times(cost: Cost, chip: Chip) -> dict[str, Num]:
+    """Per link: bytes / bandwidth (per direction); then `latency`: every message step pays
+    the link's alpha and every collective call its base latency."""
+    times: dict[str, Num] = {}
+    latency: Num = np.asarray(0.0)
+    names = sorted(set(cost.link_bytes) | set(cost.link_steps) | set(cost.link_calls))
+    for name in names:
+        link = chip.link(name)
+        times[name] = np.asarray(cost.link_bytes.get(name, 0.0)) / link.bandwidth_Bps
+        latency = (latency + np.asarray(cost.link_steps.get(name, 0.0)) * link.latency_s
+                   + np.asarray(cost.link_calls.get(name, 0.0)) * link.base_latency_s)
+    if cost.link_steps or cost.link_calls:
+        times[LATENCY] = latency
+    return times
+
+
 def evaluate(cost: Cost, hw: Chip | System | str) -> Estimate:
     """Bound a per-chip Cost on a chip (a Chip, a System, a catalog id or alias, or a chip
-    file path)."""
+    file path).
+
+    The compute units and memory levels overlap (t_lower is their max); communication is one
+    serial chain: a collective's phases run one after another and each message step cannot
+    finish before its bytes arrive, so its link times and latency add (the alpha-beta model)
+    and that sum competes with the other resources. The bound is the largest resource (for
+    communication, its largest part).
+    """
     chip = load_chip(hw)
-    times: dict[str, Num] = {}
-
-    compute_time: Num = 0.0
-    for dt, flops in cost.flops.items():
-        compute_time = compute_time + np.asarray(flops) / chip.peak_flops(dt)
-    if cost.flops:  # pure data movement (a collective, a copy) has no compute resource
-        times[COMPUTE] = compute_time
-
+    times = _arithmetic_times(cost, chip)
+    arithmetic = list(times.values())
     for level in chip.memory:  # chip order: outermost first
         if level.name in cost.bytes:
             times[level.name] = np.asarray(cost.bytes[level.name]) / level.bandwidth_Bps
     for name in cost.bytes:
         chip.level(name)  # raises for a level the chip lacks
-    latency: Num = 0.0
-    for name in sorted(set(cost.link_bytes) | set(cost.link_steps)):
-        link = chip.link(name)
-        times[name] = np.asarray(cost.link_bytes.get(name, 0.0)) / link.bandwidth_Bps
-        latency = latency + np.asarray(cost.link_steps.get(name, 0.0)) * link.latency_s
-    if cost.link_steps:
-        times[LATENCY] = latency
+    local = list(times.values())
+    comm = _link_times(cost, chip)
+    times.update(comm)
 
-    t_lower, t_upper, bound_index = max_sum_argmax(list(times.values()))
+    if not local and not comm:  # nothing to do (an empty Cost)
+        local = [np.asarray(0.0)]
+        times[COMPUTE] = local[0]
+    if local:
+        best, total, index = max_sum_argmax(local)
+    if comm:
+        _, comm_total, comm_index = max_sum_argmax(list(comm.values()))
+        serial = comm_total  # the whole chain
+        if local:
+            wins = serial > best  # ties go to compute / memory
+            t_lower = np.where(wins, serial, best)
+            bound_index = np.where(wins, len(local) + comm_index, index)
+            t_upper = total + comm_total
+        else:
+            t_lower, t_upper, bound_index = serial, comm_total, comm_index
+    else:
+        t_lower, t_upper, bound_index = best, total, index
 
     flops = np.asarray(cost.total_flops, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        peak = np.where(np.asarray(compute_time) > 0, flops / np.asarray(compute_time), np.nan)
-        if not cost.flops:
-            peak = np.asarray(np.nan)
+        busy = max_sum_argmax(arithmetic)[0] if arithmetic else np.asarray(0.0)
+        peak = np.where(busy > 0, flops / busy, np.nan)  # the units overlapped
         intensity: dict[str, Num] = {}
         ridge: dict[str, Num] = {}
         for name, moved in [*cost.bytes.items(), *cost.link_bytes.items()]:
-            if cost.flops:  # FLOP per byte means nothing without FLOPs
+            if cost.has_arithmetic:  # FLOP per byte means nothing without FLOPs
                 intensity[name] = unwrap(flops / np.asarray(moved))
                 ridge[name] = unwrap(peak / chip.bandwidth_Bps(name))
         attainable = np.where(t_lower > 0, flops / t_lower, 0.0)

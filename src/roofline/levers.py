@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .cost import Cost
@@ -86,7 +86,7 @@ def _scale(key: str, factor: float, when: Callable[[dict[str, Any]], bool] = lam
 
 
 def _fused(kw: dict[str, Any], cost: Cost, chip: Chip) -> Cost:
-    return Cost(flops=cost.flops, name=cost.name)  # no HBM round trip at all
+    return replace(cost, bytes={}, terms=())  # no HBM round trip at all
 
 
 def _flash(kw: dict[str, Any], cost: Cost, chip: Chip) -> dict[str, Any] | None:
@@ -201,11 +201,14 @@ def model_what_if(model: Any, chip: Chip, phase: Any, parallel: Any, precision: 
     if phase.kind != "train":  # inference-only: training keeps full-precision master
         changes += [                # weights and has no KV cache
             ("int4 weights, group-128 scales", phase, parallel,
-             replace(precision, weights="int4-g128")),
+             replace(precision, weights="int4-g128", weights_from="")),
             ("fp8 KV cache", phase, parallel, replace(precision, kv_cache="fp8"))]
+    fp8 = replace(precision, weights="fp8", activations="fp8", weights_from="")
+    # a KV cache that follows the activation dtype moves with it: the label says which
+    kv = ("" if phase.kind == "train" else ", KV cache too" if fp8.kv != precision.kv
+          else f"; KV cache stays {precision.kv}")
     changes += [
-        ("fp8 weights and activations", phase, parallel,
-         replace(precision, weights="fp8", activations="fp8")),
+        (f"fp8 weights and activations{kv}", phase, parallel, fp8),
         ("2x tensor parallelism (twice the chips)", phase,
          replace(parallel, tp=parallel.tp * 2), precision),
     ]

@@ -20,20 +20,28 @@ CATALOG_DIR = Path(__file__).with_name("catalog")
 SCHEMA_VERSION = 1
 
 _TOP_KEYS = {"schema_version", "id", "name", "vendor", "aliases", "form_factor", "tdp_w",
-             "notes", "peak", "memory", "link"}
+             "notes", "peak", "vector", "special", "peak_clock_mhz", "clock_source", "memory",
+             "link"}
+_SPECIAL_KEYS = {"ops_per_s", "source", "estimated"}
+TOPOLOGIES = ("switch", "mesh", "torus")
 _PEAK_KEYS = {"flops_per_s", "source", "estimated"}
 _MEMORY_KEYS = {"name", "technology", "capacity_bytes", "bandwidth_Bps", "source", "estimated",
                 "units", "unit_capacity_bytes"}
 _LINK_KEYS = {"name", "bandwidth_Bps", "latency_s", "domain_size", "in_switch_reduction",
-              "source", "latency_source", "ports", "torus_axis"}
+              "source", "latency_source", "ports", "torus_axis", "topology", "base_latency_s",
+              "base_latency_source"}
 
 
-_PROSE = {"notes", "source", "latency_source"}  # may span lines; every other string is a name
+# prose may span lines; every other string is a name
+_PROSE = {"notes", "source", "latency_source", "base_latency_source", "clock_source"}
 # The sane range of each figure: outside it a figure is a typo (a unit slip of 1e3 and more),
 # and arithmetic on it underflows to 0 or overflows to inf. The ceilings leave room for a
 # thousand times today's largest chips (a wafer-scale die: 2e16 B/s of SRAM bandwidth).
 _LIMITS: dict[str, tuple[float, float, str]] = {
     "flops_per_s": (1.0, 1e19, "FLOP/s"),
+    "ops_per_s": (1.0, 1e19, "op/s"),
+    "peak_clock_mhz": (1.0, 1e5, "MHz"),
+    "base_latency_s": (1e-12, 1.0, "s"),
     "bandwidth_Bps": (1.0, 1e18, "B/s"),
     "capacity_bytes": (1.0, 1e16, "B"),
     "unit_capacity_bytes": (1.0, 1e16, "B"),
@@ -135,6 +143,27 @@ def parse_chip(data: dict[str, Any], path: str) -> Chip:
         peaks[key] = Peak(key, _req(r.number("flops_per_s")), r.string("source"),
                           r.flag("estimated"))
 
+    vector: dict[str, Peak] = {}
+    vector_table = data.get("vector", {})
+    if not isinstance(vector_table, dict):
+        raise top.error("vector", "must be a table of [vector.<dtype>] tables")
+    for key, table in vector_table.items():
+        if key not in allowed_dtypes:
+            raise top.error(f"vector.{key}",
+                            f"unknown dtype (allowed: {', '.join(allowed_dtypes)})")
+        r = _Reader(path, f"vector.{key}", table, _PEAK_KEYS)
+        vector[key] = Peak(key, _req(r.number("flops_per_s")), r.string("source"),
+                           r.flag("estimated"))
+    special = None
+    if "special" in data:
+        r = _Reader(path, "special", data["special"], _SPECIAL_KEYS)
+        special = Peak("sfu", _req(r.number("ops_per_s")), r.string("source"),
+                       r.flag("estimated"))
+    clock = top.number("peak_clock_mhz", required=False)
+    if clock is not None and not top.string("clock_source", required=False):
+        raise top.error("clock_source", "required with peak_clock_mhz (where the clock comes "
+                        "from)")
+
     levels_list = data.get("memory")
     if not isinstance(levels_list, list) or not levels_list:
         raise top.error("memory", "at least one [[memory]] entry (first: 'hbm') is required")
@@ -181,6 +210,17 @@ def parse_chip(data: dict[str, Any], path: str) -> Chip:
         axis = r.number("torus_axis", required=False, integer=True)
         if axis is not None and ports is None:
             raise r.error("torus_axis", "a torus link also needs 'ports' (links per chip)")
+        topology = r.string("topology", required=False) or ("torus" if axis else "switch")
+        if topology not in TOPOLOGIES:
+            raise r.error("topology", f"unknown topology {topology!r} (allowed: "
+                          f"{', '.join(TOPOLOGIES)})")
+        if topology == "mesh" and ports is None:
+            raise r.error("topology", "a mesh link needs 'ports' (one per peer)")
+        if topology == "torus" and axis is None:
+            raise r.error("topology", "a torus link needs 'torus_axis' and 'ports'")
+        base = r.number("base_latency_s", required=False)
+        if base is not None and not r.string("base_latency_source", required=False):
+            raise r.error("base_latency_source", "required with base_latency_s")
         links[key] = Link(
             name=key, technology=r.string("name"), bandwidth_Bps=_req(r.number("bandwidth_Bps")),
             latency_s=_req(r.number("latency_s")), source=r.string("source"),
@@ -188,7 +228,9 @@ def parse_chip(data: dict[str, Any], path: str) -> Chip:
             domain_size=None if domain is None else int(domain),
             in_switch_reduction=r.flag("in_switch_reduction"),
             ports=None if ports is None else int(ports),
-            torus_axis=None if axis is None else int(axis),
+            torus_axis=None if axis is None else int(axis), topology=topology,
+            base_latency_s=base or 0.0,
+            base_latency_source=r.string("base_latency_source", required=False),
         )
 
     tdp = top.number("tdp_w", required=False)
@@ -196,7 +238,9 @@ def parse_chip(data: dict[str, Any], path: str) -> Chip:
         id=chip_id, name=top.string("name"), vendor=top.string("vendor"), peaks=peaks,
         memory=tuple(memory), links=links, aliases=tuple(a.lower() for a in aliases),
         form_factor=top.string("form_factor", required=False), tdp_w=tdp,
-        notes=top.string("notes", required=False), origin=path,
+        notes=top.string("notes", required=False), origin=path, vector=vector,
+        special=special, peak_clock_mhz=clock,
+        clock_source=top.string("clock_source", required=False),
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ..cost import LINKS, MEMORY_LEVELS
 from ..dtypes import dtype as lookup_dtype
@@ -50,6 +50,10 @@ class Link:
     in_switch_reduction: bool = False  # NVLink SHARP / NVLS
     ports: int | None = None  # physical links aggregated in bandwidth_Bps
     torus_axis: int | None = None  # chips along one torus axis; None: a switch reaches all
+    topology: str = "switch"  # switch: any group gets the whole figure; mesh: one port per
+    # peer (a group of g ranks uses g - 1 ports); torus: the ports along the axes it spans
+    base_latency_s: float = 0.0  # fixed cost of one collective call (launch, sync)
+    base_latency_source: str = ""
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,10 @@ class Chip:
     tdp_w: float | None = None
     notes: str = ""
     origin: str = ""  # the file it was read from
+    vector: dict[str, Peak] = field(default_factory=dict)  # non-tensor (CUDA core / VPU) peaks
+    special: Peak | None = None  # special-function units: transcendentals (exp) per second
+    peak_clock_mhz: float | None = None  # the clock the peaks are quoted at
+    clock_source: str = ""
 
     def peak_flops(self, compute_dtype: str) -> float:
         """Dense peak FLOP/s for a compute dtype (a dtype name or alias)."""
@@ -79,6 +87,46 @@ class Chip:
                 f"chip {self.id!r} has no {key} peak (it has: {', '.join(self.peaks)})"
             )
         return self.peaks[key].flops_per_s
+
+    def vector_flops(self, compute_dtype: str) -> float:
+        """Peak FLOP/s of the vector (non-tensor) units for a dtype. Narrow and storage-only
+        dtypes (fp8, int8, fp4, scale formats) are widened to the 16-bit rate, tf32 to fp32.
+        Without a vector figure for it, the tensor peak of that dtype (else the chip's highest
+        peak) stands in: a valid but loose bound."""
+        d = lookup_dtype(compute_dtype)
+        key = {"tf32": "fp32"}.get(d.peak, d.peak)
+        if key == "none" or d.bits < 16:
+            key = "bf16" if "bf16" in self.vector else "fp16"
+        if key in self.vector:
+            return self.vector[key].flops_per_s
+        if key in self.peaks:
+            return self.peaks[key].flops_per_s
+        return max(p.flops_per_s for p in self.peaks.values())
+
+    def special_ops(self) -> float | None:
+        """Transcendental evaluations (exp, tanh, rsqrt) per second, if the file gives it."""
+        return self.special.flops_per_s if self.special else None
+
+    def at_clock(self, clock_mhz: float) -> Chip:
+        """This chip with every compute peak scaled to a lower (sustained or capped) clock."""
+        if self.peak_clock_mhz is None:
+            raise RooflineError(f"chip {self.id!r} gives no peak_clock_mhz, so its peaks cannot "
+                                "be scaled to another clock (add peak_clock_mhz to the chip file)")
+        if not 0 < clock_mhz <= self.peak_clock_mhz:
+            raise RooflineError(f"clock {clock_mhz:g} MHz: must be above 0 and at most the "
+                                f"{self.peak_clock_mhz:g} MHz {self.id!r}'s peaks are quoted at")
+        f = clock_mhz / self.peak_clock_mhz
+        note = f"x {f:.4g} (clock {clock_mhz:g} of {self.peak_clock_mhz:g} MHz)"
+
+        def scaled(p: Peak) -> Peak:
+            return replace(p, flops_per_s=p.flops_per_s * f, source=f"{p.source}; {note}")
+
+        return replace(self, id=f"{self.id}@{clock_mhz:g}MHz",
+                       name=f"{self.name} at {clock_mhz:g} MHz",
+                       peaks={k: scaled(p) for k, p in self.peaks.items()},
+                       vector={k: scaled(p) for k, p in self.vector.items()},
+                       special=scaled(self.special) if self.special else None,
+                       peak_clock_mhz=clock_mhz)
 
     def level(self, name: str) -> MemoryLevel:
         for lvl in self.memory:
@@ -116,11 +164,12 @@ class Chip:
         'scale-up' / 'scale-out' a link's bandwidth, and 'latency' divides every link's alpha.
         Roofs without an efficiency (or that the chip lacks) stay as they are. `evaluate` on
         the result is the calibrated estimate; id, name and sources say `label`."""
-        others = [*MEMORY_LEVELS, *LINKS, "latency"]
+        others = [*MEMORY_LEVELS, *LINKS, "latency", "sfu"]
+        units = [f"{u}.{d}" for u in ("compute", "vector") for d in dtype_names()]
         for key, eff in efficiency.items():
-            if key not in others and key not in [f"compute.{d}" for d in dtype_names()]:
+            if key not in others and key not in units:
                 raise RooflineError(f"efficiency {key!r}: unknown resource (allowed: "
-                                    f"compute.<dtype>, {', '.join(others)})")
+                                    f"compute.<dtype>, vector.<dtype>, {', '.join(others)})")
             if isinstance(eff, bool) or not isinstance(eff, (int, float)) \
                     or not math.isfinite(eff) or not 0 < eff <= 1:  # derating never speeds up
                 raise RooflineError(f"efficiency {key!r}: must be in (0, 1], got {eff!r}")
@@ -131,6 +180,13 @@ class Chip:
         peaks = {k: p if (e := efficiency.get(f"compute.{k}")) is None else
                  replace(p, flops_per_s=p.flops_per_s * e, source=why(p.source, e))
                  for k, p in self.peaks.items()}
+        vector = {k: p if (e := efficiency.get(f"vector.{k}")) is None else
+                  replace(p, flops_per_s=p.flops_per_s * e, source=why(p.source, e))
+                  for k, p in self.vector.items()}
+        special = self.special
+        if special is not None and (e := efficiency.get("sfu")) is not None:
+            special = replace(special, flops_per_s=special.flops_per_s * e,
+                              source=why(special.source, e))
         memory = tuple(m if (e := efficiency.get(m.name)) is None else
                        replace(m, bandwidth_Bps=m.bandwidth_Bps * e, source=why(m.source, e))
                        for m in self.memory)
@@ -139,11 +195,12 @@ class Chip:
             if (e := efficiency.get(k)) is not None:
                 lk = replace(lk, bandwidth_Bps=lk.bandwidth_Bps * e, source=why(lk.source, e))
             if (e := efficiency.get("latency")) is not None:  # alpha / efficiency
-                lk = replace(lk, latency_s=lk.latency_s / e,
+                lk = replace(lk, latency_s=lk.latency_s / e, base_latency_s=lk.base_latency_s / e,
                              latency_source=why(lk.latency_source, 1 / e))
             links[k] = lk
         summary = ", ".join(f"{k} {100 * e:.3g}%" for k, e in efficiency.items())
         return replace(self, id=f"{self.id}-{label}", name=f"{self.name} ({label})",
-                       peaks=peaks, memory=memory, links=links, aliases=(),
+                       peaks=peaks, vector=vector, special=special, memory=memory,
+                       links=links, aliases=(),
                        notes=f"{self.id} derated to measured efficiencies ({label}: "
                              f"{summary}). {self.notes}".strip())

@@ -7,7 +7,10 @@ G = H / Hkv query heads share one KV head (MHA: G = 1, GQA: G > 1, MQA: Hkv = 1)
 Counting conventions (seed 000 §2.4, seed 003 §5):
 - score pairs per head P: non-causal Lq·Lkv; causal Lq·Lkv − Lq·(Lq − 1)/2 (only keys at or
   before the query, so N(N+1)/2 ≈ N²/2 for prefill: causal halves the score work); a causal
-  sliding window W caps each query at the W most recent keys (itself included).
+  sliding window W caps each query at the W most recent keys (itself included); chunked local
+  attention (Llama 4) with chunk C lets position p see the (p mod C) + 1 keys of its own
+  aligned chunk: with S(n) = floor(n/C)·C(C+1)/2 + r(r+1)/2, r = n mod C, the pairs are
+  S(Lkv) − S(Lkv − Lq).
 - FLOPs = 2·B·H·P·(d + d_v) for QKᵀ and PV (a multiply-add is 2 FLOPs) plus c = 5 FLOPs per
   score for softmax (max, subtract, exp, sum, divide), counted at the same peak.
 - HBM bytes: Q read once and O written once, plus the K/V traffic of the implementation:
@@ -44,11 +47,16 @@ SOFTMAX_FLOPS_PER_SCORE = 5.0
 
 
 def score_pairs(q_len: Any, kv_len: Any, causal: bool = True, window: Any = None,
-                terms: list[Term] | None = None) -> Expr:
+                terms: list[Term] | None = None, chunk: Any = None) -> Expr:
     """(query, key) pairs per head and sequence that attention actually scores."""
     Lq, Lkv = size("Lq", q_len, "q_len"), size("Lkv", kv_len, "kv_len")
     if np.any(np.asarray(Lq.value) > np.asarray(Lkv.value)):
         raise RooflineError("q_len must not exceed kv_len (queries are the last q_len positions)")
+    if chunk is not None:
+        if window is not None or not causal:
+            raise RooflineError("chunked attention is causal and has no sliding window (give "
+                                "chunk or window, not both)")
+        return _chunked_pairs(Lq, Lkv, size("C", chunk, "chunk"))
     if window is None:
         return Lq * Lkv - Lq * (Lq - 1) / 2 if causal else Lq * Lkv
     W = size("W", window, "window")
@@ -60,6 +68,16 @@ def score_pairs(q_len: Any, kv_len: Any, causal: bool = True, window: Any = None
     n1 = define(steps, "queries that see fewer than W keys", "n_short",
                 Call("clip0_Lq", lambda v: np.clip(v, 0, Lq.value), W - past))
     return n1 * past + n1 * (n1 + 1) / 2 + (Lq - n1) * W
+
+
+def _chunked_pairs(Lq: Sym, Lkv: Sym, C: Sym) -> Expr:
+    """Pairs of chunked local attention: S(Lkv) - S(Lkv - Lq), S(n) = the keys positions
+    0..n-1 see within their own chunk (module docstring)."""
+    def seen(n: Expr, label: str) -> Expr:
+        full = Call(f"floor({label}/C)", lambda v: np.floor(v / C.value), n)
+        rest = Call(f"{label} mod C", lambda v: np.mod(v, C.value), n)
+        return full * C * (C + 1) / 2 + rest * (rest + 1) / 2
+    return seen(Lkv, "Lkv") - seen(Lkv - Lq, "L_past")
 
 
 def attention(
@@ -80,13 +98,15 @@ def attention(
     block_q: Any = None,
     kv_shared: bool = False,
     name: str = "attention",
+    chunk: Any = None,
 ) -> Cost:
     """Attention cost; every size may be a numpy array (a sweep is one call).
 
     `sram_bytes` (M, the on-chip SRAM one kernel block can use, e.g.
     ``load_chip("h100").level("sram").unit_capacity_bytes``) or `block_q` (Br directly) is
     required for impl="flash". `kv_shared` means V is part of the K cache (MLA's latent
-    cache), so only d elements per token are stored and read.
+    cache), so only d elements per token are stored and read. `chunk` is chunked local
+    attention (Llama 4): each query sees only the keys of its own aligned chunk.
 
     >>> c = attention(1, 1, 4096, heads=64, kv_heads=8, head_dim=128, impl="decode")
     >>> round(c.bytes["hbm"] / 2**20, 2)   # the 16 MiB KV cache of seed 003 §5 (+ Q and O)
@@ -111,11 +131,12 @@ def attention(
     Lq, Lkv = size("Lq", q_len, "q_len"), size("Lkv", kv_len, "kv_len")
     terms: list[Term] = []
     pairs = define(terms, "score pairs per head", "P",
-                   score_pairs(q_len, kv_len, causal, window, terms))
+                   score_pairs(q_len, kv_len, causal, window, terms, chunk))
     s, s_kv, s_o = Sym("s", x.bytes), Sym("s_kv", kv.bytes), Sym("s_o", o.bytes)
 
     matmul_flops = 2 * B * H * pairs * (d + dv)
     softmax_flops = Sym("c_softmax", SOFTMAX_FLOPS_PER_SCORE) * B * H * pairs
+    exps = B * H * pairs  # one exp per score: the special-function units
     flops = matmul_flops + softmax_flops
     q_and_o = B * Lq * H * (d * s + dv * s_o)
     kv_row = d * s_kv if kv_shared else (d + dv) * s_kv  # bytes per cached token per KV head
@@ -142,11 +163,15 @@ def attention(
     terms += [Term("FLOPs", flops), Term("HBM bytes", hbm)]
     if impl == "flash":
         naive = attention(batch, q_len, kv_len, heads, kv_heads, head_dim, v_head_dim, causal,
-                          window, "naive", x, kv, o, kv_shared=kv_shared)
+                          window, "naive", x, kv, o, kv_shared=kv_shared, chunk=chunk)
         saved = Sym("naive", naive.bytes["hbm"]) - Sym("flash", hbm.value)
         terms.append(Term("HBM bytes saved vs naive", saved))
-    return Cost(flops={x.peak: flops.value}, bytes={"hbm": hbm.value}, terms=tuple(terms),
-                name=name)
+    # The GEMMs run on the tensor cores; the softmax in fp32 on the vector units, its exp on
+    # the special-function units (FlashAttention-3 §3.1: the exp rate is a real wall).
+    return Cost(flops={x.peak: matmul_flops.value},
+                vector_flops={"fp32": (softmax_flops - exps).value},
+                special_ops={"exp": exps.value}, bytes={"hbm": hbm.value},
+                terms=tuple(terms), name=name)
 
 
 def _block_rows(sram_bytes: Any, block_q: Any, d: Sym, dv: Sym, x: DType) -> Expr:

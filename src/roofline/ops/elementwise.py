@@ -1,7 +1,9 @@
 """Elementwise work: norms, softmax, activations, residual adds (seed 000 §2.3).
 
-FLOPs = c·N for c operations per element (a stated small constant per kind, below);
-bytes = N·(n_in·s_in + s_out): every input read once and the output written once.
+FLOPs = c·N for c operations per element (a stated small constant per kind, below), run on
+the vector units (CUDA cores / VPU), except the transcendentals (exp, tanh), which go to the
+special-function units; bytes = N·(n_in·s_in + s_out): every input read once and the output
+written once.
 Intensity ≈ c / (2s): a constant, so these ops sit far left of every ridge point.
 The reduction in a norm or softmax reads its row once more only if it does not fit on chip;
 we count the single-pass (fused-row) lower bound. Norm weights (one vector) are ignored.
@@ -11,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from ..cost import Cost
 from ..derivation import Sym, Term
@@ -24,9 +28,10 @@ from .params import OpDecl, Param, dtype_params
 
 @dataclass(frozen=True)
 class ElementwiseKind:
-    ops_per_element: float
+    ops_per_element: float  # all operations, the transcendental ones included
     inputs: int
     note: str
+    special: float = 0.0  # of which transcendentals (exp, tanh) per element
 
 
 # Operation counts per output element (the convention, written once):
@@ -35,12 +40,12 @@ KINDS: dict[str, ElementwiseKind] = {
     "add": ElementwiseKind(1, 2, "x + y (residual add)"),
     "mul": ElementwiseKind(1, 2, "x · y"),
     "relu": ElementwiseKind(1, 1, "max(x, 0)"),
-    "silu": ElementwiseKind(4, 1, "x / (1 + exp(-x)): neg, exp, add, div"),
-    "gelu": ElementwiseKind(8, 1, "tanh approximation: ~8 ops"),
-    "swiglu": ElementwiseKind(5, 2, "silu(a) · b: 4 + 1 ops, two inputs"),
+    "silu": ElementwiseKind(4, 1, "x / (1 + exp(-x)): neg, exp, add, div", 1),
+    "gelu": ElementwiseKind(8, 1, "tanh approximation: ~8 ops, one tanh", 1),
+    "swiglu": ElementwiseKind(5, 2, "silu(a) · b: 4 + 1 ops, two inputs", 1),
     "rmsnorm": ElementwiseKind(4, 1, "square, sum, scale by rsqrt, scale by weight"),
     "layernorm": ElementwiseKind(7, 1, "mean, subtract, square, sum, normalise, scale, shift"),
-    "softmax": ElementwiseKind(5, 1, "max, subtract, exp, sum, divide"),
+    "softmax": ElementwiseKind(5, 1, "max, subtract, exp, sum, divide", 1),
 }
 
 
@@ -62,9 +67,8 @@ def elementwise(
 ) -> Cost:
     """N elements through an elementwise op; `ops_per_element` / `inputs` override the kind.
 
-    The compute dtype defaults to the input dtype. On GPUs that peak is the tensor-core one,
-    higher than the vector units these ops use, so the time bound stays valid but loose;
-    it rarely matters because these ops are memory-bound by a wide margin.
+    The compute dtype (default: the input dtype) picks the vector units' rate; the kind's
+    transcendentals (at most the ops per element) run on the special-function units.
     """
     spec = preset(kind)
     x = lookup_dtype(dtype)
@@ -75,11 +79,16 @@ def elementwise(
                "ops per element")
     n_in = size("n_in", spec.inputs if inputs is None else inputs, "inputs")
     flops = ops * N
+    special = Sym("c_sfu", np.minimum(spec.special, ops.value)) * N
     hbm = N * (n_in * Sym("s_in", x.bytes) + Sym("s_out", o.bytes))
+    terms = [Term("FLOPs", flops)]
+    if spec.special:
+        terms.append(Term("of which transcendentals (special-function units)", special))
     return Cost(
-        flops={c.peak: flops.value},
+        vector_flops={c.peak: (flops - special).value},
+        special_ops={"exp": special.value} if spec.special else {},
         bytes={"hbm": hbm.value},
-        terms=(Term("FLOPs", flops), Term("HBM bytes", hbm)),
+        terms=(*terms, Term("HBM bytes", hbm)),
         name=kind,
     )
 

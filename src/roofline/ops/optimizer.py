@@ -4,7 +4,8 @@ Per parameter it reads the fp32 master weight, the two fp32 moments and the grad
 writes the master weight, both moments and the low-precision weight copy:
 bytes = P·(3·s_state + s_g + 3·s_state + s_w) = 28 B per parameter with fp32 states and bf16
 gradients and weights. FLOPs ≈ 12 per parameter (moment updates, bias correction, the
-sqrt-divide, weight decay), counted at the fp32 peak.
+sqrt-divide, weight decay), on the vector units at the fp32 rate (the square root on the
+special-function units).
 """
 
 from __future__ import annotations
@@ -30,5 +31,7 @@ def adam_update(params: Any, state_dtype: str = "fp32", grad_dtype: str = "bf16"
                + Sym("s_w", lookup_dtype(weight_dtype).bytes))
     flops = Sym("c", ADAM_FLOPS_PER_PARAM) * P
     peak = lookup_dtype(compute_dtype or state_dtype).peak
-    return Cost(flops={peak: flops.value}, bytes={"hbm": hbm.value},
+    # the vector units, and one square root per parameter on the special-function units
+    return Cost(vector_flops={peak: (flops - P).value}, special_ops={"sqrt": P.value},
+                bytes={"hbm": hbm.value},
                 terms=(Term("FLOPs", flops), Term("HBM bytes", hbm)), name="adam update")

@@ -16,6 +16,7 @@ sharded_matmul, X[M,K] x W[K,N] over p chips:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -81,8 +82,7 @@ def sharded_matmul(
     else:
         raise RooflineError(f"shard: one of {', '.join(SHARDINGS)}, got {shard!r}")
     total = local + comm
-    return Cost(total.flops, total.bytes, total.link_bytes, total.link_steps, total.terms,
-                name=f"{shard}-sharded matmul over {shards}")
+    return replace(total, name=f"{shard}-sharded matmul over {shards}")
 
 
 # --- declarations: `roofline op sharded-matmul|tp-layer` and run_op --------------------------

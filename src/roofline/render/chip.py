@@ -35,6 +35,17 @@ def chip_tables(chip: Chip, ref: SourceRef = inline_source) -> list[Table]:
         text_table(["dtype", "peak FLOP/s (dense)", "source"],
                    [[p.dtype, format_si(p.flops_per_s, "FLOP/s"), ref(p.source, p.estimated)]
                     for p in chip.peaks.values()], "dense peaks"),
+    ]
+    if chip.vector or chip.special:
+        rows = [[f"vector {p.dtype}", format_si(p.flops_per_s, "FLOP/s"),
+                 ref(p.source, p.estimated)] for p in chip.vector.values()]
+        if chip.special:
+            rows.append(["special functions (exp, tanh, rsqrt)",
+                         format_si(chip.special.flops_per_s, "op/s"),
+                         ref(chip.special.source, chip.special.estimated)])
+        tables.append(text_table(["unit", "peak", "source"], rows,
+                                 "vector and special-function units"))
+    tables += [
         text_table(["level", "technology", "capacity", "bandwidth", "source"],
                    [[m.name, m.technology, capacity(m.capacity_bytes, m.unit_capacity_bytes,
                                                     m.units),
@@ -45,12 +56,16 @@ def chip_tables(chip: Chip, ref: SourceRef = inline_source) -> list[Table]:
         rows = []
         for lk in chip.links.values():
             domain = str(lk.domain_size or "-") + (
-                f" (torus, {lk.torus_axis}/axis, {lk.ports} ports)" if lk.torus_axis else "")
-            sources = " ".join(ref(s, False) for s in (lk.source, lk.latency_source) if s)
+                f" (torus, {lk.torus_axis}/axis, {lk.ports} ports)" if lk.torus_axis else
+                f" (mesh, {lk.ports} ports)" if lk.topology == "mesh" else "")
+            sources = " ".join(ref(s, False) for s in (lk.source, lk.latency_source,
+                                                      lk.base_latency_source) if s)
             rows.append([lk.name, lk.technology, format_si(lk.bandwidth_Bps, "B/s"),
-                         format_time(lk.latency_s), domain, sources])
-        tables.append(text_table(["link", "technology", "bandwidth", "alpha", "domain",
-                                  "source"], rows, "links (bandwidth per direction)"))
+                         format_time(lk.latency_s),
+                         format_time(lk.base_latency_s) if lk.base_latency_s else "-", domain,
+                         sources])
+        tables.append(text_table(["link", "technology", "bandwidth", "alpha", "base latency",
+                                  "domain", "source"], rows, "links (bandwidth per direction)"))
     resources = chip.resources()
     tables.append(text_table(["dtype", *resources],
                              [[dt, *(f"{chip.ridge(dt, r):.4g}" for r in resources)]
@@ -68,7 +83,9 @@ def chip_text(chip: Chip) -> str:
         return f"[{len(sources)}]" + ("*" if estimated else "")
 
     lines = [f"{chip.name} ({chip.id})", f"vendor {chip.vendor}; {chip.form_factor}"
-             + (f"; {chip.tdp_w:g} W" if chip.tdp_w else "")]
+             + (f"; {chip.tdp_w:g} W" if chip.tdp_w else "")
+             + (f"; peaks at {chip.peak_clock_mhz:g} MHz {ref(chip.clock_source, False)}"
+                if chip.peak_clock_mhz else "")]
     for t in chip_tables(chip, ref):
         lines += ["", text.render(t)]
     lines += ["", "sources (* = estimate, not a vendor figure):"]

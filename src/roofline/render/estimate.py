@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 def bound_kind(resource: str) -> str:
     """'compute-bound', 'memory-bound', 'communication-bound' or 'latency-bound'."""
-    if resource == "compute":
-        return "compute-bound"
+    if resource in ("compute", "vector", "sfu"):
+        return "compute-bound" if resource == "compute" else f"compute-bound ({resource} units)"
     if resource in LINKS:
         return "communication-bound"
     if resource == "latency":
@@ -140,6 +140,14 @@ def time_derivation(est: Estimate, chip: Chip | None = None) -> list[str]:
             parts = [f"{format_si(float(f))} / {format_si(chip.peak_flops(dt), 'FLOP/s')} [{dt}]"
                      for dt, f in est.flops_by_dtype.items()]
             formula = "FLOPs / peak"
+        elif resource == "vector":
+            parts = [f"{format_si(float(f))} / {format_si(chip.vector_flops(dt), 'FLOP/s')} "
+                     f"[vector {dt}]" for dt, f in est.cost.vector_flops.items()]
+            formula = "vector FLOPs / vector peak"
+        elif resource == "sfu":
+            total = sum(float(n) for n in est.cost.special_ops.values())
+            parts = [f"{format_si(total)} / {format_si(chip.special_ops() or 0.0, 'op/s')}"]
+            formula = "transcendentals / special-function rate"
         elif resource in est.bytes:
             parts = [f"{format_bytes(float(est.bytes[resource]))} / "
                      f"{format_si(chip.bandwidth_Bps(resource), 'B/s')}"]
@@ -147,7 +155,10 @@ def time_derivation(est: Estimate, chip: Chip | None = None) -> list[str]:
         elif resource == "latency":
             parts = [f"{float(steps):g} steps · {format_time(chip.link(name).latency_s)} [{name}]"
                      for name, steps in est.cost.link_steps.items()]
-            formula = "message steps · alpha"
+            parts += [f"{float(calls):g} calls · {format_time(chip.link(name).base_latency_s)} "
+                      f"[{name} base]" for name, calls in est.cost.link_calls.items()
+                      if chip.link(name).base_latency_s]
+            formula = "message steps · alpha + calls · base latency"
         else:
             link = chip.link(resource)
             parts = [f"{format_bytes(float(est.link_bytes.get(resource, 0.0)))} / "

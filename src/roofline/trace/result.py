@@ -35,7 +35,11 @@ class TracedOp:
 
     def cost(self) -> Cost:
         peak = lookup_dtype(self.dtype).peak
-        return Cost(flops={peak: self.flops} if self.flops else {},
+        counted = {peak: self.flops} if self.flops else {}
+        # our pointwise / reduction counts run on the vector units; the counter's matmuls and
+        # attention on the tensor cores
+        vector = self.flops_source == "roofline" and "attention" not in self.kind
+        return Cost(flops={} if vector else counted, vector_flops=counted if vector else {},
                     bytes={"hbm": self.bytes}, name=self.kind)
 
 
