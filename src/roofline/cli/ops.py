@@ -7,19 +7,15 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from ..argtypes import emit, typed
+from ..argtypes import add_chip_options, chip_from, emit, typed
 from ..errors import RooflineError
 from ..evaluate import Estimate, evaluate
-from ..hardware import Chip, load_chip
+from ..hardware import Chip
 from ..levers import levers_for, what_if
 from ..ops.params import OpDecl, Param
 from ..ops.registry import OPS as REGISTRY
 from ..ops.registry import op_decl, resolve_op
-from ..report import (
-    estimate_text,
-    extra_text,
-    what_if_text,
-)
+from ..render.estimate import estimate_text, extra_text, what_if_text
 from ..units import parse_bytes, parse_count, parse_number
 from ._base import _Parser
 
@@ -70,7 +66,7 @@ def op_estimate(argv: Sequence[str], chip: Chip) -> Estimate:
 
 def _cmd_op(args: argparse.Namespace) -> None:
     decl: OpDecl = args.decl
-    chip = load_chip(args.hw)
+    chip = chip_from(args)
     kwargs = resolve_op(decl, chip, **given(decl, args))
     cost = decl.function(**kwargs)
     est = evaluate(cost, chip)
@@ -102,7 +98,7 @@ def register(sub: Any) -> None:
     for decl in OPS:
         q = op_sub.add_parser(decl.name, help=decl.help, description=decl.help,
                               aliases=list(decl.aliases))
-        q.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
+        add_chip_options(q)
         for p in decl.params:
             add_param(q, p)
         q.add_argument("--json", action="store_true", help="print one JSON object (the "

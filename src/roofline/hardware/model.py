@@ -113,8 +113,9 @@ class Chip:
             raise RooflineError(f"chip {self.id!r} gives no peak_clock_mhz, so its peaks cannot "
                                 "be scaled to another clock (add peak_clock_mhz to the chip file)")
         if not 0 < clock_mhz <= self.peak_clock_mhz:
-            raise RooflineError(f"clock {clock_mhz:g} MHz: must be above 0 and at most the "
-                                f"{self.peak_clock_mhz:g} MHz {self.id!r}'s peaks are quoted at")
+            raise RooflineError(f"clock {clock_mhz:g} MHz: must be above 0 and at most "
+                                f"{self.peak_clock_mhz:g} MHz, the clock the peaks of "
+                                f"{self.id!r} are quoted at")
         f = clock_mhz / self.peak_clock_mhz
         note = f"x {f:.4g} (clock {clock_mhz:g} of {self.peak_clock_mhz:g} MHz)"
 

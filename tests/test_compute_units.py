@@ -1,0 +1,80 @@
+"""Compute units other than tensor cores (vector, special functions), the clock a chip runs
+at, and the capacity a device exposes (issue 12)."""
+
+import json
+
+import numpy as np
+import pytest
+
+import roofline as rl
+from roofline.errors import RooflineError
+from roofline.ops import attention, elementwise
+
+H100 = rl.load_chip("h100")
+
+
+def test_elementwise_runs_on_the_vector_units_not_the_tensor_cores(run_cli):
+    # 2000 ops per element: far right of every ridge, so the vector roof holds it
+    code, out, _ = run_cli("op", "elementwise", "--n", "16777216", "--kind", "softmax",
+                           "--ops-per-element", "2000", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["bound"] == "vector"
+    assert data["attainable_flops_per_s"] <= 134e12  # not the 989 TFLOP/s tensor-core peak
+    # by hand: 1999 vector FLOPs per element at 133.8 TFLOP/s (bf16, non-tensor)
+    assert data["time_s"]["vector"] == pytest.approx(1999 * 16777216 / 133.8e12)
+
+
+def test_an_exp_per_element_meets_the_special_function_roof():
+    est = rl.evaluate(elementwise(1e8, "silu"), H100)
+    assert est.time_s["sfu"] == pytest.approx(1e8 / 3.9e12)  # one exp per element
+    assert est.time_s["vector"] == pytest.approx(3e8 / 133.8e12)
+    assert est.bound == "hbm"  # still memory-bound: 4 B per element
+
+
+@pytest.mark.parametrize(("d", "bound"), [(64, "sfu"), (128, "compute"), (256, "compute")])
+def test_attention_exp_is_a_wall_at_small_head_dims(d, bound):
+    # FlashAttention-3 §3.1: per score 4·d matmul FLOPs at 989 TFLOP/s against one exp at
+    # 3.9 T/s; at d = 64 the exp takes as long as the GEMMs (256/989e12 vs 1/3.9e12)
+    est = rl.evaluate(attention(4, 8192, 8192, 16, head_dim=d, impl="flash", causal=False,
+                                block_q=128), H100)
+    ratio = est.time_s["sfu"] / est.time_s["compute"]
+    assert ratio == pytest.approx(989.4e12 / 3.9e12 / (4 * d), rel=1e-9)
+    assert (est.bound == "sfu") == (ratio > 1) and est.bound in (bound, "hbm", "l2")
+
+
+def test_the_vector_rate_widens_narrow_dtypes_and_falls_back_to_the_tensor_peak():
+    assert H100.vector_flops("fp8") == H100.vector_flops("bf16") == 133.8e12
+    assert H100.vector_flops("tf32") == H100.vector_flops("fp32") == 66.9e12
+    v5e = rl.load_chip("v5e")  # no vector figures in its file, no fp32 peak: its highest peak
+    assert v5e.vector_flops("fp32") == max(p.flops_per_s for p in v5e.peaks.values())
+
+
+def test_a_lower_clock_scales_every_compute_peak_and_nothing_else():
+    slow = H100.at_clock(1500)
+    f = 1500 / 1830
+    assert slow.peak_flops("bf16") == pytest.approx(989.4e12 * f)
+    assert slow.vector_flops("bf16") == pytest.approx(133.8e12 * f)
+    assert slow.special_ops() == pytest.approx(3.9e12 * f)
+    assert slow.level("hbm").bandwidth_Bps == H100.level("hbm").bandwidth_Bps
+    m = rl.matmul(np.array([1, 8192]), 8192, 8192)
+    fast, capped = rl.evaluate(m, H100), rl.evaluate(m, slow)
+    assert capped.t_lower_s[0] == fast.t_lower_s[0]  # memory-bound: the clock does not matter
+    assert capped.t_lower_s[1] == pytest.approx(fast.t_lower_s[1] / f)  # compute-bound
+    with pytest.raises(RooflineError, match="at most 1830 MHz"):
+        H100.at_clock(2000)
+
+
+def test_clock_option_on_the_cli(run_cli):
+    _, out, _ = run_cli("op", "matmul", "--m", "8192", "--k", "8192", "--n", "8192",
+                        "--clock-mhz", "915", "--json")
+    data = json.loads(out)
+    assert data["hardware"] == "h100-sxm@915MHz"
+    assert data["peak_flops_per_s"] == pytest.approx(989.4e12 / 2)
+    code, _, err = run_cli("op", "matmul", "--m", "1", "--k", "1", "--n", "1",
+                           "--clock-mhz", "0")
+    assert code == 2 and "--clock-mhz" in err and "\n" not in err.strip()
+
+
+def test_capacity_is_what_the_device_exposes():
+    code = H100.level("hbm").capacity_bytes
+    assert code == pytest.approx(81559 * 2**20, rel=1e-4)  # nvidia-smi: 81559MiB
