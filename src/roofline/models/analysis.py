@@ -32,7 +32,7 @@ from .graph import OpCost, build
 from .memory import MemoryFootprint, footprint
 from .params import param_counts
 from .spec import ModelSpec
-from .step import Parallel, Phase, Precision
+from .step import MemoryBudget, Parallel, Phase, Precision, context_warning, model_precision
 
 # What each time of a step is: every output names them so.
 STEP_TIMES = {
@@ -111,6 +111,7 @@ class ModelAnalysis:
     decode_compute_bound_batch: Num  # batch at which decode's dense weight GEMMs turn
     # compute-bound; MoE experts see batch·top_k/E tokens each, so they need E/top_k times more
     decode_expert_compute_bound_batch: Num | None = None
+    memory_budget: str = "all the device exposes"  # what `memory.capacity_bytes` is
 
     @property
     def ttft_s(self) -> Num | None:
@@ -126,6 +127,12 @@ class ModelAnalysis:
     def tokens_per_s(self) -> Num:
         """New tokens per second across all replicas (training: tokens trained per second)."""
         return self.phase.batch * self.phase.q_len / self.t_lower_s
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the bound extrapolates past: a context beyond the model's maximum."""
+        note = context_warning(self.phase, self.memory.context_limit)
+        return [note] if note else []
 
     def __repr__(self) -> str:
         if np.ndim(self.t_lower_s):
@@ -146,7 +153,7 @@ class ModelAnalysis:
         data["layers"] = [asdict(layer) for layer in self.layers]
         # per-chip figures, except tokens_per_s: all replicas together, as `chips` chips
         data.update(ttft_s=self.ttft_s, tpot_s=self.tpot_s, tokens_per_s=self.tokens_per_s,
-                    chips=self.parallel.chips, times=STEP_TIMES)
+                    chips=self.parallel.chips, times=STEP_TIMES, warnings=self.warnings)
         data["memory"] = {**asdict(self.memory), "total_bytes": self.memory.total_bytes,
                           "fits": self.memory.fits}
         return dict(jsonable(data))
@@ -179,7 +186,7 @@ def _add_by_bound(acc: dict[str, Any], est: Estimate, time: Any) -> None:
 def analyze(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
             parallel: Parallel | None = None, precision: Precision | None = None,
             impl: str = "flash", sram_bytes: float | None = None,
-            block_q: int | None = None) -> ModelAnalysis:
+            block_q: int | None = None, budget: MemoryBudget | None = None) -> ModelAnalysis:
     """Bound one step of `model` on `hw` (per chip).
 
     >>> from roofline.models import decode
@@ -189,7 +196,7 @@ def analyze(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
     """
     spec, chip, par, prec, rows = _step(model, hw, phase, parallel, precision, impl,
                                         sram_bytes, block_q)
-    return _summarise(spec, chip, phase, par, prec, rows)
+    return _summarise(spec, chip, phase, par, prec, rows, budget or MemoryBudget())
 
 
 def _step(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
@@ -199,7 +206,7 @@ def _step(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
     spec = load_model(model)
     chip = load_chip(hw)  # a System keeps its own domain size for placement below
     par = parallel or Parallel()
-    prec = precision or Precision()
+    prec = precision or model_precision(spec)  # the checkpoint's own weight dtype
     if impl == "flash":  # the tiling given, else the chip's (ops.attention.flash_tiling)
         tiling = flash_tiling(chip, sram_bytes, block_q)
         sram_bytes, block_q = tiling["sram_bytes"], tiling["block_q"]
@@ -209,7 +216,7 @@ def _step(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
 
 
 def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: Precision,
-               rows: list[OpCost]) -> ModelAnalysis:
+               rows: list[OpCost], budget: MemoryBudget) -> ModelAnalysis:
     # A pipeline of m micro-batches over pp stages takes m + pp - 1 micro-batch slots of the
     # slowest stage; every micro-batch re-reads the stage's weights. Per-step ops (gradient
     # sync, optimizer) run once, outside the pipeline.
@@ -247,6 +254,7 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
     flops = np.asarray(total.total_flops)
     peak = chip.peak_flops(prec.activations)
     counts = param_counts(spec)
+    device = chip.memory[0].capacity_bytes or 0.0
     q_len = phase.q_len if phase.kind == "decode" else 1
     critical = np.asarray(decode_critical_batch(chip, dtype=prec.activations,
                                                 weight_dtype=prec.weights, q_len=q_len))
@@ -266,7 +274,8 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
         hfu=unwrap(flops / (t_lower * peak)),
         hbm_utilization=unwrap(np.asarray(total.bytes.get("hbm", 0.0)) / (
             t_lower * chip.level("hbm").bandwidth_Bps)),
-        memory=footprint(spec, phase, par, prec, chip.memory[0].capacity_bytes or 0.0),
+        memory=footprint(spec, phase, par, prec, budget.usable(device)),
+        memory_budget=budget.describe(device),
         decode_compute_bound_batch=unwrap(critical * par.dp),
         decode_expert_compute_bound_batch=unwrap(
             critical * par.dp * spec.moe.experts / spec.moe.top_k) if spec.moe else None,

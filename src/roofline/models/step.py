@@ -7,7 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..cost import Cost
+from ..dtypes import dtype as lookup_dtype
+from ..errors import RooflineError
 from ..hardware import System
 from ..ops.attention import kv_cache_bytes, mla_cache_elements
 from ..ops.collectives import collective
@@ -37,6 +41,16 @@ class Phase:
         partner (all-reduce <-> all-reduce, all-gather <-> reduce-scatter, dispatch <->
         combine), so training moves 2x the forward's bytes (3x with recomputation)."""
         return 1.0 if self.kind != "train" else 2.0 + (1.0 if self.recompute else 0.0)
+
+
+def context_warning(phase: Phase, limit: float | None) -> str | None:
+    """A context beyond the model's maximum position (RoPE scaling included) is analysed all
+    the same (the bound extrapolates), with this warning; None within it."""
+    longest = float(np.max(phase.kv_len))
+    if not limit or longest <= limit:
+        return None
+    return (f"{longest:g} positions exceed the {limit:g} this model supports; the bound "
+            "extrapolates")
 
 
 def prefill(batch: Any, prompt_len: Any) -> Phase:
@@ -69,14 +83,57 @@ class Parallel:
 
 @dataclass(frozen=True)
 class Precision:
-    weights: str = "bf16"
+    weights: str = "bf16"  # the layers' weights (the embedding and LM head: `tables`)
     activations: str = "bf16"  # also the compute dtype
     kv_cache: str | None = None  # default: activations
     grads: str = "bf16"
+    expert_weights: str | None = None  # the routed experts' weights (default: weights)
+    quantize_embeddings: bool = False  # the embedding and LM head in the weight dtype too
+    weights_from: str = field(default="", compare=False)  # why the weights have their dtype
 
     @property
     def kv(self) -> str:
         return self.kv_cache or self.activations
+
+    @property
+    def experts(self) -> str:
+        return self.expert_weights or self.weights
+
+    @property
+    def tables(self) -> str:
+        """The embedding and LM head's dtype. Weight quantization (AWQ, GPTQ, ModelOpt,
+        DeepSeek-V3's fp8 checkpoint) leaves them in the activation dtype unless
+        `quantize_embeddings`; weights no narrower than the activations hold them too."""
+        if self.quantize_embeddings or \
+                lookup_dtype(self.weights).bits >= lookup_dtype(self.activations).bits:
+            return self.weights
+        return self.activations
+
+
+def model_precision(spec: ModelSpec, weights: str | None = None, activations: str = "bf16",
+                    kv_cache: str | None = None, quantize_embeddings: bool = False
+                    ) -> Precision:
+    """A run's dtypes. Weights not given default to the checkpoint's own dtype (its config's
+    quantization_config: DeepSeek-V3 ships fp8), else the activation dtype; `weights_from`
+    says so when the config had a say."""
+    why = ""
+    if weights is None and spec.weight_dtype and spec.quantized_experts_only:
+        # gpt-oss: MXFP4 experts; attention, router, embedding, LM head stay in bf16
+        return Precision(activations, activations, kv_cache, expert_weights=spec.weight_dtype,
+                         quantize_embeddings=quantize_embeddings, weights_from=(
+                             f"routed experts {spec.weight_dtype} from the config's "
+                             f"quantization_config; the rest {activations}, as its "
+                             "modules_to_not_convert keeps them"))
+    if weights is None and spec.weight_dtype:
+        weights = spec.weight_dtype
+        why = f"from the config's quantization_config, quant_method {spec.quantization}"
+    elif weights is None:
+        weights = activations
+        if spec.quantization:
+            why = (f"the activation dtype: the config's quantization_config (quant_method "
+                   f"{spec.quantization}) is not one read here; give the weight dtype")
+    return Precision(weights, activations, kv_cache, quantize_embeddings=quantize_embeddings,
+                     weights_from=why)
 
 
 @dataclass(frozen=True)
@@ -126,3 +183,33 @@ def kv_bytes_per_token_per_layer(spec: ModelSpec, par: Parallel, prec: Precision
         return float(kv_cache_bytes(1, 1, latent, kv_dtype=prec.kv, kv_shared=True))
     return float(kv_cache_bytes(1, max(1.0, spec.kv_heads / par.tp), spec.head_dim,
                                 kv_dtype=prec.kv))
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """How much of the device's memory a deployment may use: a fraction of what the device
+    exposes (as vLLM's gpu_memory_utilization) minus a reserve for the runtime and workspace
+    (CUDA context, NCCL buffers, cuBLAS workspace). The default is the physical bound: all."""
+
+    util: float = 1.0
+    reserve_bytes: float = 0.0
+
+    def usable(self, capacity_bytes: float) -> float:
+        if not 0 < self.util <= 1:
+            raise RooflineError(f"--mem-util must be in (0, 1], got {self.util:g}")
+        if self.reserve_bytes < 0:
+            raise RooflineError(f"--reserve must be >= 0, got {self.reserve_bytes:g}")
+        usable = capacity_bytes * self.util - self.reserve_bytes
+        if usable <= 0:
+            raise RooflineError(f"--reserve of {self.reserve_bytes:g} B leaves nothing of "
+                                f"{capacity_bytes * self.util:g} B (capacity x --mem-util)")
+        return usable
+
+    def describe(self, capacity_bytes: float) -> str:
+        from ..units import format_bytes
+
+        if self.util == 1 and self.reserve_bytes == 0:
+            return "all the device exposes"
+        return (f"{100 * self.util:g}% of {format_bytes(capacity_bytes)} exposed"
+                + (f" less {format_bytes(self.reserve_bytes)} reserved"
+                   if self.reserve_bytes else ""))

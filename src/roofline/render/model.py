@@ -67,9 +67,13 @@ def header(a: ModelAnalysis) -> str:
               else "")
     length = (f"{p.q_len} new token(s) per sequence after a context of {p.kv_len - p.q_len}"
               if p.kind == "decode" else f"{p.q_len} tokens per sequence")
+    prec = a.precision  # where the weight dtype came from, and the tables' own dtype
+    why = [prec.weights_from] if prec.weights_from else []
+    why += [f"embedding and lm head {prec.tables}"] if prec.tables != prec.weights else []
+    weights = prec.weights + (f" ({'; '.join(why)})" if why else "")
     return (f"{a.model} ({a.params_total / 1e9:.3g}B params{active}) on {a.hardware}, "
             f"{p.kind}: batch {p.batch}, {length}; tp {par.tp} pp {par.pp} dp {par.dp} "
-            f"ep {par.ep} cp {par.cp}; weights {a.precision.weights}, activations "
+            f"ep {par.ep} cp {par.cp}; weights {weights}, activations "
             f"{a.precision.activations}" + ("" if p.kind == "train" else
                                             f", KV {a.precision.kv}"))
 
@@ -127,21 +131,20 @@ def summary_lines(a: ModelAnalysis) -> list[str]:
              f"({nbytes(m.kv_bytes_per_token)} per token on this chip)"  # in inference
              if not training else
              f"gradients + optimizer state {nbytes(m.optimizer_bytes)}")
+    if np.any(np.asarray(m.state_bytes)):  # linear-attention layers: a fixed-size state
+        state += f", recurrent state {nbytes(m.state_bytes)}"
     fit = "fits" if m.fits else "DOES NOT FIT"
     lines += [f"memory per chip: weights {nbytes(m.weights_bytes)}, {state}, "
               f"activations ~{nbytes(m.activations_bytes)}: total "
-              f"{nbytes(m.total_bytes)} of {nbytes(m.capacity_bytes)}: {fit}",
+              f"{nbytes(m.total_bytes)} of {nbytes(m.capacity_bytes)} usable "
+              f"({a.memory_budget}): {fit}",
               largest_fit(m, training)]
     return lines
 
 
 def notes(a: ModelAnalysis) -> list[str]:
     out = [f"config: {a.model_source}"] if a.model_source else []
-    limit, p = a.memory.context_limit, a.phase
-    if limit and np.ndim(p.kv_len) == 0 and p.kv_len > limit:
-        out.append(f"note: {p.kv_len} positions exceed the {limit:g} this model was built for;"
-                   " the bound extrapolates")
-    return out
+    return out + [f"note: {w}" for w in a.warnings]
 
 
 def model_text(a: ModelAnalysis, explain: bool = False) -> str:
@@ -190,12 +193,11 @@ def model_what_if_text(rows: Sequence[Any]) -> str:
 
 def mfu_text(r: MFUResult) -> str:
     convention = "causal: half the scores" if r.causal else "full score matrix, as Megatron-LM"
-    lines = [f"model FLOPs per step {format_si(r.model_flops)} (attention "
-             f"{format_si(r.attention_flops)}, {convention}), achieved "
-             f"{format_si(r.achieved_flops_per_s)}"
-             f"FLOP/s of {format_si(r.peak_flops_per_s)}FLOP/s dense peak",
-             f"MFU {100 * r.mfu:.1f}%  HFU {100 * r.hfu:.1f}%"]
-    if r.warning:
-        lines.append(f"warning: {r.warning}")
-    return "\n".join(lines)
+    attention = (f"attention {format_si(r.attention_flops, 'FLOP')}, {convention}"
+                 if r.attention_counted else "attention not counted")
+    lines = [f"model FLOPs per step {format_si(r.model_flops, 'FLOP')} ({attention}), achieved "
+             f"{format_si(r.achieved_flops_per_s, 'FLOP/s')} of "
+             f"{format_si(r.peak_flops_per_s, 'FLOP/s')} dense peak",
+             f"MFU {100 * r.mfu:.1f}%  HFU {100 * r.hfu:.1f}%", *r.notes]
+    return "\n".join(lines)  # the plausibility warning goes to stderr, once (cli)
 
