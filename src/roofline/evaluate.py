@@ -153,7 +153,7 @@ def _link_times(cost: Cost, chip: Chip) -> dict[str, Num]:
     return times
 
 
-def evaluate(cost: Cost, hw: Chip | System | str) -> Estimate:
+def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True) -> Estimate:
     """Bound a per-chip Cost on a chip (a Chip, a System, a catalog id or alias, or a chip
     file path).
 
@@ -161,7 +161,9 @@ def evaluate(cost: Cost, hw: Chip | System | str) -> Estimate:
     serial chain: a collective's phases run one after another and each message step cannot
     finish before its bytes arrive, so its link times and latency add (the alpha-beta model)
     and that sum competes with the other resources. The bound is the largest resource (for
-    communication, its largest part).
+    communication, its largest part). `serial_comm=False` lets each link and the latency
+    overlap like every other resource: the floor of a whole step, whose collectives on
+    different links may run at once.
     """
     chip = load_chip(hw)
     times = _arithmetic_times(cost, chip)
@@ -174,6 +176,8 @@ def evaluate(cost: Cost, hw: Chip | System | str) -> Estimate:
     local = list(times.values())
     comm = _link_times(cost, chip)
     times.update(comm)
+    if not serial_comm:
+        local, comm = list(times.values()), {}
 
     if not local and not comm:  # nothing to do (an empty Cost)
         local = [np.asarray(0.0)]
@@ -196,7 +200,11 @@ def evaluate(cost: Cost, hw: Chip | System | str) -> Estimate:
     flops = np.asarray(cost.total_flops, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         busy = max_sum_argmax(arithmetic)[0] if arithmetic else np.asarray(0.0)
-        peak = np.where(busy > 0, flops / busy, np.nan)  # the units overlapped
+        # the units overlapped; at most all of them at once (denormal counts round past it)
+        rates = [chip.peak_flops(dt) for dt in cost.flops] + [
+            chip.vector_flops(dt) for dt in cost.vector_flops] + (
+            [chip.special_ops() or 0.0] if cost.special_ops else [])
+        peak = np.where(busy > 0, np.minimum(flops / busy, sum(rates)), np.nan)
         intensity: dict[str, Num] = {}
         ridge: dict[str, Num] = {}
         for name, moved in [*cost.bytes.items(), *cost.link_bytes.items()]:
@@ -204,6 +212,7 @@ def evaluate(cost: Cost, hw: Chip | System | str) -> Estimate:
                 intensity[name] = unwrap(flops / np.asarray(moved))
                 ridge[name] = unwrap(peak / chip.bandwidth_Bps(name))
         attainable = np.where(t_lower > 0, flops / t_lower, 0.0)
+        attainable = np.where(np.isfinite(peak), np.minimum(attainable, peak), attainable)
 
     return Estimate(
         hardware=chip.id, cost=cost, flops=unwrap(flops),

@@ -1,0 +1,141 @@
+"""How a step's ops overlap: the schedule-aware lower bound.
+
+Three times of a step (see `analysis.STEP_TIMES`):
+- floor: every resource of the whole step overlapped (the evaluator on the step's total);
+- lower bound: what the configured schedule can overlap is overlapped, the rest in series;
+- no-overlap sum: nothing overlapped.
+
+The schedule (defaults follow Megatron-Core, torchtitan and DeepSpeed):
+- compute ops run one after another on the critical path, each at its own roof;
+- TP collectives sit between the GEMMs they connect: in series, unless `tp_overlap`
+  (comm-GEMM overlap / async TP); EP all-to-alls likewise unless `ep_overlap`
+  (two-micro-batch overlap, DualPipe / DeepEP);
+- hidden behind compute: data-parallel gradient reductions (bucketed during the backward of
+  earlier layers; the last bucket, one layer's share, is exposed), FSDP / ZeRO parameter
+  gathers (prefetched during the previous layer; the first layer's gather is exposed),
+  pipeline hand-offs, and context-parallel K/V exchange (ring attention: one of the cp
+  exchanges of each layer is exposed);
+- a pipeline of m micro-batches over p stages adds a bubble of (p − 1) micro-batch slots
+  (GPipe, 1F1B), (p − 1)/v with v virtual stages per rank (interleaved 1F1B), none for
+  zero-bubble schedules (ZB-V; the bound stays a bound);
+- hidden communication still needs its links: every link carries all its traffic within the
+  step, so the step is at least the busiest link's total time; when that exceeds the critical
+  path, the difference is the "communication not hidden" line.
+`overlap=False` puts every collective in series (the old serial sum).
+
+The lower bound is max(critical path + exposed communication, busiest link, floor).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..cost import LINKS
+from ..derivation import Num
+from ..evaluate import LATENCY, Estimate
+
+SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero-bubble")
+SERIAL_UNLESS_FLAGGED = {"tp": "tp_overlap", "ep": "ep_overlap"}
+HIDDEN = ("dp", "fsdp", "pp", "cp")  # collectives the standard schedules overlap
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """What overlaps with what in a step."""
+
+    pipeline: str = "1f1b"  # gpipe | 1f1b | interleaved | zero-bubble
+    vpp: int = 1  # virtual pipeline stages per rank (interleaved only)
+    tp_overlap: bool = False
+    ep_overlap: bool = False
+    overlap: bool = True  # False: every collective in series
+
+    def bubble_slots(self, pp: int) -> float:
+        """Idle micro-batch slots of the pipeline."""
+        if pp == 1 or self.pipeline == "zero-bubble":
+            return 0.0
+        if self.pipeline == "interleaved":
+            return (pp - 1) / self.vpp
+        return float(pp - 1)
+
+    def hidden(self, stream: str) -> bool:
+        """Whether a collective of this parallel group overlaps with compute."""
+        if not self.overlap or not stream:
+            return False
+        flag = SERIAL_UNLESS_FLAGGED.get(stream)
+        return bool(getattr(self, flag)) if flag else stream in HIDDEN
+
+
+@dataclass(frozen=True)
+class Row:
+    """One op of the step as the schedule sees it."""
+
+    stream: str  # "" for compute; else the parallel group of its collective (tp, dp, ...)
+    count: float  # occurrences per micro-batch (per step when per_step)
+    per_step: bool
+    est: Estimate  # one occurrence
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    t_lower_s: Num
+    critical_s: list[Num]  # per row: what it adds to the lower bound (all occurrences)
+    not_hidden_s: Num  # the busiest link's excess over the critical path (0 if none)
+    not_hidden_link: str  # that link
+    exposed_comm_s: Num  # communication on the critical path (series + exposed parts)
+    hidden_comm_s: Num  # communication that overlaps compute
+    bubble_fraction: float  # idle slots / micro-batches
+
+
+def _split(est: Estimate) -> tuple[Num, Num, dict[str, Num]]:
+    """(local time, communication time, communication per link) of one occurrence: compute
+    units and memory overlap; a collective's link times and latency add (alpha-beta)."""
+    local = [np.asarray(t) for r, t in est.time_s.items() if r not in LINKS and r != LATENCY]
+    per_link = {r: np.asarray(t) for r, t in est.time_s.items() if r in LINKS}
+    latency = np.asarray(est.time_s.get(LATENCY, 0.0))
+    if per_link:  # the latency rides on the op's first link
+        first = next(iter(per_link))
+        per_link[first] = per_link[first] + latency
+    comm = sum(per_link.values(), np.asarray(0.0))
+    return (np.maximum.reduce(local) if local else np.asarray(0.0)), comm, per_link
+
+
+def step_times(rows: Sequence[Row], schedule: Schedule, microbatches: int, pp: int,
+               layers_per_stage: float, cp: int, floor_s: Num) -> StepTimes:
+    """The schedule-aware lower bound of a step whose rows run on the slowest stage."""
+    m = microbatches
+    slots = m + schedule.bubble_slots(pp)
+    critical: list[Num] = []
+    exposed_total: Num = np.asarray(0.0)
+    hidden_total: Num = np.asarray(0.0)
+    links: dict[str, Num] = {}
+    for row in rows:
+        local, comm, per_link = _split(row.est)
+        n = row.count * (1 if row.per_step else m)  # occurrences per step
+        repeat = row.count * (1 if row.per_step else slots)  # with the bubble's slots
+        for link, t in per_link.items():
+            links[link] = links.get(link, np.asarray(0.0)) + n * t
+        if not schedule.hidden(row.stream):
+            critical.append(repeat * (local + comm))
+            exposed_total = exposed_total + repeat * comm
+            continue
+        # hidden: only the part no compute can cover is exposed
+        share = 1.0 / cp if row.stream == "cp" else (
+            0.0 if row.stream in ("tp", "ep", "pp") else 1.0 / max(layers_per_stage, 1.0))
+        exposed = n * comm * share
+        critical.append(repeat * local + exposed)
+        exposed_total = exposed_total + exposed
+        hidden_total = hidden_total + n * comm - exposed
+    path = sum(critical, np.asarray(0.0))
+    busiest_link, busiest = "", np.asarray(0.0)
+    for link, t in links.items():
+        if np.any(t > busiest):
+            busiest_link = link
+        busiest = np.maximum(busiest, t)
+    bound = np.maximum(np.maximum(path, busiest), np.asarray(floor_s))
+    not_hidden = bound - path  # what the critical path leaves uncovered (0 if nothing)
+    return StepTimes(bound, critical, not_hidden, busiest_link or "links",
+                     exposed_total + not_hidden, np.maximum(hidden_total - not_hidden, 0.0),
+                     schedule.bubble_slots(pp) / m)
