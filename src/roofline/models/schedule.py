@@ -93,7 +93,7 @@ def _split(est: Estimate) -> tuple[Num, Num, dict[str, Num]]:
     """(local time, communication time, communication per link) of one occurrence: compute
     units and memory overlap; a collective's link times and latency add (alpha-beta)."""
     local = [np.asarray(t) for r, t in est.time_s.items() if r not in LINKS and r != LATENCY]
-    per_link = {r: np.asarray(t) for r, t in est.time_s.items() if r in LINKS}
+    per_link: dict[str, Num] = {r: np.asarray(t) for r, t in est.time_s.items() if r in LINKS}
     latency = np.asarray(est.time_s.get(LATENCY, 0.0))
     if per_link:  # the latency rides on the op's first link
         first = next(iter(per_link))
