@@ -157,6 +157,7 @@ def test_every_op_explains_with_levers(run_cli):
                            "--top-k", "4"],
         "attention": ["--q-len", "2048", "--heads", "16", "--kv-heads", "4"],
         "mla": ["--q-len", "1", "--kv-len", "8192"],
+        "linear-attention": ["--q-len", "1", "--kv-len", "8192"],
         "sharded-matmul": ["--m", "1024", "--k", "8192", "--n", "8192", "--shards", "8"],
         "tp-layer": ["--seq-len", "4096", "--hidden", "8192", "--ffn", "28672", "--heads",
                      "64", "--kv-heads", "8", "--tp", "8", "--link", "scale-out"],

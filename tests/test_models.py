@@ -37,8 +37,8 @@ PUBLISHED = {
 }
 
 
-def test_catalog_complete():
-    assert set(PUBLISHED) == set(list_models())
+def test_catalog_complete():  # the newer models' cards: tests/test_catalog_models.py
+    assert set(PUBLISHED) <= set(list_models())
 
 
 @pytest.mark.parametrize(("name", "counts"), PUBLISHED.items())

@@ -35,6 +35,7 @@ SAMPLES = {
     "tp-layer": dict(seq_len=4096, hidden=8192, ffn=28672, heads=64, kv_heads=8, tp=8),
     "attention": dict(q_len=2048, heads=16, kv_heads=4, causal=False),
     "mla": dict(q_len=4096, form="expanded"),
+    "linear-attention": dict(q_len=1, kv_len=8192, key_heads=16),
     **{kind: dict(nbytes=64 * 2**20, ranks=16) for kind in
        ["allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "sendrecv"]},
 }

@@ -140,6 +140,13 @@ ATTENTION_LEVERS = [
     Lever("4x batch (sequences)", _scale("batch", 4)),
 ]
 
+LINEAR_ATTENTION_LEVERS = [
+    Lever("bf16 recurrent state (half the state bytes)",
+          _set("state_dtype", "bf16", lambda kw: _narrower(kw.get("state_dtype"), "bf16"))),
+    Lever("4 query tokens per state read (speculative decoding)",
+          _scale("q_len", 4, lambda kw: kw["q_len"] * 4 <= kw["kv_len"] and kw["q_len"] < 16)),
+]
+
 COLLECTIVE_LEVERS = [
     Lever("tree algorithm (log-depth latency)", _set("algo", "tree", lambda kw: kw.get(
         "algo") == "ring")),
@@ -164,6 +171,7 @@ OP_LEVERS: dict[str, list[Lever]] = {
     "batched-matmul": GEMV_LEVERS, "grouped-matmul": MATMUL_LEVERS[1:],
     "sharded-matmul": MATMUL_LEVERS[1:], "tp-layer": TP_LAYER_LEVERS,
     "attention": ATTENTION_LEVERS, "mla": ATTENTION_LEVERS,
+    "linear-attention": LINEAR_ATTENTION_LEVERS,
     **{kind.replace("-", ""): COLLECTIVE_LEVERS for kind in COLLECTIVES},
 }
 

@@ -1,8 +1,9 @@
-"""`roofline hw list|show|compare`: the chip catalog."""
+"""`roofline hw list|show|compare|export`: the chip catalog."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from ..argtypes import emit
@@ -42,6 +43,14 @@ def _cmd_hw_compare(args: argparse.Namespace) -> None:
          "dense, link bandwidth per direction; `roofline hw show ID` gives every source)")
 
 
+def _cmd_hw_export(args: argparse.Namespace) -> None:
+    """The chip's whole TOML file (validated), to start your own from."""
+    from pathlib import Path
+
+    chip = load_chip(args.chip)
+    sys.stdout.write(Path(chip.origin).read_text(encoding="utf-8"))
+
+
 def register(sub: Any) -> None:
     hw = sub.add_parser("hw", help="the hardware catalog")
     hw_sub = hw.add_subparsers(dest="hw_command", required=True, parser_class=_Parser)
@@ -58,3 +67,7 @@ def register(sub: Any) -> None:
                             "e.g. h100,h200,b200")
     hw_compare.add_argument("--json", action="store_true", help="print one JSON object")
     hw_compare.set_defaults(func=_cmd_hw_compare)
+    hw_export = hw_sub.add_parser("export", help="print a chip's complete TOML file, to start "
+                                  "your own from (--hw FILE reads it back)")
+    hw_export.add_argument("chip", help="catalog id, alias, or path to a chip .toml file")
+    hw_export.set_defaults(func=_cmd_hw_export)

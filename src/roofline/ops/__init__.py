@@ -7,9 +7,10 @@ to those declarations and `run_op("matmul", "h100", m=128, k=8192, n=8192)` eval
 from .attention import attention, kv_cache_bytes, mla_attention, mla_cache_elements
 from .elementwise import KINDS as ELEMENTWISE_KINDS
 from .elementwise import elementwise
+from .linear_attention import linear_attention, recurrent_state_bytes
 from .matmul import dot, gemv, matmul
 from .registry import OPS, op_cost, op_decl, resolve_op, run_op
 
 __all__ = ["ELEMENTWISE_KINDS", "OPS", "attention", "dot", "elementwise", "gemv",
-           "kv_cache_bytes", "matmul", "mla_attention", "mla_cache_elements", "op_cost",
-           "op_decl", "resolve_op", "run_op"]
+           "kv_cache_bytes", "linear_attention", "matmul", "mla_attention", "mla_cache_elements",
+           "op_cost", "op_decl", "recurrent_state_bytes", "resolve_op", "run_op"]

@@ -20,6 +20,7 @@ from ..hardware import Chip, load_chip
 from .attention import ATTENTION, MLA
 from .collectives import COLLECTIVE_OPS
 from .elementwise import ELEMENTWISE
+from .linear_attention import LINEAR_ATTENTION
 from .matmul import DOT, GEMV, MATMUL
 from .moe import BATCHED_MATMUL, GROUPED_MATMUL
 from .parallel import SHARDED_MATMUL, TP_LAYER
@@ -28,7 +29,7 @@ from .tiled_matmul import TILED_MATMUL
 
 OPS: dict[str, OpDecl] = {d.name: d for d in (
     MATMUL, GEMV, DOT, ELEMENTWISE, TILED_MATMUL, BATCHED_MATMUL, GROUPED_MATMUL,
-    SHARDED_MATMUL, TP_LAYER, ATTENTION, MLA, *COLLECTIVE_OPS)}
+    SHARDED_MATMUL, TP_LAYER, ATTENTION, MLA, LINEAR_ATTENTION, *COLLECTIVE_OPS)}
 
 _BY_ALIAS = {alias: d for d in OPS.values() for alias in d.aliases}
 

@@ -1,0 +1,198 @@
+"""The catalog's newer models (issue 14): parameter counts against their model cards, the
+per-layer patterns the spec parser reads from their configs, and the checks the issue asks."""
+
+import json
+import re
+
+import pytest
+
+from roofline import RooflineError
+from roofline.models import (
+    Parallel,
+    Precision,
+    analyze,
+    decode,
+    list_models,
+    load_model,
+    param_counts,
+    prefill,
+)
+from roofline.models.catalog import CATALOG_DIR
+from roofline.models.spec import parse_config
+from test_models import PUBLISHED  # the older models' table (tests/ is on sys.path)
+
+# name -> (what the card counts, its figure as printed, source). A figure is checked within 1%,
+# or, where the card prints fewer digits than that (1T, 17B), equal at the card's precision.
+# active-noembed: the card's active count leaves out the input embedding lookup (gpt-oss's card
+# says so: its 5.13B active is MLP + attention + unembedding); active-notables leaves out the
+# LM head too; nonembed: all parameters but the embedding (Gemma 3 report, Table 1).
+CARDS = {
+    "llama-3.1-8b": [("total", "8.03B", "HF model card")],
+    "llama-3.1-70b": [("total", "70.6B", "HF model card")],
+    "llama-3.3-70b": [("total", "70.6B", "HF model card")],
+    "llama-3.2-1b": [("total", "1.23B", "Llama 3.2 model card")],
+    "llama-3.2-3b": [("total", "3.21B", "Llama 3.2 model card")],
+    "llama-4-maverick": [("total", "400B", "Llama 4 model card"),
+                         ("active", "17B", "Llama 4 model card")],
+    "llama-4-scout": [("active", "17B", "Llama 4 model card")],  # total: test below
+    "gpt-oss-20b": [("total", "20.91B", "gpt-oss model card, Table 1"),
+                    ("active-noembed", "3.61B", "gpt-oss model card, Table 1")],
+    "gpt-oss-120b": [("total", "116.83B", "gpt-oss model card, Table 1"),
+                     ("active-noembed", "5.13B", "gpt-oss model card, Table 1")],
+    "qwen3-32b": [("total", "32.8B", "Qwen3-32B model card")],
+    "qwen3-235b-a22b": [("total", "235B", "Qwen3-235B-A22B model card"),
+                        ("active", "22B", "Qwen3-235B-A22B model card")],
+    "qwen3-next-80b-a3b": [("total", "80B", "Qwen3-Next-80B-A3B model card"),
+                           ("active-notables", "3B", "Qwen3-Next-80B-A3B model card")],
+    "gemma-3-1b": [("nonembed", "698M", "Gemma 3 technical report, Table 1")],
+    "gemma-3-4b": [("nonembed", "3209M", "Gemma 3 technical report, Table 1")],
+    "gemma-3-12b": [("nonembed", "10759M", "Gemma 3 technical report, Table 1")],
+    "gemma-3-27b": [("nonembed", "25600M", "Gemma 3 technical report, Table 1")],
+    "deepseek-r1": [("total", "671B", "DeepSeek-R1 model card"),
+                    ("active-noembed", "37B", "DeepSeek-R1 model card")],
+    "kimi-k2": [("total", "1T", "Kimi K2 model card"),
+                ("active-noembed", "32B", "Kimi K2 model card")],
+    "mistral-large-2": [("total", "123B", "Mistral Large 2 announcement / model card")],
+    "phi-4": [("total", "14.7B", "Phi-4 technical report")],
+}
+_UNITS = {"M": 1e6, "B": 1e9, "T": 1e12}
+
+
+def _card(figure: str) -> tuple[float, float]:
+    """('5.13B') -> (5.13e9, 0.01e9): the value and the unit of its last printed digit."""
+    number, unit = re.fullmatch(r"([\d.]+)([MBT])", figure).groups()
+    decimals = len(number.split(".")[1]) if "." in number else 0
+    return float(number) * _UNITS[unit], 10.0 ** -decimals * _UNITS[unit]
+
+
+def _ours(name: str, what: str) -> float:
+    p = param_counts(load_model(name))
+    return {"total": p.total, "active": p.active, "active-noembed": p.active - p.embedding,
+            "active-notables": p.active - p.embedding - p.lm_head,
+            "nonembed": p.total - p.embedding}[what]
+
+
+def test_every_catalog_model_is_checked_against_a_published_count():
+    assert set(list_models()) == set(PUBLISHED) | set(CARDS)
+    assert not set(PUBLISHED) & set(CARDS)
+
+
+@pytest.mark.parametrize(("name", "what", "figure"), [
+    (name, what, figure) for name, rows in CARDS.items() for what, figure, _ in rows])
+def test_parameter_count_matches_the_card(name, what, figure):
+    card, digit = _card(figure)
+    ours = _ours(name, what)
+    assert ours == pytest.approx(card, rel=0.01) or abs(ours - card) <= digit / 2, \
+        f"{name} {what}: {ours / 1e9:.3f}B, card {figure}"
+
+
+def test_llama_4_scout_total_is_the_card_less_its_vision_encoder():
+    # The card's 109B includes the image encoder and projector (a ViT of about 1B); the text
+    # model here has 16 routed + 1 shared expert in each of 48 layers: one expert more or
+    # less would move it by 6B.
+    total = param_counts(load_model("llama-4-scout")).total
+    assert 109.0e9 - 1.5e9 <= total <= 109.0e9 - 0.5e9
+
+
+# --- what the parser reads per layer ---------------------------------------------------------
+
+
+def test_llama_4_interleaves_moe_and_chunked_attention():
+    scout, maverick = load_model("llama-4-scout"), load_model("llama-4-maverick")
+    assert [scout.is_moe_layer(i) for i in range(4)] == [True] * 4
+    assert [maverick.is_moe_layer(i) for i in range(4)] == [False, True, False, True]
+    assert maverick.moe.shared_experts == 1 and maverick.moe.experts == 128
+    assert maverick.ffn == 16384 and maverick.moe.expert_ffn == 8192  # dense vs expert MLP
+    kinds = [scout.layer_attention(i) for i in range(8)]
+    assert kinds == [("chunk", 8192)] * 3 + [("full", None)] + [("chunk", 8192)] * 3 + \
+        [("full", None)]
+
+
+def test_chunked_attention_decode_reads_only_the_current_chunk():
+    # Llama 4 decode at context 20000: chunked layers see (20000 mod 8192) + 1 keys, the
+    # global (NoPE) layers all 20001
+    spec = load_model("llama-4-scout")
+    a = analyze(spec, "h100", decode(1, 20000), precision=Precision())
+    kv = {op.group: op.hbm_bytes for op in a.ops if op.name == "attention"}
+    row = 2 * 8 * 128 * 2  # K and V of 8 KV heads, bf16
+    q_o = 2 * 40 * 128 * 2
+    assert kv["moe layer (chunk 8192)"] == pytest.approx(36 * (3617 * row + q_o))
+    assert kv["moe layer"] == pytest.approx(12 * (20001 * row + q_o))
+
+
+def test_chunked_attention_prefill_counts_each_chunk_causally():
+    from roofline.ops.attention import score_pairs
+    # 20000 = 2 whole chunks of 8192 + 3616: three independent causal blocks
+    assert score_pairs(20000, 20000, chunk=8192).value == \
+        2 * 8192 * 8193 / 2 + 3616 * 3617 / 2
+    with pytest.raises(RooflineError, match="give chunk or window, not both"):
+        score_pairs(8, 8, window=4, chunk=4)
+
+
+def test_chunked_layers_cache_at_most_one_chunk():
+    spec = load_model("llama-4-scout")
+    a = analyze(spec, "h200", decode(1, 100_000), precision=Precision())
+    per_token_layer = 2 * 8 * 128 * 2
+    assert a.memory.kv_cache_bytes == pytest.approx(
+        per_token_layer * (12 * 100_001 + 36 * 8192))
+
+
+def test_gpt_oss_alternates_sliding_128_and_full_with_sinks():
+    spec = load_model("gpt-oss-120b")
+    kinds = [spec.layer_attention(i) for i in range(4)]
+    assert kinds == [("window", 128), ("full", None), ("window", 128), ("full", None)]
+    assert spec.attention_sinks and spec.moe.experts == 128 and spec.moe.top_k == 4
+    assert load_model("gpt-oss-20b").moe.experts == 32
+
+
+def test_gpt_oss_defaults_to_mxfp4_experts_only():
+    a = analyze("gpt-oss-120b", "h100", decode(1, 1024))
+    assert a.precision.experts == "mxfp4" and a.precision.weights == "bf16"
+    assert "modules_to_not_convert" in a.precision.weights_from
+    # 4.25 bits per expert weight (e2m1 + one e8m0 scale per 32), 16 for the rest
+    p = param_counts(load_model("gpt-oss-120b"))
+    experts = sum(layer.experts for layer in p.layers)
+    assert a.memory.weights_bytes == pytest.approx(experts * 4.25 / 8 + (p.total - experts) * 2)
+    # a weight dtype given applies to every weight, the experts too
+    given = analyze("gpt-oss-120b", "h100", decode(1, 1024), precision=Precision("fp8", "bf16"))
+    assert given.precision.experts == "fp8"
+
+
+def test_gpt_oss_120b_decode_batch_16_at_8k_fits_one_h100():
+    a = analyze("gpt-oss-120b", "h100", decode(16, 8192))
+    assert a.memory.fits
+    assert not analyze("gpt-oss-120b", "h100", decode(16, 8192), precision=Precision()).memory.fits
+
+
+def test_gemma_3_keeps_5_local_to_1_global():
+    spec = load_model("gemma-3-27b")
+    kinds = [spec.layer_attention(i)[0] for i in range(spec.layers)]
+    assert kinds[:6] == ["window"] * 5 + ["full"] and kinds.count("full") == 62 // 6
+    assert spec.sliding_window == 1024 and load_model("gemma-3-1b").sliding_window == 512
+
+
+def test_deepseek_r1_is_v3s_architecture_and_kimi_k2_has_384_experts():
+    r1, v3, kimi = load_model("deepseek-r1"), load_model("deepseek-v3"), load_model("kimi-k2")
+    shape = ("hidden", "layers", "heads", "ffn", "vocab", "moe", "mla")
+    assert all(getattr(r1, f) == getattr(v3, f) for f in shape)
+    assert kimi.moe.experts == 384 and kimi.mla == v3.mla and kimi.heads == 64
+    assert r1.weight_dtype == "fp8" == kimi.weight_dtype  # both ship fp8 checkpoints
+
+
+def test_every_new_config_cites_its_published_config_json():
+    for name in CARDS:
+        source = load_model(name).source
+        assert source.startswith("https://huggingface.co/") and "config.json" in source, name
+
+
+def test_llama_4_moe_layers_other_than_interleaved_are_refused(tmp_path):
+    data = json.loads((CATALOG_DIR / "llama-4-maverick.json").read_text())
+    data["text_config"]["moe_layers"] = [0, 5]
+    with pytest.raises(RooflineError, match=r"moe_layers.*interleaved"):
+        parse_config(data, "odd", "odd.json")
+
+
+def test_prefill_runs_for_every_new_model():
+    for name in CARDS:
+        a = analyze(name, "b200", prefill(1, 4096), Parallel())
+        assert a.t_lower_s > 0
