@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import math
+import re
 import sys
 from typing import Any
 
@@ -12,11 +14,7 @@ from ..hardware import load_chip
 from ..ops.attention import IMPLEMENTATIONS
 from ..render.model import mfu_text, model_text, model_what_if_text
 from ..render.text import table
-from ..units import (
-    parse_count,
-    parse_duration,
-    parse_number,
-)
+from ..units import MAX_COUNT, parse_count, parse_duration
 
 
 def _cmd_model(args: argparse.Namespace) -> None:
@@ -36,33 +34,7 @@ def _cmd_model(args: argparse.Namespace) -> None:
         emit({"models": data}, args.json, table(["id", "type", "params", "active", "layers",
                                                   "hidden"], rows))
         return
-    if args.model == "export" or args.export_id is not None:
-        _cmd_model_export(args)
-        return
     _model_step(args)
-
-
-def _cmd_model_export(args: argparse.Namespace) -> None:
-    """`roofline model export ID`: the config.json of a catalog model (or of a config file,
-    validated), to start your own from."""
-    from pathlib import Path
-
-    from ..models import list_models, load_model
-    from ..models.catalog import CATALOG_DIR
-
-    if args.model != "export" or args.export_id is None:
-        raise RooflineError("a second name is only for 'roofline model export ID' (ID: a "
-                            "catalog id or config.json path)")
-    name = args.export_id.strip()
-    load_model(name)  # validated first: unknown ids get the did-you-mean message
-    if name.lower() in list_models():
-        path = CATALOG_DIR / f"{name.lower()}.json"
-    else:
-        path = Path(name) / "config.json" if Path(name).is_dir() else Path(name)
-        if not path.is_file():
-            raise RooflineError(f"model export: {name} is neither a catalog id nor a "
-                                "config.json on disk (a Hub config is one already)")
-    sys.stdout.write(path.read_text(encoding="utf-8"))
 
 
 def _model_step(args: argparse.Namespace) -> None:
@@ -91,7 +63,7 @@ def _model_step(args: argparse.Namespace) -> None:
 
 def model_analysis(args: argparse.Namespace) -> Any:
     """The ModelAnalysis that `add_model_args` options describe (shared with `plot model`)."""
-    from ..models import Parallel, Precision, analyze, decode, prefill
+    from ..models import Parallel, analyze, decode, load_model, model_precision, prefill
     from ..models import train as train_phase
 
     check_phase_options(args)
@@ -103,16 +75,22 @@ def model_analysis(args: argparse.Namespace) -> Any:
         phase = train_phase(args.batch, _or(args.seq_len, 2048), args.recompute)
     par = Parallel(tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep, cp=args.cp,
                    microbatches=args.microbatches, fsdp=args.fsdp)
-    prec = Precision(weights=args.weight_dtype or args.dtype, activations=args.dtype,
-                     kv_cache=args.kv_dtype)
-    return analyze(args.model, args.hw, phase, par, prec, impl=args.impl)
+    spec = load_model(args.model)
+    # weights not given: the checkpoint's own dtype (quantization_config), else --dtype
+    prec = model_precision(spec, args.weight_dtype, args.dtype, args.kv_dtype,
+                           args.quantize_embeddings)
+    result = analyze(spec, args.hw, phase, par, prec, impl=args.impl)
+    for warning in result.warnings:  # once, on stderr; the output keeps it as a note
+        print(f"roofline: warning: {warning}", file=sys.stderr)
+    return result
 
 
 # Options that describe only one phase: given with another phase they would be silently
 # ignored (e.g. `--phase train --context 4096` analysing 2048-token sequences), so refuse them.
+# (--microbatches outside training needs a pipeline: the analysis itself refuses it.)
 _PHASE_OPTIONS = {"prompt_len": ("--prompt-len", "prefill"), "context": ("--context", "decode"),
                   "k": ("--k", "decode"), "seq_len": ("--seq-len", "train"),
-                  "recompute": ("--recompute", "train")}
+                  "recompute": ("--recompute", "train"), "fsdp": ("--fsdp", "train")}
 _LENGTH_OPTION = {"prefill": "--prompt-len", "decode": "--context", "train": "--seq-len"}
 
 
@@ -120,9 +98,11 @@ def check_phase_options(args: argparse.Namespace) -> None:
     """Refuse a phase's option given with another phase (one-line error, exit 2)."""
     for dest, (flag, phase) in _PHASE_OPTIONS.items():
         if getattr(args, dest, None) not in (None, False) and args.phase != phase:
-            raise RooflineError(f"{flag} applies to --phase {phase}, not --phase {args.phase} "
-                                f"(--phase {args.phase} sets its length with "
-                                f"{_LENGTH_OPTION[args.phase]})")
+            length = (f" (--phase {args.phase} sets its length with "
+                      f"{_LENGTH_OPTION[args.phase]})" if flag in _LENGTH_OPTION.values()
+                      else "")
+            raise RooflineError(f"{flag} applies to --phase {phase}, not --phase {args.phase}"
+                                + length)
 
 
 def _or(value: Any, default: Any) -> Any:
@@ -150,7 +130,11 @@ def add_model_args(mp: argparse.ArgumentParser) -> None:
     mp.add_argument("--fsdp", action="store_true", help="training: shard weights over dp")
     mp.add_argument("--recompute", action="store_true", help="training: full recomputation")
     mp.add_argument("--dtype", default="bf16", help="activation / compute dtype")
-    mp.add_argument("--weight-dtype", help="weights (e.g. int4-g128, fp8; default --dtype)")
+    mp.add_argument("--weight-dtype", help="the layers' weights (e.g. int4-g128, nvfp4, fp8; "
+                    "default: the config's quantization_config dtype, else --dtype)")
+    mp.add_argument("--quantize-embeddings", action="store_true",
+                    help="the embedding and LM head in --weight-dtype too (default: they stay "
+                    "in --dtype, as AWQ / GPTQ / ModelOpt checkpoints keep them)")
     mp.add_argument("--kv-dtype", help="KV cache dtype (default --dtype)")
     mp.add_argument("--impl", default="flash", choices=IMPLEMENTATIONS, help="attention kernel")
 
@@ -159,10 +143,27 @@ def _cmd_mfu(args: argparse.Namespace) -> None:
     from ..models.mfu import mfu
 
     r = mfu(args.params, args.tokens_per_step, args.step_time_s, args.gpus, args.hw,
-            args.dtype, args.layers, args.hidden, args.seq_len, args.recompute, args.causal)
-    if r.warning and not args.json:
+            args.dtype, args.layers, args.hidden, args.seq_len, args.recompute, args.causal,
+            model=args.model)
+    if r.warning:  # once, on stderr (JSON also keeps it in "warning")
         print(f"roofline: warning: {r.warning}", file=sys.stderr)
     emit(vars(r), args.json, mfu_text(r))
+
+
+# Parameter counts are decimal, as model names are (8B = 8e9, 125M = 125e6); token counts
+# keep the binary k / M of ML code (parse_count).
+_PARAMS_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMbBgGtT]?)\s*$")
+_PARAMS_SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+
+
+def parse_params(text: str, what: str = "--params") -> float:
+    """A parameter count: '8B' (8e9), '70B', '125M' (125e6), '405e9'."""
+    m = _PARAMS_RE.match(str(text))
+    value = float(m.group(1)) * _PARAMS_SUFFIX[m.group(2).lower()] if m else math.nan
+    if not (math.isfinite(value) and 0 < value <= MAX_COUNT):
+        raise RooflineError(f"{what}: expected a positive number of parameters such as 8B, "
+                            f"70B or 405e9 (B = 1e9, M = 1e6), got {text!r}")
+    return value
 
 
 def register(sub: Any) -> None:
@@ -171,10 +172,8 @@ def register(sub: Any) -> None:
                         description="Bound one step of a model (catalog id, config.json, model "
                         "directory or Hub id) on one chip; `roofline model list` shows the "
                         "catalog.")
-    mp.add_argument("model", help="catalog id, config.json path, model directory, Hub id, "
-                    "'list', or 'export' (then ID)")
-    mp.add_argument("export_id", nargs="?", metavar="ID", help="with 'export': the catalog id "
-                    "or config.json whose config.json to print")
+    mp.add_argument("model", help="catalog id, config.json path, model directory, Hub id, or "
+                    "'list'")
     add_model_args(mp)
     mp.add_argument("--json", action="store_true", help="print one JSON object")
     mp.add_argument("--explain", action="store_true", help="every op, not just every layer")
@@ -184,8 +183,12 @@ def register(sub: Any) -> None:
     mp.set_defaults(func=_cmd_model)
 
     mf = sub.add_parser("mfu", help="MFU / HFU of a measured training step")
-    mf.add_argument("--params", type=typed(parse_number, "--params"), required=True,
-                    help="model parameters (e.g. 70e9)")
+    mf.add_argument("--params", type=typed(parse_params, "--params"),
+                    help="model parameters N, e.g. 8B, 70B, 405e9 (decimal: B = 1e9, "
+                    "M = 1e6); for an MoE the active ones")
+    mf.add_argument("--model", help="catalog id or config.json: fills --params (active, input "
+                    "embedding left out), --layers, --hidden (attention width) and --seq-len "
+                    "(its trained context); options given win")
     mf.add_argument("--tokens-per-step", type=count, required=True, dest="tokens_per_step",
                     help="tokens in one step, all replicas (e.g. 4M = 4·2**20)")
     mf.add_argument("--step-time-s", type=typed(parse_duration, "--step-time-s"), required=True,
@@ -193,9 +196,11 @@ def register(sub: Any) -> None:
     mf.add_argument("--gpus", type=count, required=True, help="chips in the job")
     mf.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
     mf.add_argument("--dtype", default="bf16", help="dtype whose dense peak applies")
-    mf.add_argument("--layers", type=count)
-    mf.add_argument("--hidden", type=count)
-    mf.add_argument("--seq-len", type=count, dest="seq_len")
+    mf.add_argument("--layers", type=count, help="layers, for the attention term")
+    mf.add_argument("--hidden", type=count, help="attention width heads·head_dim (the hidden "
+                    "size for most models), for the attention term")
+    mf.add_argument("--seq-len", type=count, dest="seq_len",
+                    help="sequence length, for the attention term")
     mf.add_argument("--recompute", action="store_true", help="full activation recomputation")
     mf.add_argument("--causal", action="store_true", help="count causal attention as half the "
                     "score matrix (as `roofline model` does; default: full, as Megatron-LM)")

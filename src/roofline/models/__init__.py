@@ -6,7 +6,7 @@ from .graph import tp_layer
 from .memory import MemoryFootprint, footprint, kv_bytes_per_token, local_params
 from .params import ParamCount, param_counts
 from .spec import MLA, ModelSpec, MoE, parse_config
-from .step import Parallel, Phase, Precision, decode, prefill, train
+from .step import Parallel, Phase, Precision, decode, model_precision, prefill, train
 
 __all__ = [
            "MLA",
@@ -28,6 +28,7 @@ __all__ = [
            "list_models",
            "load_model",
            "local_params",
+           "model_precision",
            "param_counts",
            "parse_config",
            "prefill",

@@ -23,6 +23,9 @@ from dataclasses import dataclass
 
 from ..errors import RooflineError
 from ..hardware import Chip, load_chip
+from .catalog import load_model
+from .params import param_counts
+from .spec import ModelSpec
 
 PLAUSIBLE_MFU = 0.75
 
@@ -38,29 +41,70 @@ class MFUResult:
     mfu: float
     hfu: float
     warning: str | None
+    attention_counted: bool = True  # False: layers, hidden and seq_len were not all known
+    params: float = 0.0  # N, as counted
+    notes: tuple[str, ...] = ()  # what came from the model, what was left out
 
 
-def mfu(params: float, tokens_per_step: float, step_time_s: float, chips: int,
+def model_inputs(spec: ModelSpec) -> dict[str, float]:
+    """What a model's config says about its MFU: N = the parameters one token uses (MoE:
+    active) less the input embedding table (a lookup does no multiply-adds; a tied table still
+    counts, as the LM head), the layers, the attention width heads·(qk + v head dims)/2 (the
+    hidden size for most models; MLA's is wider) and the context it was trained at."""
+    counts = param_counts(spec)
+    lookup = counts.embedding - (spec.vocab * spec.hidden if spec.tied_embeddings else 0)
+    m = spec.mla
+    width = (spec.heads * (m.qk_nope_dim + m.qk_rope_dim + m.v_head_dim) / 2 if m
+             else spec.heads * spec.head_dim)
+    out = {"params": counts.active - lookup, "layers": spec.layers, "hidden": width}
+    if spec.trained_context or spec.max_context:
+        out["seq_len"] = spec.trained_context or spec.max_context or 0
+    return out
+
+
+def mfu(params: float | None, tokens_per_step: float, step_time_s: float, chips: int,
         hw: Chip | str, dtype: str = "bf16", layers: int | None = None,
-        hidden: int | None = None, seq_len: int | None = None,
-        recompute: bool = False, causal: bool = False) -> MFUResult:
-    """MFU and HFU of one training step (see the module docstring for the counting)."""
-    for name, value in [("params", params), ("tokens_per_step", tokens_per_step),
+        hidden: float | None = None, seq_len: int | None = None,
+        recompute: bool = False, causal: bool = False,
+        model: str | ModelSpec | None = None) -> MFUResult:
+    """MFU and HFU of one training step (see the module docstring for the counting).
+    `model` (a catalog id, config.json or ModelSpec) fills what is not given: params, layers,
+    hidden (the attention width) and seq_len (`model_inputs`)."""
+    given: dict[str, float | None] = {"params": params, "layers": layers, "hidden": hidden,
+                                      "seq_len": seq_len}
+    notes: list[str] = []
+    if model is not None:
+        spec = load_model(model)
+        filled = {k: v for k, v in model_inputs(spec).items() if given[k] is None}
+        given.update(filled)
+        if filled:
+            notes.append(f"from {spec.name}: " + ", ".join(_describe(k, v) for k, v in
+                                                         filled.items()))
+    n, n_layers, width, s = (given[k] for k in ("params", "layers", "hidden", "seq_len"))
+    if n is None:
+        raise RooflineError("mfu needs the parameter count: give params (--params) or a model "
+                            "(--model ID) to count them")
+    for name, value in [("params", n), ("tokens_per_step", tokens_per_step),
                         ("step_time_s", step_time_s), ("chips", chips)]:
         if not (value > 0 and math.isfinite(value)):
             raise RooflineError(f"{name} must be positive and finite, got {value!r}")
-    attention_args = [layers, hidden, seq_len]
+    attention_args = [n_layers, width, s]
     if any(a is not None for a in attention_args) and not all(a for a in attention_args):
         raise RooflineError("the attention term needs all of --layers, --hidden and --seq-len")
     chip = load_chip(hw)
     attention = 0.0
-    if layers and hidden and seq_len:
-        sequences = tokens_per_step / seq_len
-        attention = 12.0 * layers * hidden * seq_len**2 * sequences * (0.5 if causal else 1.0)
-    model = 6.0 * params * tokens_per_step + attention
-    hardware = model + ((2.0 * params * tokens_per_step + attention / 3.0) if recompute else 0.0)
+    counted = bool(n_layers and width and s)
+    if n_layers and width and s:
+        sequences = tokens_per_step / s
+        attention = 12.0 * n_layers * width * s**2 * sequences * (0.5 if causal else 1.0)
+    else:
+        notes.append("attention not counted (6·N per token only): give --layers, --hidden and "
+                     "--seq-len, or --model ID, to add 12·L·h·s² per sequence")
+    model_flops = 6.0 * n * tokens_per_step + attention
+    hardware = model_flops + ((2.0 * n * tokens_per_step + attention / 3.0) if recompute
+                              else 0.0)
     peak = chips * chip.peak_flops(dtype)
-    achieved = model / step_time_s
+    achieved = model_flops / step_time_s
     value = achieved / peak
     if not math.isfinite(value):
         raise RooflineError(f"MFU does not come out finite (achieved {achieved!r} FLOP/s): "
@@ -72,5 +116,13 @@ def mfu(params: float, tokens_per_step: float, step_time_s: float, chips: int,
     elif value > PLAUSIBLE_MFU:
         warning = (f"MFU {value:.0%} is implausibly high for real training (above "
                    f"{PLAUSIBLE_MFU:.0%}); well-tuned large runs reach about 40-60%")
-    return MFUResult(model, hardware, attention, causal, achieved, peak, value,
-                     hardware / step_time_s / peak, warning)
+    return MFUResult(model_flops, hardware, attention, causal, achieved, peak, value,
+                     hardware / step_time_s / peak, warning, counted, n, tuple(notes))
+
+
+def _describe(key: str, value: float) -> str:
+    return {"params": f"N = {value / 1e9:.3g}B (active parameters, input embedding left out)",
+            "layers": f"{value:g} layers",
+            "hidden": f"attention width {value:g} (heads · (qk + v head dims) / 2)",
+            "seq_len": f"seq-len {value:g} (its trained context; give --seq-len for your run's)"
+            }[key]
