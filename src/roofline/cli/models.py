@@ -34,7 +34,33 @@ def _cmd_model(args: argparse.Namespace) -> None:
         emit({"models": data}, args.json, table(["id", "type", "params", "active", "layers",
                                                   "hidden"], rows))
         return
+    if args.model == "export" or args.export_id is not None:
+        _cmd_model_export(args)
+        return
     _model_step(args)
+
+
+def _cmd_model_export(args: argparse.Namespace) -> None:
+    """`roofline model export ID`: the config.json of a catalog model (or of a config file,
+    validated), to start your own from."""
+    from pathlib import Path
+
+    from ..models import list_models, load_model
+    from ..models.catalog import CATALOG_DIR
+
+    if args.model != "export" or args.export_id is None:
+        raise RooflineError("a second name is only for 'roofline model export ID' (ID: a "
+                            "catalog id or config.json path)")
+    name = args.export_id.strip()
+    load_model(name)  # validated first: unknown ids get the did-you-mean message
+    if name.lower() in list_models():
+        path = CATALOG_DIR / f"{name.lower()}.json"
+    else:
+        path = Path(name) / "config.json" if Path(name).is_dir() else Path(name)
+        if not path.is_file():
+            raise RooflineError(f"model export: {name} is neither a catalog id nor a "
+                                "config.json on disk (a Hub config is one already)")
+    sys.stdout.write(path.read_text(encoding="utf-8"))
 
 
 def _model_step(args: argparse.Namespace) -> None:
@@ -172,8 +198,10 @@ def register(sub: Any) -> None:
                         description="Bound one step of a model (catalog id, config.json, model "
                         "directory or Hub id) on one chip; `roofline model list` shows the "
                         "catalog.")
-    mp.add_argument("model", help="catalog id, config.json path, model directory, Hub id, or "
-                    "'list'")
+    mp.add_argument("model", help="catalog id, config.json path, model directory, Hub id, "
+                    "'list', or 'export' (then ID)")
+    mp.add_argument("export_id", nargs="?", metavar="ID", help="with 'export': the catalog id "
+                    "or config.json whose config.json to print")
     add_model_args(mp)
     mp.add_argument("--json", action="store_true", help="print one JSON object")
     mp.add_argument("--explain", action="store_true", help="every op, not just every layer")

@@ -39,6 +39,7 @@ from ..ops.attention import attention, mla_attention
 from ..ops.collectives import collective
 from ..ops.elementwise import elementwise
 from ..ops.embedding import embedding_lookup
+from ..ops.linear_attention import linear_attention
 from ..ops.matmul import matmul
 from ..ops.moe import batched_matmul, grouped_matmul
 from ..ops.optimizer import adam_update
@@ -91,6 +92,14 @@ def _check(spec: ModelSpec, phase: Phase, par: Parallel) -> None:
         raise RooflineError(f"microbatches ({par.microbatches}) fill a pipeline: {phase.kind} "
                             "needs pp > 1 for them (only training accumulates micro-batches "
                             "without one)")
+    if spec.linear is not None and any(spec.linear_layers):
+        m = spec.linear
+        if m.heads % par.tp or m.key_heads % par.tp:
+            raise RooflineError(f"tp ({par.tp}) must divide the {m.key_heads} key and "
+                                f"{m.heads} value heads of the linear-attention layers")
+        if par.cp > 1:
+            raise RooflineError("context parallelism of linear-attention layers (a recurrence "
+                                "over the sequence) is not modelled; use cp = 1")
     if spec.layers < par.pp:
         raise RooflineError(f"pp ({par.pp}) exceeds the {spec.layers} layers")
     if np.any(np.mod(phase.batch, par.dp)):
@@ -164,8 +173,13 @@ class _Ctx:
         return [(f"{block} tp {kind}", self.place.comm(kind, nbytes, "tp", self.par.tp))]
 
 
-def _attention_ops(c: _Ctx, window: int | None) -> list[tuple[str, Cost]]:
+def _attention_ops(c: _Ctx, window: int | None, kind: str = "window"
+                   ) -> list[tuple[str, Cost]]:
+    """The token mixer's ops: attention (full, sliding `window`, or chunked local with chunk
+    `window` when kind is "chunk"), or a linear-attention mixer (kind "linear")."""
     s, T, kv_len = c.spec, c.tokens, c.phase.kv_len
+    if kind == "linear":
+        return _linear_ops(c)
     common: dict[str, Any] = dict(dtype=c.prec.activations, kv_dtype=c.prec.kv,
                                   sram_bytes=c.sram_bytes, block_q=c.block_q)
     ops: list[tuple[str, Cost]] = []
@@ -175,11 +189,14 @@ def _attention_ops(c: _Ctx, window: int | None) -> list[tuple[str, Cost]]:
         ops.append(("cp k/v all-gather", c.place.comm("all-gather", kv_bytes, "cp", c.par.cp)))
     if s.mla is None:
         d = s.head_dim
-        ops.append(("qkv projection", c.mm(T, s.hidden, (c.heads_local + 2 * c.kv_heads_local)
-                                           * d, "qkv projection")))
+        gate = c.heads_local if s.attn_output_gate else 0  # Qwen3-Next: a gate per head
+        ops.append(("qkv projection", c.mm(T, s.hidden, (c.heads_local + 2 * c.kv_heads_local
+                                                         + gate) * d, "qkv projection")))
+        chunked = kind == "chunk"
         ops.append(("attention", _cp_share(c, attention(
             c.seqs, c.phase.q_len, kv_len, c.heads_local, c.kv_heads_local, d, impl=_impl(c),
-            window=window, **common))))
+            window=None if chunked else window, chunk=window if chunked else None,
+            **common))))
         ops.append(("attention output", c.mm(T, c.heads_local * d, s.hidden, "attention output")))
         return ops
     m = s.mla
@@ -211,6 +228,21 @@ def _attention_ops(c: _Ctx, window: int | None) -> list[tuple[str, Cost]]:
     ops.append(("attention output", c.mm(T, c.heads_local * m.v_head_dim, s.hidden,
                                          "attention output")))
     return ops
+
+
+def _linear_ops(c: _Ctx) -> list[tuple[str, Cost]]:
+    """A Gated DeltaNet mixer on this chip (TP splits its heads): the fused input projection
+    (q, k, v, output gate z; beta and decay a per value head), the chunked recurrence over a
+    fixed-size state (ops.linear_attention), the output projection."""
+    s, T, m = c.spec, c.tokens, c.spec.linear
+    assert m is not None
+    hv, hk = m.heads / c.par.tp, m.key_heads / c.par.tp
+    width = 2 * hk * m.key_dim + 2 * hv * m.value_dim + 2 * hv
+    return [("linear qkvz projection", c.mm(T, s.hidden, width, "linear qkvz projection")),
+            ("linear attention", linear_attention(
+                c.seqs, c.phase.q_len, c.phase.kv_len, hv, hk, m.key_dim, m.value_dim, m.kind,
+                conv_kernel=m.conv_kernel, dtype=c.prec.activations)),
+            ("linear output", c.mm(T, hv * m.value_dim, s.hidden, "linear output"))]
 
 
 def _cp_share(c: _Ctx, cost: Cost) -> Cost:
@@ -246,11 +278,11 @@ def _mlp_ops(c: _Ctx, moe_layer: bool) -> list[tuple[str, Cost]]:
         ops.append(("ep dispatch all-to-all", c.place.comm("all-to-all", dispatch, "ep", ep)))
     ops += [
         ("experts up/gate", grouped_matmul(group_tokens, s.hidden, gate * f, m.experts, m.top_k,
-                                           dtype=act, weight_dtype=c.prec.weights).scaled(
+                                           dtype=act, weight_dtype=c.prec.experts).scaled(
             1 / ep, "1/ep")),
         ("experts activation", elementwise(group_tokens / ep * m.top_k * f, kind, act)),
         ("experts down", grouped_matmul(group_tokens, f, s.hidden, m.experts, m.top_k,
-                                        dtype=act, weight_dtype=c.prec.weights).scaled(
+                                        dtype=act, weight_dtype=c.prec.experts).scaled(
             1 / ep, "1/ep")),
     ]
     if ep > 1:
@@ -263,12 +295,14 @@ def _mlp_ops(c: _Ctx, moe_layer: bool) -> list[tuple[str, Cost]]:
     return ops
 
 
-def layer_ops(c: _Ctx, moe_layer: bool, window: int | None) -> list[tuple[str, Cost]]:
+def layer_ops(c: _Ctx, moe_layer: bool, window: int | None, kind: str = "window"
+              ) -> list[tuple[str, Cost]]:
     """One decoder layer's forward ops on this chip (pre-norm residual blocks)."""
     s, T, act = c.spec, c.tokens, c.prec.activations
     norm = elementwise(T * s.hidden, s.norm, act)
     add = elementwise(T * s.hidden, "add", act)
-    return [("attention norm", norm), *_attention_ops(c, window), *c.tp_all_reduce("attention"),
+    return [("attention norm", norm), *_attention_ops(c, window, kind),
+            *c.tp_all_reduce("attention"),
             ("attention residual", add), ("mlp norm", norm), *_mlp_ops(c, moe_layer),
             *c.tp_all_reduce("mlp", "all-gather" if moe_layer and c.par.ep > 1 else "all-reduce"),
             ("mlp residual", add)]
@@ -288,15 +322,16 @@ def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chi
     micro = replace(phase, batch=phase.batch / par.microbatches)
     c = _Ctx(spec, micro, par, prec, place(par, system), impl, sram_bytes, block_q, vector)
     useful = 3.0 if phase.kind == "train" else 1.0  # model FLOPs exclude recomputation
-    kinds: dict[tuple[bool, int | None], int] = {}
+    kinds: dict[tuple[bool, str, int | None], int] = {}
     for i in range(spec.layers):
-        key = (spec.is_moe_layer(i), spec.sliding_window if spec.uses_window(i) else None)
+        mixer, span = spec.layer_attention(i)
+        key = (spec.is_moe_layer(i), "window" if mixer == "full" else mixer, span)
         kinds[key] = kinds.get(key, 0) + 1
     rows: list[OpCost] = []
-    for (moe_layer, window), count in kinds.items():
+    for (moe_layer, kind, window), count in kinds.items():
         group = ("moe" if moe_layer else "dense") + " layer" + (
-            f" (window {window})" if window else "")
-        for name, cost in layer_ops(c, moe_layer, window):
+            " (linear)" if kind == "linear" else f" ({kind} {window})" if window else "")
+        for name, cost in layer_ops(c, moe_layer, window, kind):
             per_stage = count // par.pp if count % par.pp == 0 else count / par.pp
             rows.append(OpCost(group, name, per_stage, _step(cost, phase),
                                np.asarray(cost.total_flops) * useful))
@@ -403,5 +438,4 @@ def tp_layer(batch: Any, seq_len: Any, hidden: int, ffn: int, heads: int,
                           shares={"tp": float(link_share)})
     c = _Ctx(spec, phase, par, prec, placement, impl, sram_bytes, block_q, dtype)
     total = sum((cost for _, cost in layer_ops(c, False, None)), Cost())
-    return Cost(total.flops, total.bytes, total.link_bytes, total.link_steps, total.terms,
-                name=f"tensor-parallel layer (tp={tp})")
+    return replace(total, name=f"tensor-parallel layer (tp={tp})")

@@ -3,7 +3,10 @@
 - weights: the parameters this chip holds (TP-sharded matrices, EP-sharded experts, its PP
   stage's share of the layers; norms, routers and MLA's down-projections are replicated).
 - KV cache: per sequence, every cached token of every layer on this chip (sliding-window
-  layers keep only the window); MLA keeps its 576-element latent, not per-head K and V.
+  layers keep only the window, chunked-attention layers only the chunk); MLA keeps its
+  576-element latent, not per-head K and V.
+- recurrent state: linear-attention layers (Qwen3-Next's Gated DeltaNet) keep a fixed-size
+  state per sequence instead of a KV cache, the same bytes at any context.
 - activations, inference: one layer's working set (input, residual, MLP up/gate output)
   plus fp32 logits — an estimate of the transient peak, not a bound.
 - activations, training (Korthikanti et al. 2022, with FlashAttention so no [s, s] scores are
@@ -17,6 +20,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +28,7 @@ import numpy as np
 
 from ..derivation import unwrap
 from ..dtypes import dtype as lookup_dtype
+from ..ops.linear_attention import recurrent_state_bytes
 from .params import param_counts
 from .spec import ModelSpec
 from .step import Parallel, Phase, Precision, kv_bytes_per_token_per_layer
@@ -73,42 +78,68 @@ def weight_bytes(spec: ModelSpec, par: Parallel, prec: Precision) -> float:
     """Bytes of the weights one chip holds: the layers in the weight dtype, the embedding and
     LM head in theirs (`Precision.tables`), as the graph reads them."""
     tables = local_table_params(spec, par)
-    return (local_params(spec, par) - tables) * lookup_dtype(prec.weights).bytes + \
-        tables * lookup_dtype(prec.tables).bytes
+    dense, experts = local_param_split(spec, par)
+    return (dense - tables) * lookup_dtype(prec.weights).bytes + \
+        experts * lookup_dtype(prec.experts).bytes + tables * lookup_dtype(prec.tables).bytes
 
 
-def _layer_split(spec: ModelSpec, par: Parallel) -> tuple[float, float]:
-    """(layers that keep the whole context, sliding-window layers) on one chip."""
-    windowed = sum(spec.uses_window(i) for i in range(spec.layers))
-    return (spec.layers - windowed) / par.pp, windowed / par.pp
+def _kv_layers(spec: ModelSpec, par: Parallel) -> list[tuple[float, float]]:
+    """(attention layers on one chip, the most tokens their cache keeps: inf for the whole
+    context, W for a sliding window, C for chunked attention), fewest kept first.
+    Linear-attention layers keep no KV cache (their state: `state_bytes_per_sequence`)."""
+    caps: dict[float, int] = {}
+    for i in range(spec.layers):
+        kind, span = spec.layer_attention(i)
+        if kind != "linear":
+            cap = math.inf if span is None else float(span)
+            caps[cap] = caps.get(cap, 0) + 1
+    return [(n / par.pp, cap) for cap, n in sorted(caps.items())]
 
 
 def kv_bytes_per_token(spec: ModelSpec, par: Parallel, prec: Precision,
                        context: Any = None) -> Any:
     """KV cache bytes one sequence adds per token on one chip (all its layers); with
-    `context`, the average over a sequence of that length (window layers stop growing)."""
-    full, windowed = _layer_split(spec, par)
+    `context`, the average over a sequence of that length (window and chunk layers stop
+    growing at their span)."""
+    layers = _kv_layers(spec, par)
     per_layer = kv_bytes_per_token_per_layer(spec, par, prec)
-    if context is None or not windowed:
-        return per_layer * (full + windowed)
-    assert spec.sliding_window is not None
+    if context is None or all(cap == math.inf for _, cap in layers):
+        return per_layer * sum(n for n, _ in layers)
     ctx = np.asarray(context, dtype=float)
-    return per_layer * (full + windowed * np.minimum(ctx, spec.sliding_window) / ctx)
+    return per_layer * sum(n * np.minimum(ctx, cap) / ctx for n, cap in layers)
 
 
 def _max_context(spec: ModelSpec, par: Parallel, prec: Precision, seqs: Any,
                  room: Any) -> Any:
-    """Longest context whose KV cache fits in `room` bytes: linear growth, slower past the
-    sliding window (window layers stop growing there)."""
-    full, windowed = _layer_split(spec, par)
-    g_full = seqs * kv_bytes_per_token_per_layer(spec, par, prec) * full
-    g_win = seqs * kv_bytes_per_token_per_layer(spec, par, prec) * windowed
+    """Longest context whose KV cache fits in `room` bytes: the cache grows linearly, more
+    slowly past each window or chunk span (those layers stop growing there); piece by piece."""
+    layers = _kv_layers(spec, par)
+    g = np.asarray(seqs, dtype=float) * kv_bytes_per_token_per_layer(spec, par, prec)
+    out = np.full(np.broadcast(g, room).shape, np.inf)
+    done = np.zeros(out.shape, dtype=bool)
+    lo = 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
-        ctx = room / (g_full + g_win)
-        if windowed and spec.sliding_window is not None:
-            w = spec.sliding_window
-            ctx = np.where(ctx <= w, ctx, (room - g_win * w) / g_full)
-    return np.where(room <= 0, 0.0, np.floor(ctx))
+        for hi in sorted({cap for _, cap in layers}):  # the piece (lo, hi]
+            capped = sum(n * cap for n, cap in layers if cap <= lo)
+            growing = sum(n for n, cap in layers if cap > lo)
+            ctx = (room - g * capped) / (g * growing)
+            hit = ~done & (ctx <= hi)
+            out, done, lo = np.where(hit, ctx, out), done | hit, hi
+    return np.where(room <= 0, 0.0, np.floor(out))
+
+
+def state_bytes_per_sequence(spec: ModelSpec, par: Parallel, prec: Precision) -> float:
+    """The recurrent state one sequence keeps on one chip: every linear-attention layer's
+    fixed-size state and convolution window (ops.linear_attention.recurrent_state_bytes),
+    however long the context."""
+    m = spec.linear
+    layers = sum(spec.layer_attention(i)[0] == "linear" for i in range(spec.layers))
+    if m is None or not layers:
+        return 0.0
+    per_layer = recurrent_state_bytes(m.heads / par.tp, m.key_dim, m.value_dim,
+                                      conv_dim=m.conv_dim / par.tp, conv_kernel=m.conv_kernel,
+                                      conv_dtype=prec.activations)
+    return float(layers / par.pp * per_layer)
 
 
 @dataclass(frozen=True)
@@ -124,11 +155,12 @@ class MemoryFootprint:
     max_batch: Any  # largest batch (all DP replicas) that fits; 0 if not even one
     max_context: Any  # longest context that fits at this batch (inference; None in training)
     context_limit: int | None = None  # the model's own maximum context, which caps it
+    state_bytes: Any = 0.0  # linear-attention layers' recurrent state (not a KV cache)
 
     @property
     def total_bytes(self) -> Any:
         return self.weights_bytes + self.kv_cache_bytes + self.activations_bytes + \
-            self.optimizer_bytes
+            self.optimizer_bytes + self.state_bytes
 
     @property
     def fits(self) -> Any:
@@ -177,9 +209,11 @@ def footprint(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
         return np.asarray(seqs, dtype=float) * ctx * kv_bytes_per_token(spec, par, prec,
                                                                           ctx) / par.cp
 
+    state = 0.0 if phase.kind == "train" else state_bytes_per_sequence(spec, par, prec)
+
     def per_chip(seqs: Any, context: Any) -> Any:
-        return weights + optimizer + kv(seqs, context) + _activations(
-            spec, phase, par, prec, seqs, tokens_per_seq)
+        return weights + optimizer + kv(seqs, context) + np.asarray(seqs, dtype=float) * state \
+            + _activations(spec, phase, par, prec, seqs, tokens_per_seq)
 
     seqs = np.asarray(phase.batch, dtype=float) / par.dp
     context = np.asarray(phase.kv_len, dtype=float)
@@ -191,16 +225,17 @@ def footprint(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
         max_batch = _whole(np.broadcast_to(np.where(
             per_seq > 0, np.maximum(0.0, np.floor(room / per_seq)) * par.dp, np.inf), shape))
     kv_total = kv(seqs, context)
-    activations = per_chip(seqs, context) - weights - optimizer - kv_total
+    states = seqs * state + 0.0 * context  # one state per sequence, whatever the context
+    activations = per_chip(seqs, context) - weights - optimizer - kv_total - states
     max_context = None
     if phase.kind != "train":  # never beyond the context the model was built for
         fits = _max_context(spec, par, prec, seqs / par.cp,  # each CP rank: 1/cp of the cache
-                            capacity_bytes - weights - optimizer - activations)
+                            capacity_bytes - weights - optimizer - activations - states)
         limit = spec.max_context or np.inf
         max_context = unwrap(_whole(np.broadcast_to(np.minimum(fits, limit), shape)))
     return MemoryFootprint(weights, unwrap(kv_total), float(kv_bytes_per_token(spec, par, prec)),
                            unwrap(activations), optimizer, capacity_bytes, unwrap(max_batch),
-                           max_context, spec.max_context)
+                           max_context, spec.max_context, unwrap(states))
 
 
 def _whole(counts: Any) -> Any:

@@ -60,13 +60,27 @@ def attention_params(spec: ModelSpec) -> float:
     out = H * d * h
     bias = {"none": 0, "qkv": (H + 2 * spec.kv_heads) * d,
             "all": (H + 2 * spec.kv_heads) * d + h}[spec.bias]
-    return qkv + out + bias + (2 * d if spec.qk_norm else 0)
+    gate = h * H * d if spec.attn_output_gate else 0  # Qwen3-Next: q_proj's second half
+    sinks = H if spec.attention_sinks else 0  # gpt-oss: one logit per head
+    return qkv + out + bias + (2 * d if spec.qk_norm else 0) + gate + sinks
+
+
+def linear_attention_params(spec: ModelSpec) -> float:
+    """A Gated DeltaNet mixer (Qwen3-Next): in_proj_qkvz, in_proj_ba (beta and the decay
+    per value head), the short convolution, A_log and dt_bias, the gated output norm and
+    out_proj."""
+    m = spec.linear
+    assert m is not None
+    key, value = m.key_heads * m.key_dim, m.heads * m.value_dim
+    return spec.hidden * (2 * key + 2 * value) + spec.hidden * 2 * m.heads \
+        + m.conv_dim * m.conv_kernel + 2 * m.heads + m.value_dim + value * spec.hidden
 
 
 def layer_params(spec: ModelSpec, i: int) -> LayerParams:
     norm_size = spec.hidden * (2 if spec.norm == "layernorm" else 1)
     norms = (2 + spec.extra_norms) * norm_size
-    attn = attention_params(spec)
+    attn = linear_attention_params(spec) if spec.layer_attention(i)[0] == "linear" else \
+        attention_params(spec)
     m = spec.moe
     if m is None or not spec.is_moe_layer(i):
         return LayerParams(attn, _mlp(spec, spec.ffn), 0.0, 0.0, 0.0, norms)

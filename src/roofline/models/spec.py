@@ -40,6 +40,23 @@ class MLA:
 
 
 @dataclass(frozen=True)
+class LinearAttention:
+    """Linear-attention / state-space mixers (ops.linear_attention) in place of attention in
+    some layers: a fixed-size recurrent state per sequence instead of a KV cache."""
+
+    kind: str  # gated_deltanet (Qwen3-Next) | mamba2
+    heads: int  # value (state) heads
+    key_heads: int
+    key_dim: int  # d_k (Mamba-2: d_state)
+    value_dim: int  # d_v (Mamba-2: head_dim)
+    conv_kernel: int = 4
+
+    @property
+    def conv_dim(self) -> int:  # the short convolution runs over q, k and v
+        return 2 * self.key_heads * self.key_dim + self.heads * self.value_dim
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     name: str
     model_type: str
@@ -60,6 +77,12 @@ class ModelSpec:
     sliding_layers: tuple[bool, ...] = ()  # per layer: True where the window applies
     moe: MoE | None = None
     mla: MLA | None = None
+    attention_chunk: int | None = None  # Llama 4: chunked local attention on chunked_layers
+    chunked_layers: tuple[bool, ...] = ()
+    linear: LinearAttention | None = None  # Qwen3-Next: linear mixers on linear_layers
+    linear_layers: tuple[bool, ...] = ()
+    attn_output_gate: bool = False  # Qwen3-Next: q_proj also emits a sigmoid gate per head
+    attention_sinks: bool = False  # gpt-oss: one learned logit per head joins each softmax
     quantized_experts_only: bool = False  # weight_dtype covers the routed experts alone
     max_context: int | None = None  # the longest context it supports (RoPE scaling included)
     trained_context: int | None = None  # the context before RoPE scaling (pre-training)
@@ -78,10 +101,22 @@ class ModelSpec:
         return self.sliding_window is not None and (not self.sliding_layers
                                                      or self.sliding_layers[i])
 
+    def layer_attention(self, i: int) -> tuple[str, int | None]:
+        """Layer i's token mixer: ("linear", None), ("chunk", C), ("window", W) or
+        ("full", None)."""
+        if self.linear is not None and self.linear_layers[i]:
+            return "linear", None
+        if self.attention_chunk is not None and self.chunked_layers[i]:
+            return "chunk", self.attention_chunk
+        if self.uses_window(i):
+            return "window", self.sliding_window
+        return "full", None
+
 
 SUPPORTED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma",
              "gemma2", "gemma3_text", "gemma3", "deepseek_v2", "deepseek_v3", "gpt2", "opt",
-             "phi3")
+             "phi3", "llama4", "llama4_text", "gpt_oss", "kimi_k2", "qwen3_next")
+_DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2")  # Kimi K2 is DeepSeek-V3's architecture
 
 
 MAX_LAYERS = 10_000  # the largest models have a few hundred
@@ -138,7 +173,8 @@ def parse_config(data: Any, name: str, origin: str) -> ModelSpec:
         check_text(data["_source"], f"{origin}: field '_source'", name=True)
     if isinstance(data.get("text_config"), dict):  # multimodal wrappers (Gemma 3): the LM part
         data = {**data["text_config"], "model_type": data["text_config"].get(
-            "model_type", data.get("model_type"))}
+            "model_type", data.get("model_type")), **{  # the wrapper's source and quantization
+                k: data[k] for k in ("_source", "quantization_config") if k in data}}
     model_type = data.get("model_type")
     if model_type not in SUPPORTED:
         raise RooflineError(f"{origin}: unsupported model_type {model_type!r} (supported: "
@@ -167,8 +203,9 @@ def parse_config(data: Any, name: str, origin: str) -> ModelSpec:
     common["weight_dtype"], common["quantization"] = _quantization(c)
     if model_type in ("qwen2", "qwen2_moe"):
         common["bias"] = "qkv"
-    if model_type in ("qwen3", "qwen3_moe", "gemma3_text", "gemma3"):
+    if model_type in ("qwen3", "qwen3_moe", "gemma3_text", "gemma3", "qwen3_next"):
         common["qk_norm"] = True
+    common.update(_layer_patterns(c, model_type, layers))
     if model_type.startswith("gemma") and model_type != "gemma":
         common["extra_norms"] = 2
 
@@ -178,7 +215,7 @@ def parse_config(data: Any, name: str, origin: str) -> ModelSpec:
     moe = _moe(c, model_type)
     if moe:
         common["moe"] = moe
-    if model_type in ("deepseek_v2", "deepseek_v3"):
+    if model_type in _DEEPSEEK:
         common["mla"] = MLA(kv_lora_rank=c.integer("kv_lora_rank"),
                             qk_rope_dim=c.integer("qk_rope_head_dim"),
                             qk_nope_dim=c.integer("qk_nope_head_dim"),
@@ -257,6 +294,9 @@ def _window(c: _Config, model_type: str, layers: int) -> tuple[int, tuple[bool, 
                                                                          False)):
         return None
     size = c.integer("sliding_window")
+    kinds = _layer_types(c, layers)
+    if kinds:  # newer configs list every layer (gpt-oss, Gemma 3)
+        return size, tuple(k == "sliding_attention" for k in kinds)
     if model_type == "gemma2":  # local and global layers alternate, local first
         return size, tuple(i % 2 == 0 for i in range(layers))
     if model_type in ("gemma3_text", "gemma3"):  # 5 local : 1 global
@@ -265,16 +305,75 @@ def _window(c: _Config, model_type: str, layers: int) -> tuple[int, tuple[bool, 
     return size, ()  # Mistral, Phi-3: every layer
 
 
+def _layer_types(c: _Config, layers: int) -> list[str]:
+    kinds = c.data.get("layer_types")
+    if kinds is None:
+        return []
+    if not isinstance(kinds, list) or len(kinds) != layers or \
+            not all(isinstance(k, str) for k in kinds):
+        raise c.error("layer_types", f"must list one name per layer ({layers} layers, "
+                      "num_hidden_layers)")
+    return kinds
+
+
+def _layer_patterns(c: _Config, model_type: str, layers: int) -> dict[str, Any]:
+    """What Llama 4, gpt-oss and Qwen3-Next change per layer, and what gpt-oss quantizes."""
+    out: dict[str, Any] = {}
+    if model_type == "llama4_text":
+        out["ffn"] = c.integer("intermediate_size_mlp")  # dense layers; experts: intermediate
+        # chunked attention with RoPE; every no_rope_layer_interval-th layer global, NoPE
+        rope = c.data.get("no_rope_layers")
+        if rope is not None and (not isinstance(rope, list) or len(rope) != layers):
+            raise c.error("no_rope_layers", f"must list 0 or 1 per layer ({layers} layers)")
+        every = c.integer("no_rope_layer_interval", default=4)
+        out["attention_chunk"] = c.integer("attention_chunk_size")
+        out["chunked_layers"] = tuple(bool(r) for r in rope) if rope is not None else \
+            tuple((i + 1) % every != 0 for i in range(layers))
+    if model_type == "gpt_oss":
+        out["bias"] = "all"  # attention, expert and router biases
+        out["attention_sinks"] = True
+    if model_type == "qwen3_next":
+        out["attn_output_gate"] = True
+        out["linear"] = LinearAttention(
+            "gated_deltanet", c.integer("linear_num_value_heads"),
+            c.integer("linear_num_key_heads"), c.integer("linear_key_head_dim"),
+            c.integer("linear_value_head_dim"), c.integer("linear_conv_kernel_dim", default=4))
+        kinds = _layer_types(c, layers)
+        every = c.integer("full_attention_interval", default=4)
+        out["linear_layers"] = tuple(k == "linear_attention" for k in kinds) if kinds else \
+            tuple((i + 1) % every != 0 for i in range(layers))
+    q = c.data.get("quantization_config")
+    if isinstance(q, dict) and isinstance(q.get("modules_to_not_convert"), list):
+        # gpt-oss keeps attention, router, embedding and LM head in bf16: experts only
+        out["quantized_experts_only"] = any(
+            isinstance(m, str) and "self_attn" in m for m in q["modules_to_not_convert"])
+    return out
+
+
 def _moe(c: _Config, model_type: str) -> MoE | None:
     if model_type == "mixtral":
         return MoE(c.integer("num_local_experts"), c.integer("num_experts_per_tok"), c.integer(
             "intermediate_size"))
-    if model_type in ("qwen2_moe", "qwen3_moe"):
+    if model_type == "llama4_text":  # a shared expert beside every routed set
+        step = c.integer("interleave_moe_layer_step", default=1)
+        moe_layers = c.data.get("moe_layers")
+        if moe_layers is not None and moe_layers != list(range(step - 1, c.integer(
+                "num_hidden_layers"), step)):
+            raise c.error("moe_layers", "only the interleaved pattern (every "
+                          "interleave_moe_layer_step-th layer) is supported")
+        ffn = c.integer("intermediate_size")
+        return MoE(c.integer("num_local_experts"), c.integer("num_experts_per_tok"), ffn, 1, ffn,
+                   first_dense_layers=step - 1, every=step)
+    if model_type == "gpt_oss":
+        return MoE(c.integer("num_local_experts"),
+                   c.integer("num_experts_per_tok", "experts_per_token"),
+                   c.integer("intermediate_size"))
+    if model_type in ("qwen2_moe", "qwen3_moe", "qwen3_next"):
         shared = c.opt_int("shared_expert_intermediate_size")
         return MoE(c.integer("num_experts"), c.integer("num_experts_per_tok"),
                    c.integer("moe_intermediate_size"), 1 if shared else 0, shared or 0,
                    every=c.integer("decoder_sparse_step", default=1))
-    if model_type in ("deepseek_v2", "deepseek_v3"):
+    if model_type in _DEEPSEEK:
         shared = c.integer("n_shared_experts", default=1)
         return MoE(c.integer("n_routed_experts"), c.integer("num_experts_per_tok"),
                    c.integer("moe_intermediate_size"), shared, c.integer("moe_intermediate_size"),
