@@ -45,17 +45,43 @@ def test_every_point_equals_a_scalar_analysis():
         assert row["tokens_per_s"] == pytest.approx(a.tokens_per_s, rel=1e-12)
 
 
-def test_sweep_batch_is_per_replica_and_rows_report_the_total():
-    # `sweep --batch 16 --dp 2` runs 16 sequences on each replica: the row says 32, the same
-    # step as `roofline model --batch 32 --dp 2`.
-    r = sweep_model("llama-3-8b", ["h100"], "decode", [16], [2048], dp=[1, 2])
-    rows = {r.row(i)["dp"]: r.row(i) for i in range(len(r))}
-    assert rows[1]["batch"] == 16 and rows[2]["batch"] == 32
+def test_sweep_batch_is_the_total_as_in_model_and_per_replica_is_explicit():
+    # `--batch` means what `roofline model --batch` means: all replicas together; a dp that
+    # does not divide a value skips it. `batch_per_replica` is the explicit per-replica form.
+    r = sweep_model("llama-3-8b", ["h100"], "decode", [3, 32], [2048], dp=[1, 2])
+    rows = [r.row(i) for i in range(len(r))]
+    assert sorted((x["dp"], x["batch"]) for x in rows) == [(1, 3), (1, 32), (2, 32)]
+    two = next(x for x in rows if x["dp"] == 2)
     a = analyze("llama-3-8b", "h100", decode(32, 2048), Parallel(dp=2))
-    assert rows[2]["tokens_per_s"] == pytest.approx(a.tokens_per_s, rel=1e-12)
+    assert two["tokens_per_s"] == pytest.approx(a.tokens_per_s, rel=1e-12)
+    per = sweep_model("llama-3-8b", ["h100"], "decode", [16], [2048], dp=[1, 2],
+                      batch_per_replica=True)
+    rows = {per.row(i)["dp"]: per.row(i) for i in range(len(per))}
+    assert rows[1]["batch"] == 16 and rows[2]["batch"] == 32
     # inference replicas never talk: each does the dp=1 step, so twice the tokens, same time
     assert rows[2]["t_lower_s"] == pytest.approx(rows[1]["t_lower_s"], rel=1e-12)
     assert rows[2]["tokens_per_s"] == pytest.approx(2 * rows[1]["tokens_per_s"], rel=1e-12)
+    with pytest.raises(RooflineError, match="divisible by dp 4"):
+        sweep_model("llama-3-8b", ["h100"], "decode", [3], [2048], dp=[4])
+
+
+def test_fewest_chips_honours_the_latency_target_and_lines_say_what_they_meet(run_cli):
+    # asked for 20 ms per step, the fewest-chips answer must be a point within 20 ms
+    r = sweep_model("llama-3-70b", ["h100"], "decode", [64], [8192], tp=[2, 4, 8])
+    loose = r.frontier()["fewest_chips_that_fit"]
+    tight = r.frontier(0.02)["fewest_chips_that_fit"]
+    assert loose["t_lower_s"] > 0.02  # the fewest chips alone would miss the target
+    assert tight["t_lower_s"] <= 0.02 and tight["chips"] > loose["chips"]
+    code, out, _ = run_cli("sweep", "model", "llama-3-70b", "--batch", "64", "--context",
+                           "8k", "--tp", "2,4,8", "--max-tpot", "20ms")
+    assert code == 0
+    line = next(x for x in out.splitlines() if x.startswith("fewest chips"))
+    assert "[fits in memory, step <= 20 ms]" in line and f"x{tight['chips']} " in line
+
+
+def test_a_duration_without_a_unit_is_refused(run_cli):
+    code, _, err = run_cli("sweep", "model", "llama-3-8b", "--max-tpot", "50")
+    assert code == 2 and "no unit" in err and "50ms" in err and "Traceback" not in err
 
 
 def test_frontier_matches_brute_force():
@@ -67,7 +93,7 @@ def test_frontier_matches_brute_force():
     for hw in ("h100-sxm", "a100-sxm-80gb"):
         best = max((x for x in ok if x["hardware"] == hw), key=lambda x: x["tokens_per_s"])
         assert front["best_tokens_per_s"][hw]["tokens_per_s"] == best["tokens_per_s"]
-    assert front["fewest_chips_that_fit"]["chips"] == min(x["chips"] for x in rows if x["fits"])
+    assert front["fewest_chips_that_fit"]["chips"] == min(x["chips"] for x in ok)
     assert front["feasible_points"] == len(ok)
     assert front["points"] == len(rows)  # infeasible points are kept, only marked
     assert any(not x["fits"] for x in rows)

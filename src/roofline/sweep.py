@@ -10,14 +10,14 @@ marked `fits = False`, never dropped.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .errors import RooflineError
-from .hardware import load_chip
+from .hardware import Chip, load_chip
 from .models import Parallel, Precision, analyze, decode, prefill, train
 from .models.catalog import load_model
 from .ops.params import OpDecl
@@ -100,11 +100,16 @@ class SweepResult:
         per_chip = c["tokens_per_s"] / c["chips"]
         best_per_chip = self.row(int(np.flatnonzero(ok)[np.argmax(per_chip[ok])])) \
             if ok.any() else None
-        fitting = np.flatnonzero(c["fits"].astype(bool))
-        fewest = self.row(int(fitting[np.argmin(c["chips"][fitting])])) if fitting.size \
-            else None
+        # fewest chips meeting the same constraints (the latency target too), the fastest
+        # such point on a tie
+        feasible = np.flatnonzero(ok)
+        fewest = self.row(int(feasible[np.lexsort((-c["tokens_per_s"][feasible],
+                                                   c["chips"][feasible]))[0]])) \
+            if feasible.size else None
         return {"best_tokens_per_s": best, "best_tokens_per_s_per_chip": best_per_chip,
                 "fewest_chips_that_fit": fewest, "bound_changes": self.bound_changes,
+                "constraint": "fits in memory" + (
+                    f", t_lower per step <= {max_latency_s:g} s" if max_latency_s else ""),
                 "points": len(self), "feasible_points": int(ok.sum()),
                 "pareto": [self.row(i) for i in self.pareto(max_latency_s)]}
 
@@ -114,13 +119,7 @@ class SweepResult:
         ok = c["fits"].astype(bool)
         if max_latency_s is not None:
             ok &= c["t_lower_s"] <= max_latency_s
-        idx = np.flatnonzero(ok)
-        if idx.size == 0:
-            return []
-        order = idx[np.lexsort((-c["tokens_per_s"][idx], c["t_lower_s"][idx]))]
-        best = np.maximum.accumulate(c["tokens_per_s"][order])
-        improves = np.r_[True, best[1:] > best[:-1]]
-        return [int(i) for i in order[improves]]
+        return pareto_front(c["t_lower_s"], c["tokens_per_s"], ok)
 
     def row(self, i: int) -> dict[str, Any]:
         return {k: v[i].item() for k, v in self.columns.items()}
@@ -137,41 +136,80 @@ def _bound_changes(config: dict[str, Any], batch: Any, length: Any, bound: Any
             for j in np.flatnonzero(differs.any(axis=0))]
 
 
+def pareto_front(latency: Any, throughput: Any, ok: Any) -> list[int]:
+    """Indices of the points (where `ok`) that no other such point beats on both lower
+    latency and higher throughput, fastest first."""
+    latency, throughput = np.asarray(latency), np.asarray(throughput)
+    idx = np.flatnonzero(np.asarray(ok, dtype=bool))
+    if idx.size == 0:
+        return []
+    order = idx[np.lexsort((-throughput[idx], latency[idx]))]
+    best = np.maximum.accumulate(throughput[order])
+    improves = np.r_[True, best[1:] > best[:-1]]
+    return [int(i) for i in order[improves]]
+
+
+def configurations(hardware: Sequence[str], tp: Sequence[int] = (1,), pp: Sequence[int] = (1,),
+                   dp: Sequence[int] = (1,), ep: Sequence[int] = (1,),
+                   weight_dtypes: Sequence[str] = ("bf16",),
+                   kv_dtypes: Sequence[str] = ("bf16",),
+                   precision: Callable[[Chip, str, str], Precision] | None = None,
+                   microbatches: int = 1) -> Iterator[tuple[Chip, Parallel, Precision,
+                                                            dict[str, Any]]]:
+    """Every combination of the categorical axes: the chip, its parallelism and dtypes, and
+    the configuration's columns. `precision(chip, weights, kv)` builds the dtypes (default:
+    bf16 activations)."""
+    make = precision or (lambda chip, w, kv: Precision(weights=w, activations="bf16",
+                                                       kv_cache=kv))
+    for chip, t, p, d, e, w, kv in itertools.product([load_chip(h) for h in hardware], tp, pp,
+                                                     dp, ep, weight_dtypes, kv_dtypes):
+        par = Parallel(tp=t, pp=p, dp=d, ep=e, microbatches=microbatches)
+        yield chip, par, make(chip, w, kv), {"hardware": chip.id, "tp": t, "pp": p, "dp": d,
+                                             "ep": e, "weight_dtype": w, "kv_dtype": kv}
+
+
 def sweep_model(model: str, hardware: Sequence[str], phase: str, batch: Any, length: Any,
                 tp: Sequence[int] = (1,), pp: Sequence[int] = (1,), dp: Sequence[int] = (1,),
                 ep: Sequence[int] = (1,), weight_dtypes: Sequence[str] = ("bf16",),
                 kv_dtypes: Sequence[str] = ("bf16",), dtype: str = "bf16", k: int = 1,
-                microbatches: int = 1) -> SweepResult:
+                microbatches: int = 1, batch_per_replica: bool = False) -> SweepResult:
     """Analyse every combination; `length` is the context (decode), prompt length (prefill)
-    or sequence length (train)."""
+    or sequence length (train). `batch` is the total over data-parallel replicas, as in
+    `analyze` (a configuration skips the batches its dp does not divide); with
+    `batch_per_replica` it is per replica (the total is batch x dp)."""
     spec = load_model(model)
-    chips = [load_chip(h) for h in hardware]
-    configs = len(chips) * len(tp) * len(pp) * len(dp) * len(ep) * len(weight_dtypes) * len(
+    configs = len(hardware) * len(tp) * len(pp) * len(dp) * len(ep) * len(weight_dtypes) * len(
         kv_dtypes)
     _check_points(configs * np.size(batch) * np.size(length))
-    b = np.asarray(batch, dtype=float)[:, None]
     n = np.asarray(length, dtype=float)[None, :]
-    bb, nn = np.broadcast_arrays(b, n)
     steps = {"decode": lambda b: decode(b, n, k), "prefill": lambda b: prefill(b, n),
              "train": lambda b: train(b, n)}
     if phase not in steps:
         raise RooflineError(f"unknown phase {phase!r} (allowed: {', '.join(steps)})")
     parts: dict[str, list[np.ndarray[Any, Any]]] = {}
     changes: list[dict[str, Any]] = []
-    for chip, t, p, d, e, w, kv in itertools.product(chips, tp, pp, dp, ep, weight_dtypes,
-                                                     kv_dtypes):
-        par = Parallel(tp=t, pp=p, dp=d, ep=e, microbatches=microbatches)
-        prec = Precision(weights=w, activations=dtype, kv_cache=kv)
-        a = analyze(spec, chip, steps[phase](b * d), par, prec)  # batch is per replica
-        config = {"hardware": chip.id, "tp": t, "pp": p, "dp": d, "ep": e, "weight_dtype": w,
-                  "kv_dtype": kv}
-        changes += _bound_changes(config, bb * d, nn, np.broadcast_to(a.bound, bb.shape))
+    given = np.asarray(batch, dtype=float)
+    for chip, par, prec, config in configurations(
+            hardware, tp, pp, dp, ep, weight_dtypes, kv_dtypes,
+            lambda chip, w, kv: Precision(weights=w, activations=dtype, kv_cache=kv),
+            microbatches):
+        d = par.dp
+        total = given * d if batch_per_replica else given[np.mod(given, d) == 0]
+        if total.size == 0:
+            raise RooflineError(f"--batch: no value is divisible by dp {d} (the batch is the "
+                                "total over replicas; --batch-per-replica gives it per "
+                                "replica)")
+        b = total[:, None]
+        bb, nn = np.broadcast_arrays(b, n)
+        a = analyze(spec, chip, steps[phase](b), par, prec)
+        changes += _bound_changes(config, bb, nn, np.broadcast_to(a.bound, bb.shape))
         size = bb.size
         column = {
-            "hardware": np.full(size, chip.id), "tp": np.full(size, t), "pp": np.full(size, p),
-            "dp": np.full(size, d), "ep": np.full(size, e), "chips": np.full(size, par.chips),
-            "weight_dtype": np.full(size, w), "kv_dtype": np.full(size, kv),
-            "batch": (bb * d).ravel(), "length": nn.ravel(),
+            "hardware": np.full(size, chip.id), "tp": np.full(size, par.tp),
+            "pp": np.full(size, par.pp), "dp": np.full(size, d), "ep": np.full(size, par.ep),
+            "chips": np.full(size, par.chips),
+            "weight_dtype": np.full(size, prec.weights), "kv_dtype": np.full(size, prec.kv),
+            "batch": bb.ravel(), "length": nn.ravel(),
             "t_lower_s": np.broadcast_to(a.t_lower_s, bb.shape).ravel(),
             "t_upper_s": np.broadcast_to(a.t_upper_s, bb.shape).ravel(),
             "tokens_per_s": np.broadcast_to(a.tokens_per_s, bb.shape).ravel(),

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Any
 
 import numpy as np
 
 from ..argtypes import emit, typed
+from ..errors import RooflineError
 from ..files import write_csv
 from ..ops.params import OpDecl
 from ..report import (
@@ -32,14 +34,16 @@ def _cmd_sweep_model(args: argparse.Namespace) -> None:
     length = {"decode": args.context or "1k,8k,32k", "prefill": args.prompt_len or "1k,8k",
               "train": args.seq_len or "4k"}
     result = sweep_model(
-        args.model, parse_list(args.hw, "--hw"), args.phase, parse_axis(args.batch, "--batch"),
+        args.model, parse_list(args.hw, "--hw"), args.phase,
+        parse_axis(args.batch_per_replica or args.batch, "--batch-per-replica"
+                   if args.batch_per_replica else "--batch"),
         parse_axis(length[args.phase], "--context/--prompt-len/--seq-len"),
         tp=_ints(args.tp, "--tp"), pp=_ints(args.pp, "--pp"), dp=_ints(args.dp, "--dp"),
         ep=_ints(args.ep, "--ep"),
         weight_dtypes=parse_list(args.weight_dtype or args.dtype, "--weight-dtype"),
         kv_dtypes=parse_list(args.kv_dtype or args.dtype, "--kv-dtype"), dtype=args.dtype,
         k=args.k or 1,
-        microbatches=args.microbatches)
+        microbatches=args.microbatches, batch_per_replica=args.batch_per_replica is not None)
     limit = args.max_latency
     frontier = result.frontier(limit)
     if args.csv:
@@ -103,6 +107,15 @@ _AXIS = {"count": (parse_number, True), "bytes": (parse_bytes, False),
          "float": (parse_number, False)}  # a kind's axis: how one value reads, whole or not
 
 
+def duration_with_unit(text: str, what: str) -> float:
+    """A duration that says its unit ('50ms', '0.2s'): a bare '50' could mean 50 ms or 50 s,
+    so it is refused rather than read as seconds."""
+    if not re.search(r"[a-zA-Zµ]\s*$", str(text)):
+        raise RooflineError(f"{what}: {str(text).strip()!r} has no unit; write e.g. "
+                            f"{str(text).strip()}ms or {str(text).strip()}s")
+    return parse_duration(text, what)
+
+
 def _cell(value: Any) -> str:
     if isinstance(value, (float, np.floating)):
         return f"{float(value):.4g}"
@@ -126,9 +139,13 @@ def register(sub: Any) -> None:
     sm.add_argument("model", help="catalog id or config.json")
     sm.add_argument("--hw", default="h100", help="comma-separated chips, e.g. h100,h200,mi300x")
     sm.add_argument("--phase", default="decode", choices=["prefill", "decode", "train"])
-    sm.add_argument("--batch", default="1:256:x2",
-                    help="sequences per data-parallel replica (axis; the output's batch is the "
-                    "total)")
+    batch = sm.add_mutually_exclusive_group()
+    batch.add_argument("--batch", default="1:256:x2",
+                       help="sequences in the step, all data-parallel replicas together, as in "
+                       "`roofline model` (axis; a dp skips the values it does not divide)")
+    batch.add_argument("--batch-per-replica",
+                       help="sequences per data-parallel replica instead (axis; the output's "
+                       "batch is the total, this x dp)")
     sm.add_argument("--context", help="decode context (axis; default 1k,8k,32k)")
     sm.add_argument("--prompt-len", help="prefill prompt length (axis; default 1k,8k)")
     sm.add_argument("--seq-len", help="training sequence length (axis; default 4k)")
@@ -139,7 +156,7 @@ def register(sub: Any) -> None:
     sm.add_argument("--dtype", default="bf16", help="activation dtype")
     sm.add_argument("--weight-dtype", help="weight dtypes (list; default --dtype)")
     sm.add_argument("--kv-dtype", help="KV cache dtypes (list; default --dtype)")
-    sm.add_argument("--max-tpot", "--max-latency", type=typed(parse_duration, "--max-tpot"),
+    sm.add_argument("--max-tpot", "--max-latency", type=typed(duration_with_unit, "--max-tpot"),
                     dest="max_latency", help="latency target for the frontier (e.g. 50ms)")
     sm.add_argument("--csv", help="write every point to this CSV file")
     sm.add_argument("--plot", help="chart tokens/s against batch (PNG / SVG / PDF)")

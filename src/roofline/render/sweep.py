@@ -21,13 +21,15 @@ def sweep_text(result: Any, frontier: dict[str, Any], max_latency_s: float | Non
                 f"tokens/s, {ft(r['t_lower_s'])} per step, {r['bound']}-bound")
 
     target = f" within {ft(max_latency_s)} per step" if max_latency_s else ""
+    # every answer says which constraints it meets: memory, and the latency target if given
+    met = f" [fits in memory{', step <= ' + ft(max_latency_s) if max_latency_s else ''}]"
     lines = [f"{frontier['points']} points ({result.phase}); {frontier['feasible_points']} fit"
              f" in memory{target}", ""]
-    lines += [f"best tokens/s on {hw}{target}: {describe(r)}"
+    lines += [f"best tokens/s on {hw}{met}: {describe(r)}"
               for hw, r in frontier["best_tokens_per_s"].items()]
-    lines.append(f"best tokens/s per chip{target}: "
+    lines.append(f"best tokens/s per chip{met}: "
                  f"{describe(frontier['best_tokens_per_s_per_chip'])}")
-    lines.append(f"fewest chips that fit: {describe(frontier['fewest_chips_that_fit'])}")
+    lines.append(f"fewest chips{met}: {describe(frontier['fewest_chips_that_fit'])}")
     pareto = frontier["pareto"][:25]
     if pareto:
         lines += ["", "Pareto frontier (no other point is both faster per step and higher in "
