@@ -98,8 +98,10 @@ def test_alpha_dominates_below_crossover():
     n = 8
     cost = collective("all-reduce", 1e6, n)
     m_star = latency_crossover_bytes(cost, 1e6, NVLINK.latency_s, NVLINK.bandwidth_Bps,
-                                     "scale-up")
-    assert m_star == pytest.approx(n * NVLINK.latency_s * NVLINK.bandwidth_Bps)  # 3.6 MB
+                                     "scale-up", NVLINK.base_latency_s)
+    # 14 alphas and one call's base latency against 2·7/8·m over the link (~5.9 MB)
+    latency = 2 * (n - 1) * NVLINK.latency_s + NVLINK.base_latency_s
+    assert m_star == pytest.approx(latency * NVLINK.bandwidth_Bps / (2 * (n - 1) / n))
     sizes = np.array([m_star / 10, m_star / 1.01, m_star * 1.01, m_star * 10])
     est = evaluate(collective("all-reduce", sizes, n), H100)
     assert list(est.bound) == ["latency", "latency", "scale-up", "scale-up"]
@@ -158,6 +160,7 @@ class Ring:
         self.chunks = [np.array_split(d.copy(), n) for d in self.data]
         self.msgs = np.zeros(n, int)
         self.elems = np.zeros(n, int)
+        self.rounds = 0  # message rounds: each pays one alpha, however many peers it reaches
 
     def _send(self, r, payload):
         self.msgs[r] += 1
@@ -166,6 +169,7 @@ class Ring:
     def reduce_scatter(self):  # afterwards rank r holds the sum of chunk (r + 1) % n
         n = self.n
         for step in range(n - 1):
+            self.rounds += 1
             outgoing = [(r, (r - step) % n, self.chunks[r][(r - step) % n].copy())
                         for r in range(n)]
             for r, c, payload in outgoing:
@@ -175,18 +179,40 @@ class Ring:
     def all_gather(self, owned):  # rank r starts with chunk owned(r), ends with all of them
         n = self.n
         for step in range(n - 1):
+            self.rounds += 1
             outgoing = [(r, owned(r - step), self.chunks[r][owned(r - step)].copy())
                         for r in range(n)]
             for r, c, payload in outgoing:
                 self.chunks[(r + 1) % n][c] = payload
                 self._send(r, payload)
 
-    def all_to_all(self):  # pairwise: at step s rank r sends its chunk for rank r + s
+    def all_to_all(self, algo):
+        """pairwise: at step s rank r sends its chunk for rank r + s; direct: every chunk in
+        one round; ring: chunks hop between neighbours, each the short way round."""
         n = self.n
         received = [[None] * n for _ in range(n)]
         for r in range(n):
             received[r][r] = self.chunks[r][r]
+        if algo == "ring":
+            # (where the chunk is, its source, its destination, which way it goes)
+            moving = [(src, src, dst, 1 if (dst - src) % n <= n // 2 else -1)
+                      for src in range(n) for dst in range(n) if dst != src]
+            while moving:
+                self.rounds += 1
+                still = []
+                for at, src, dst, way in moving:
+                    self._send(at, self.chunks[src][dst])
+                    nxt = (at + way) % n
+                    if nxt == dst:
+                        received[dst][src] = self.chunks[src][dst].copy()
+                    else:
+                        still.append((nxt, src, dst, way))
+                moving = still
+            self.chunks = received
+            return
         for step in range(1, n):
+            if algo == "pairwise" or step == 1:
+                self.rounds += 1
             for r in range(n):
                 dst = (r + step) % n
                 received[dst][r] = self.chunks[r][dst].copy()
@@ -194,14 +220,14 @@ class Ring:
         self.chunks = received
 
 
-def check(ring, kind, elements):
+def check(ring, kind, elements, algo="ring"):
     nbytes = elements * 4  # fp32
-    expected = collective(kind, nbytes, ring.n)
-    assert np.all(ring.msgs == expected.link_steps["scale-up"])
+    expected = collective(kind, nbytes, ring.n, algo)
+    assert ring.rounds == expected.link_steps["scale-up"]
     assert np.all(ring.elems * 4 == pytest.approx(expected.link_bytes["scale-up"]))
 
 
-@pytest.mark.parametrize("n", [2, 3, 5, 8])
+@pytest.mark.parametrize("n", [2, 3, 5, 6, 8])
 def test_ring_collectives_match_a_simulated_ring(n):
     elements = 40 * n  # nccl-tests sizes: the full vector (all-gather: the gathered output)
     total = np.sum(Ring(n, elements).data, axis=0)
@@ -227,13 +253,14 @@ def test_ring_collectives_match_a_simulated_ring(n):
         np.testing.assert_allclose(np.concatenate(ag.chunks[r]), np.concatenate(mine))
     check(ag, "all-gather", elements)
 
-    a2a = Ring(n, elements)  # each rank's send buffer is the whole vector
-    sent = [np.array_split(d, n) for d in a2a.data]
-    a2a.all_to_all()
-    for r in range(n):
-        for src in range(n):
-            np.testing.assert_allclose(a2a.chunks[r][src], sent[src][r])
-    check(a2a, "all-to-all", elements)
+    for algo in ("direct", "pairwise", "ring"):
+        a2a = Ring(n, elements)  # each rank's send buffer is the whole vector
+        sent = [np.array_split(d, n) for d in a2a.data]
+        a2a.all_to_all(algo)
+        for r in range(n):
+            for src in range(n):
+                np.testing.assert_allclose(a2a.chunks[r][src], sent[src][r])
+        check(a2a, "all-to-all", elements, algo)
 
 
 # --- measured: nccl-tests all-reduce points (shared/reference/hw_specs.md §6.3) ---------------

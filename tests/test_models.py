@@ -102,9 +102,10 @@ def test_tp_halves_weight_bytes_and_adds_all_reduces():
     reduces = [op for op in two.ops if op.name.endswith("tp all-reduce")]
     assert len(reduces) == 2 and all(op.count == 80 for op in reduces)
     assert "scale-up" not in analyze("llama-3-70b", "h200", decode(8, 2048)).link_bytes
-    # by hand: two ring all-reduces of 8 tokens·8192·2 B per layer, 2·7/8 of it each way
+    # by hand: two all-reduces of 8 tokens·8192·2 B per layer; on H100's NVSwitch the
+    # default algorithm (auto, as NCCL picks) is NVLS: the whole buffer once each way
     (layer,) = two.layers
-    assert layer.link_bytes == pytest.approx(2 * 2 * 7 / 8 * 8 * 8192 * 2)
+    assert layer.link_bytes == pytest.approx(2 * 8 * 8192 * 2)
     assert "link each" in model_text(two) and "link bytes" in model_text(two, explain=True)
 
 
@@ -400,9 +401,10 @@ def test_training_moves_each_collective_twice_not_thrice():
     tr = analyze("llama-3-70b", "h100", train(8, 4096), par).link_bytes["scale-up"]
     rc = analyze("llama-3-70b", "h100", train(8, 4096, recompute=True), par)
     assert tr == pytest.approx(2 * fwd) and rc.link_bytes["scale-up"] == pytest.approx(3 * fwd)
-    # by hand: 2 all-reduces per layer forward + 2 backward, each 2(n-1)/n of T·h·2 bytes
+    # by hand: 2 all-reduces per layer forward + 2 backward, each (NVLS on H100, what auto
+    # picks) T·h·2 bytes each way
     spec = load_model("llama-3-70b")
-    assert tr == pytest.approx(4 * 2 * 7 / 8 * 8 * 4096 * spec.hidden * 2 * spec.layers)
+    assert tr == pytest.approx(4 * 8 * 4096 * spec.hidden * 2 * spec.layers)
 
 
 def test_context_parallel_splits_the_work_evenly():
@@ -455,7 +457,7 @@ def test_expert_parallel_gradients_are_not_all_reduced_over_unique_experts():
     assert "expert gradient all-reduce" not in names  # ep = dp: one copy of each expert
     dense_params = 1.606e9  # attention, norms, routers, embeddings of Mixtral
     assert names["dp gradient all-reduce"].link_bytes == pytest.approx(
-        2 * 7 / 8 * dense_params * 2, rel=0.01)
+        dense_params * 2, rel=0.01)  # NVLS (auto on H100): the bf16 gradients once each way
     tp = analyze("mixtral-8x7b", "h100", train(8, 4096), Parallel(tp=2, dp=4))
     assert "expert gradient all-reduce" in {op.name for op in tp.ops}  # replicated over dp
 
@@ -508,9 +510,10 @@ def test_ep_with_tp_gathers_the_expert_outputs_instead_of_reducing():
     a = analyze("deepseek-v3", "h100", decode(64, 2048), Parallel(tp=8, ep=8))
     moe = {op.name: op for op in a.ops if op.group == "moe layer"}
     assert "mlp tp all-gather" in moe and "mlp tp all-reduce" not in moe
-    # ranks hold disjoint tokens after the combine: (tp-1)/tp of the activations, not 2x that
+    # ranks hold disjoint tokens after the combine: (tp-1)/tp of the activations, not an
+    # all-reduce's (NVLS on H100, what auto picks: the activations once each way)
     assert moe["mlp tp all-gather"].link_bytes == pytest.approx(
-        moe["attention tp all-reduce"].link_bytes / 2)
+        7 / 8 * moe["attention tp all-reduce"].link_bytes)
 
 
 def test_speculative_tpot_is_the_step_over_its_tokens():

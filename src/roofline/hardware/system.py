@@ -35,18 +35,22 @@ class System:
 
     def link_share(self, link: str, ranks: Any) -> Any:
         """The fraction of a link's per-chip bandwidth a group of `ranks` can use. A switch
-        (NVSwitch, a NIC) gives every group all of it. On a torus a group's ring runs along
-        the axes it spans, both ways: 2 ports per axis, 1 for a pair of neighbours."""
+        (NVSwitch, a NIC) gives every group all of it. A full mesh (MI300X Infinity Fabric: one
+        port to each peer) gives a group of g ranks its g - 1 ports to the others, a pair one
+        port. On a torus a group's ring runs along the axes it spans, both ways: 2 ports per
+        axis, 1 for a pair of neighbours."""
         lk = self.chip.links.get(link)
-        if lk is None or lk.torus_axis is None or lk.ports is None:
+        if lk is None or lk.topology == "switch" or lk.ports is None:
             return 1.0
         n = np.maximum(np.asarray(ranks, dtype=float), 1.0)
-        axes = np.minimum(np.ceil(np.log(n) / np.log(lk.torus_axis) - 1e-9),
-                          max(lk.ports // 2, 1))
-        used = np.where(n <= 2, 1.0, 2.0 * np.maximum(axes, 1.0))
+        if lk.topology == "mesh":
+            used = np.maximum(n - 1.0, 1.0)
+        else:  # torus
+            axis = lk.torus_axis or 2
+            axes = np.minimum(np.ceil(np.log(n) / np.log(axis) - 1e-9), max(lk.ports // 2, 1))
+            used = np.where(n <= 2, 1.0, 2.0 * np.maximum(axes, 1.0))
         share = np.minimum(used, lk.ports) / lk.ports
         return float(share) if share.ndim == 0 else share
-
 
 def make_system(hw: Chip | str, chips: int | None = None,
                 chips_per_domain: int | None = None) -> System:

@@ -12,7 +12,7 @@ import numpy as np
 from ..cost import Cost
 from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError
-from ..hardware import System
+from ..hardware import Chip, System
 from ..ops.attention import kv_cache_bytes, mla_cache_elements
 from ..ops.collectives import collective
 from .spec import ModelSpec
@@ -144,11 +144,12 @@ class Placement:
     links: dict[str, tuple[str, int | None]] = field(default_factory=dict)
     algo: str = "ring"
     shares: dict[str, float] = field(default_factory=dict)  # group -> usable link fraction
+    chip: Chip | None = None  # whose links pick each collective's algorithm under "auto"
 
     def comm(self, kind: str, nbytes: Any, group: str, ranks: int) -> Cost:
         link, domain_size = self.links[group]
         return collective(kind, nbytes, ranks, self.algo, link, domain_size,
-                          self.shares.get(group, 1.0))
+                          self.shares.get(group, 1.0), chip=self.chip)
 
 
 def place(parallel: Parallel, system: System) -> Placement:
@@ -171,7 +172,8 @@ def place(parallel: Parallel, system: System) -> Placement:
             links[group] = ("scale-up", members_per_domain)
     shares = {group: float(system.link_share("scale-up", min(sizes[group], domain)))
               for group, (link, _) in links.items() if link == "scale-up"}
-    return Placement(domain, links, shares=shares)
+    # "auto": what NCCL would pick per collective and size (all-to-all: direct)
+    return Placement(domain, links, "auto", shares, system.chip)
 
 
 def kv_bytes_per_token_per_layer(spec: ModelSpec, par: Parallel, prec: Precision) -> float:

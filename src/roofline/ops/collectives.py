@@ -1,4 +1,5 @@
-"""Collectives in the alpha-beta model: message steps (alpha) and bytes per direction (beta).
+"""Collectives in the alpha-beta model: message steps (alpha), bytes per direction (beta) and
+one collective call (its base latency).
 
 `nbytes` is the buffer size as nccl-tests reports it: the full per-rank vector for
 all-reduce, broadcast and send/recv, the full gathered output for all-gather, the full
@@ -6,18 +7,29 @@ input for reduce-scatter, and each rank's whole send buffer for all-to-all.
 
 Per rank, over n ranks (each step sends one message; bytes are per direction):
 
-    collective       ring / pairwise              tree (double binary)     nvls (in-switch)
-    all-reduce       2(n-1) steps, 2(n-1)/n·m     2·ceil(log2 n), 2·m     2 steps, m
-    all-gather       n-1,  (n-1)/n·m              -                        -
-    reduce-scatter   n-1,  (n-1)/n·m              -                        -
-    all-to-all       n-1,  (n-1)/n·m              -                        -
-    broadcast        n-1,  m (pipelined chain)    ceil(log2 n), m          -
-    send-recv        1,    m                      -                        -
+    collective       ring                          tree (double binary)   nvls (in-switch)
+    all-reduce       2(n-1) steps, 2(n-1)/n·m      2·ceil(log2 n), 2·m    2 steps, m
+    all-gather       n-1,  (n-1)/n·m               -                      -
+    reduce-scatter   n-1,  (n-1)/n·m               -                      -
+    broadcast        n-1,  m (pipelined chain)     ceil(log2 n), m        -
+    send-recv        1,    m                       (any name: one message)
+
+    all-to-all       direct: 1 step, (n-1)/n·m     pairwise: n-1 steps, (n-1)/n·m
+                     ring: floor(n/2) steps, floor(n²/4)/n·m
 
 The ring rows are the bandwidth-optimal schedules (Thakur et al.); "tree" is NCCL's
 pipelined double binary tree: log-depth latency, but each rank moves about 2·m. "nvls" is
 NVLink SHARP: every GPU pushes its m bytes into the switch, which reduces and multicasts the
 result back: m each way in two steps (ideal; needs a link with in-switch reduction).
+All-to-all: "direct" posts every peer's chunk at once (what NCCL and DeepEP do: one round of
+latency, the default); "pairwise" exchanges with one peer per step (n-1 rounds); "ring"
+relays chunks between neighbours only, each the short way round a bidirectional ring (a
+torus axis without direct paths): a chunk k hops away crosses k links.
+
+"auto" (`choose_algorithm`) is what the library would pick: per message size, the
+algorithm the collective implements (nvls only where the link reduces in the switch) with
+the smallest alpha-beta time on the chip. Each algorithm's time is a lower bound of its
+own, so their minimum bounds whatever NCCL chose.
 
 A group larger than one scale-up domain (`domain_size` ranks) runs hierarchically, with
 a = domain_size ranks inside each domain and b = n / a domains (a group that does not fill
@@ -25,8 +37,11 @@ whole domains is spread evenly over the fewest that hold it: b = ceil(n / domain
 a = n / b): all-reduce = reduce-scatter
 inside (a, m) + all-reduce across (b, m/a, each GPU on its own NIC) + all-gather inside
 (a, m); all-gather / reduce-scatter / broadcast split the same way; all-to-all sends
-(a-1)/n·m over the scale-up link and (n-a)/n·m over scale-out. The phases sit on different
-links, so the evaluator's t_lower assumes them pipelined and t_upper serial.
+(a-1)/n·m over the scale-up link and (n-a)/n·m over scale-out.
+
+Every collective is one call: it pays the base latency (launch, synchronisation) of the
+outermost link it crosses once, as NCCL's tuning model charges its base latency once per
+call (the network's longer per-step latency is its alpha).
 
 busbw (nccl-tests): algbw = m / t; busbw = algbw · factor with factor 2(n-1)/n for
 all-reduce, (n-1)/n for all-gather, reduce-scatter and all-to-all, 1 for broadcast and
@@ -54,7 +69,15 @@ if TYPE_CHECKING:
 
 COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast",
                "send-recv")
-ALGORITHMS = ("ring", "tree", "nvls")
+ALGORITHMS = ("ring", "tree", "nvls", "direct", "pairwise")
+AUTO = "auto"  # per message size, the algorithm with the smallest alpha-beta time
+# which algorithms implement each collective (a send-recv is one message under any name)
+IMPLEMENTS: dict[str, tuple[str, ...]] = {
+    "all-reduce": ("ring", "tree", "nvls"), "all-gather": ("ring",),
+    "reduce-scatter": ("ring",), "broadcast": ("ring", "tree"),
+    "all-to-all": ("direct", "pairwise", "ring"), "send-recv": ("ring",),
+}
+DEFAULT_ALGO = {"all-to-all": "direct"}  # NCCL's all-to-all; the others: auto (ring without a chip)
 
 _BUSBW_FACTOR: dict[str, Callable[[Num], Num]] = {
     "all-reduce": lambda n: 2 * (n - 1) / n,
@@ -82,37 +105,55 @@ def _flat(kind: str, algo: str, n: Expr, m: Expr) -> tuple[Expr, Expr]:
     """(steps, bytes per direction) for one phase over n ranks on one link."""
     if kind == "send-recv":
         return Sym("1", 1.0), m
+    if kind == "all-to-all":
+        if algo == "direct":
+            return Sym("1", 1.0), (n - 1) / n * m
+        if algo == "pairwise":
+            return n - 1, (n - 1) / n * m
+        # ring relay, each chunk the short way: sum over k of min(k, n-k) hops = floor(n²/4)
+        return (Call("floor", np.floor, n / 2),
+                Call("floor", np.floor, n * n / 4) / n * m)
     if algo == "ring":
         if kind == "all-reduce":
             return 2 * (n - 1), 2 * (n - 1) / n * m
         if kind == "broadcast":
             return n - 1, m
         return n - 1, (n - 1) / n * m
-    if algo == "tree" and kind in ("all-reduce", "broadcast"):
+    if algo == "tree":
         depth = _log2(n)
         return (2 * depth, 2 * m) if kind == "all-reduce" else (depth, m)
-    if algo == "nvls" and kind == "all-reduce":
-        return Sym("2", 2.0), m
-    raise RooflineError(f"algorithm {algo!r} does not implement {kind} (ring does all; tree: "
-                        "all-reduce, broadcast; nvls: all-reduce)")
+    return Sym("2", 2.0), m  # nvls all-reduce
+
+
+def _check_algo(kind: str, algo: str) -> None:
+    if algo not in ALGORITHMS:
+        raise unknown("algorithm", algo, (*ALGORITHMS, AUTO))
+    if kind != "send-recv" and algo not in IMPLEMENTS[kind]:
+        raise RooflineError(f"algorithm {algo!r} does not implement {kind} (it has: "
+                            f"{', '.join(IMPLEMENTS[kind])}, or {AUTO})")
 
 
 def collective(
     kind: str,
     nbytes: Any,
     ranks: Any,
-    algo: str = "ring",
+    algo: Any = None,
     link: str = "scale-up",
     domain_size: Any = None,
     link_share: Any = 1.0,
+    chip: Chip | None = None,
 ) -> Cost:
     """One collective over `ranks` ranks as a per-rank Cost on the link(s) it uses.
 
+    `algo` is a name, "auto" (needs `chip`: see `choose_algorithm`) or an array of names
+    (one per message size, as "auto" picks them). Default: "direct" for all-to-all; for the
+    others "auto" with a chip, else "ring".
     `domain_size` (ranks per scale-up domain) makes a larger group hierarchical: the part
     inside a domain runs on `link` (scale-up) and the part across domains on scale-out.
     `link_share` is the fraction of that link's bandwidth the group can use (a ring along one
-    axis of a TPU torus uses 2 of its 4 or 6 ports: `System.link_share`); its bytes count
-    as 1/link_share as many, so the evaluator's bandwidth stays the chip's figure.
+    axis of a TPU torus uses 2 of its 4 or 6 ports, a pair on a full mesh one of its ports:
+    `System.link_share`); its bytes count as 1/link_share as many, so the evaluator's
+    bandwidth stays the chip's figure.
 
     >>> c = collective("all-reduce", 8 * 2**30, 8)
     >>> round(c.link_bytes["scale-up"] / 2**30, 3), c.link_steps["scale-up"]
@@ -120,13 +161,32 @@ def collective(
     """
     if kind not in COLLECTIVES:
         raise unknown("collective", kind, COLLECTIVES)
-    if algo not in ALGORITHMS:
-        raise unknown("algorithm", algo, ALGORITHMS)
     if link not in LINKS:
         raise unknown("link", link, LINKS)
+    if algo is None:
+        algo = DEFAULT_ALGO.get(kind, AUTO if chip is not None else "ring")
+    if isinstance(algo, str) and algo == AUTO:
+        if chip is None:
+            raise RooflineError("algorithm 'auto' is chosen on a chip's link: pass chip= (or "
+                                "name the algorithm: " + ", ".join(IMPLEMENTS[kind]) + ")")
+        algo = choose_algorithm(kind, nbytes, ranks, chip, link, domain_size, link_share)
+    names = np.asarray(algo)
+    if names.ndim == 0:
+        return _collective(kind, str(algo), nbytes, ranks, link, domain_size, link_share)
+    chosen = list(dict.fromkeys(names.ravel().tolist()))
+    if len(chosen) == 1:
+        return _collective(kind, chosen[0], nbytes, ranks, link, domain_size, link_share)
+    costs = {a: _collective(kind, a, nbytes, ranks, link, domain_size, link_share)
+             for a in chosen}
+    return _per_size(kind, names, costs)
+
+
+def _collective(kind: str, algo: str, nbytes: Any, ranks: Any, link: str, domain_size: Any,
+                link_share: Any) -> Cost:
+    _check_algo(kind, algo)
     m = size("m", nbytes, "bytes")
     n = whole("n", ranks, "ranks")
-    # ranks = 1 is allowed (a sweep may include it): 0 steps and 0 bytes
+    # ranks = 1 is allowed (a sweep may include it): 0 steps, 0 bytes and no call
     hierarchical = domain_size is not None and link == "scale-up" and kind != "send-recv" \
         and np.any(np.asarray(n.value) > np.asarray(domain_size))
     share = size("share", link_share, "link_share")
@@ -134,19 +194,22 @@ def collective(
         raise RooflineError(f"link_share: a fraction in (0, 1], got {link_share!r}")
     if not hierarchical:
         steps, traffic = _flat(kind, algo, n, m)
-        if np.any(np.asarray(n.value) == 1):  # a group of one moves nothing, on any algorithm
-            others = Sym("[n > 1]", (np.asarray(n.value) > 1) * 1.0)
-            steps, traffic = steps * others, traffic * others
+        others = (np.asarray(n.value) > 1) * 1.0
+        if np.any(others == 0):  # a group of one moves nothing, on any algorithm
+            steps, traffic = steps * Sym("[n > 1]", others), traffic * Sym("[n > 1]", others)
         if np.any(np.asarray(share.value) < 1):
             traffic = traffic / share
         return Cost(link_bytes={link: traffic.value}, link_steps={link: _full(steps.value, m)},
+                    link_calls={link: _full(others, m)},
                     terms=(Term(f"{link} steps", steps), Term(f"{link} bytes", traffic)),
                     name=f"{kind} ({algo})")
+    if algo == "ring" and kind == "all-to-all":
+        raise RooflineError("all-to-all 'ring' relays between neighbours of one ring; a group "
+                            "that spans scale-up domains uses direct or pairwise")
     domain = whole("a", domain_size, "domain_size")
     # a group smaller than a domain stays inside it: a = min(n, domain), b = n / a domains
     a = Sym("a", np.minimum(np.asarray(n.value), np.asarray(domain.value)) * 1.0)
     return _hierarchical(kind, algo, n, m, Sym("a", unwrap(a.value)))
-
 
 
 def _full(value: Num, like: Expr) -> Num:
@@ -175,15 +238,64 @@ def _hierarchical(kind: str, algo: str, n: Sym, m: Sym, a: Sym) -> Cost:
     elif kind == "broadcast":
         up_steps, up_bytes = _flat(kind, algo, a, m)
         out_steps, out_bytes = _flat(kind, algo, b, m)
-    else:  # all-to-all: (a-1) peers inside the domain, n-a outside
-        up_steps, up_bytes = a - 1, (a - 1) / n * m
-        out_steps, out_bytes = n - a, (n - a) / n * m
+    else:  # all-to-all: (a-1) peers inside the domain, n-a outside; direct: one round each
+        up_bytes, out_bytes = (a - 1) / n * m, (n - a) / n * m
+        up_steps, out_steps = (a - 1, n - a) if algo == "pairwise" else \
+            (Sym("[a > 1]", (np.asarray(a.value) > 1) * 1.0),
+             Sym("[b > 1]", (np.asarray(b.value) > 1) * 1.0))
     terms += [Term("scale-up steps", up_steps), Term("scale-up bytes", up_bytes),
               Term("scale-out steps", out_steps), Term("scale-out bytes", out_bytes)]
+    # one call, on the outermost link it crosses (a group inside one domain: scale-up)
+    across = (np.asarray(b.value) > 1) * 1.0
     return Cost(link_bytes={"scale-up": up_bytes.value, "scale-out": out_bytes.value},
                 link_steps={"scale-up": _full(up_steps.value, m),
                             "scale-out": _full(out_steps.value, m)},
+                link_calls={"scale-up": _full(1.0 - across, m), "scale-out": _full(across, m)},
                 terms=tuple(terms), name=f"{kind} ({algo}, hierarchical)")
+
+
+def _per_size(kind: str, names: np.ndarray[Any, Any], costs: dict[str, Cost]) -> Cost:
+    """One Cost from several algorithms' Costs: each message size takes its own algorithm's."""
+    fields: dict[str, dict[str, Num]] = {}
+    terms: list[Term] = []
+    for field, what in (("link_bytes", "bytes"), ("link_steps", "steps"),
+                        ("link_calls", "calls")):
+        merged: dict[str, Num] = {}
+        for key in dict.fromkeys(k for c in costs.values() for k in getattr(c, field)):
+            value = np.zeros(names.shape)
+            for algo, cost in costs.items():
+                if key in getattr(cost, field):
+                    part = np.broadcast_to(getattr(cost, field)[key], names.shape)
+                    value = np.where(names == algo, part, value)
+            merged[key] = value
+            if what != "calls":
+                terms.append(Term(f"{key} {what}", Sym(f"{what}(algo)", value)))
+        fields[field] = merged
+    return Cost(**fields, terms=tuple(terms),
+                name=f"{kind} (auto per size: {'/'.join(costs)})")
+
+
+def choose_algorithm(kind: str, nbytes: Any, ranks: Any, chip: Chip, link: str = "scale-up",
+                     domain_size: Any = None, link_share: Any = 1.0) -> Any:
+    """What the library would pick ("auto"): per message size (a name, or an array of names
+    for arrays of sizes or ranks), the algorithm implementing `kind` whose alpha-beta time on
+    `chip` is smallest; nvls only where the link reduces in the switch. Ties go to the
+    earlier of ring, tree, nvls (direct, pairwise, ring for all-to-all)."""
+    from ..evaluate import evaluate  # the one evaluator times each candidate
+
+    if kind not in COLLECTIVES:
+        raise unknown("collective", kind, COLLECTIVES)
+    switch = chip.links.get(link) is not None and chip.link(link).in_switch_reduction
+    candidates = [a for a in IMPLEMENTS[kind] if a != "nvls" or switch]
+    if kind == "all-to-all" and domain_size is not None and link == "scale-up" \
+            and np.any(np.asarray(ranks) > np.asarray(domain_size)):
+        candidates.remove("ring")  # a neighbour relay spans one domain
+    times = [np.asarray(evaluate(_collective(kind, a, nbytes, ranks, link, domain_size,
+                                             link_share), chip).t_lower_s)
+             for a in candidates]
+    best = np.argmin(np.stack(np.broadcast_arrays(*times)), axis=0)
+    picked = np.asarray(candidates)[best]
+    return str(picked) if picked.ndim == 0 else picked
 
 
 def crossover_from_times(nbytes: float, time_s: Mapping[str, Any], links: Any) -> float | None:
@@ -196,11 +308,14 @@ def crossover_from_times(nbytes: float, time_s: Mapping[str, Any], links: Any) -
 
 
 def latency_crossover_bytes(cost: Cost, nbytes: Any, latency_s: float,
-                            bandwidth_Bps: float, link: str) -> Num:
-    """Message size at which alpha·steps equals bytes/bandwidth on one link (costs are
-    linear in the message size, so it is steps·alpha·W / (bytes per byte of message))."""
+                            bandwidth_Bps: float, link: str, base_latency_s: float = 0.0) -> Num:
+    """Message size at which the latency (alpha·steps + base·calls) equals bytes/bandwidth on
+    one link (costs are linear in the message size, so it is latency·W / (bytes per byte of
+    message))."""
     per_byte = np.asarray(cost.link_bytes[link]) / np.asarray(nbytes, dtype=float)
-    value = np.asarray(cost.link_steps[link]) * latency_s * bandwidth_Bps / per_byte
+    latency = np.asarray(cost.link_steps[link]) * latency_s \
+        + np.asarray(cost.link_calls.get(link, 0.0)) * base_latency_s
+    value = latency * bandwidth_Bps / per_byte
     return float(value) if value.ndim == 0 else value
 
 
@@ -209,30 +324,58 @@ def latency_crossover_bytes(cost: Cost, nbytes: Any, latency_s: float,
 
 def placement(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
     """Where a group sits on the chip's system: a group larger than the scale-up domain goes
-    hierarchical, a torus ring gets its share of the ports, and NVLS needs the switch."""
+    hierarchical, a group gets its share of the link (a torus ring the ports along its axes,
+    a full-mesh group one port per peer), and NVLS needs the switch."""
+    return _place(kwargs, chip, pair=False)
+
+
+def _place(kwargs: dict[str, Any], chip: Chip, pair: bool) -> dict[str, Any]:
     link = kwargs.get("link", "scale-up")
     system = make_system(chip)
     if kwargs.get("domain_size") is None and link == "scale-up" and "scale-up" in chip.links:
         kwargs["domain_size"] = system.chips_per_domain
     ranks = kwargs.get("ranks", kwargs.get("shards", kwargs.get("tp", 1)))
-    if kwargs.get("link_share") is None:  # a torus ring uses the ports along its axes
+    if kwargs.get("link_share") is None:
         inside = kwargs.get("domain_size") or ranks
-        kwargs["link_share"] = system.link_share(link, np.minimum(ranks, inside)) \
-            if link == "scale-up" else 1.0
+        group = 2 if pair else np.minimum(ranks, inside)  # a send/recv has one peer
+        kwargs["link_share"] = system.link_share(link, group) if link in chip.links else 1.0
     if kwargs.get("algo") == "nvls" and not chip.link(link).in_switch_reduction:
         raise RooflineError(f"--algo nvls needs in-switch reduction (NVLink SHARP), which "
                             f"{chip.id!r}'s {link} link does not have (use ring or tree)")
     return kwargs
 
 
-PLACEMENT_PARAMS = (
-    Param("link", "link the group sits on (a group larger than the scale-up domain also "
-          "uses scale-out)", "choice", "scale-up", choices=("scale-up", "scale-out")),
-    Param("algo", "algorithm", "choice", "ring", choices=ALGORITHMS),
-    Param("domain_size", "ranks per scale-up domain (default: the chip's)"),
-    Param("link_share", "fraction of the link's bandwidth the group can use (default: the "
-          "chip's; a torus ring uses the ports along its axes)", "float"),
-)
+def _collective_placement(kind: str) -> Callable[[dict[str, Any], Chip], dict[str, Any]]:
+    """The placement, then "auto" resolved to the algorithm it picks for each size (so
+    `op --json` echoes the choice)."""
+    def prepare(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
+        kwargs = _place(kwargs, chip, pair=kind == "send-recv")
+        if kwargs.get("algo") == AUTO:
+            kwargs["algo"] = choose_algorithm(
+                kind, kwargs["nbytes"], kwargs["ranks"], chip, kwargs.get("link", "scale-up"),
+                kwargs.get("domain_size"), kwargs["link_share"])
+        return kwargs
+
+    return prepare
+
+
+def placement_params(algo: str = "ring",
+                     algorithms: tuple[str, ...] = ("ring", "tree", "nvls")) -> tuple[Param, ...]:
+    """The placement options: link, algorithm (default and choices), domain, link share."""
+    return (
+        Param("link", "link the group sits on (a group larger than the scale-up domain also "
+              "uses scale-out)", "choice", "scale-up", choices=("scale-up", "scale-out")),
+        Param("algo", "algorithm (auto: per size, the one with the smallest alpha-beta time "
+              "on this chip, as NCCL picks)" if AUTO in algorithms else "algorithm",
+              "choice", algo, choices=algorithms),
+        Param("domain_size", "ranks per scale-up domain (default: the chip's)"),
+        Param("link_share", "fraction of the link's bandwidth the group can use (default: the "
+              "chip's topology: a switch gives all of it, a full mesh one port per peer, a "
+              "torus ring the ports along its axes)", "float"),
+    )
+
+
+PLACEMENT_PARAMS = placement_params()  # sharded-matmul and tp-layer: named algorithms
 
 
 def _bandwidths(kind: str) -> Callable[[dict[str, Any], Estimate], dict[str, Any]]:
@@ -252,11 +395,16 @@ def _bandwidths(kind: str) -> Callable[[dict[str, Any], Estimate], dict[str, Any
     return extras
 
 
-COLLECTIVE_OPS = tuple(
-    OpDecl(kind.replace("-", ""), f"{kind} of --bytes over --ranks ranks (alpha-beta model)",
-           partial(collective, kind), (
-               Param("nbytes", "message size as nccl-tests counts it (e.g. 64MiB, 1GB)",
-                     "bytes", required=True, flag="--bytes"),
-               Param("ranks", "ranks in the group", required=True), *PLACEMENT_PARAMS),
-           placement, _bandwidths(kind), aliases=(kind,))
-    for kind in COLLECTIVES)
+def _declare(kind: str) -> OpDecl:
+    algorithms = (*IMPLEMENTS[kind], AUTO) if kind != "send-recv" else (*ALGORITHMS, AUTO)
+    return OpDecl(
+        kind.replace("-", ""), f"{kind} of --bytes over --ranks ranks (alpha-beta model)",
+        partial(collective, kind), (
+            Param("nbytes", "message size as nccl-tests counts it (e.g. 64MiB, 1GB)",
+                  "bytes", required=True, flag="--bytes"),
+            Param("ranks", "ranks in the group", required=True),
+            *placement_params(DEFAULT_ALGO.get(kind, AUTO), algorithms)),
+        _collective_placement(kind), _bandwidths(kind), aliases=(kind,))
+
+
+COLLECTIVE_OPS = tuple(_declare(kind) for kind in COLLECTIVES)
