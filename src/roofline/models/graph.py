@@ -35,7 +35,7 @@ from ..cost import Cost
 from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError
 from ..hardware import Chip, System, make_system
-from ..ops.attention import attention, mla_attention
+from ..ops.attention import attention, flash_tiling, mla_attention
 from ..ops.collectives import collective
 from ..ops.elementwise import elementwise
 from ..ops.embedding import embedding_lookup
@@ -136,6 +136,8 @@ class _Ctx:
     sram_bytes: float | None
     block_q: int | None
     vector_dtype: str  # dtype whose peak vector-unit work (the optimizer) is charged to
+    l2_bytes: float | None = None  # flash: the L2 that catches K/V re-reads (flash_tiling)
+    concurrent_blocks: int | None = None  # flash: query blocks in flight (one per SM)
 
     @property
     def seqs(self) -> float:  # sequences on this chip
@@ -181,7 +183,8 @@ def _attention_ops(c: _Ctx, window: int | None, kind: str = "window"
     if kind == "linear":
         return _linear_ops(c)
     common: dict[str, Any] = dict(dtype=c.prec.activations, kv_dtype=c.prec.kv,
-                                  sram_bytes=c.sram_bytes, block_q=c.block_q)
+                                  sram_bytes=c.sram_bytes, block_q=c.block_q,
+                                  l2_bytes=c.l2_bytes, concurrent_blocks=c.concurrent_blocks)
     ops: list[tuple[str, Cost]] = []
     if c.par.cp > 1:  # ring / all-gather context parallelism: every chip needs all K/V
         kv_bytes = c.seqs * c.phase.kv_len * kv_bytes_per_token_per_layer(c.spec, c.par,
@@ -320,7 +323,9 @@ def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chi
     # optimizer arithmetic runs on vector units: the fp32 peak where the chip publishes one
     vector = "fp32" if "fp32" in chip.peaks else prec.activations
     micro = replace(phase, batch=phase.batch / par.microbatches)
-    c = _Ctx(spec, micro, par, prec, place(par, system), impl, sram_bytes, block_q, vector)
+    l2 = flash_tiling(chip, sram_bytes, block_q) if impl == "flash" else {}
+    c = _Ctx(spec, micro, par, prec, place(par, system), impl, sram_bytes, block_q, vector,
+             l2.get("l2_bytes"), l2.get("concurrent_blocks"))
     useful = 3.0 if phase.kind == "train" else 1.0  # model FLOPs exclude recomputation
     kinds: dict[tuple[bool, str, int | None], int] = {}
     for i in range(spec.layers):

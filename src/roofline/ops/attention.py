@@ -21,6 +21,15 @@ Counting conventions (seed 000 §2.4, seed 003 §5):
          into blocks of Br rows and K/V are re-read once per block, up to the keys the block
          can see: Br = M / (s·(d + d_v)) for SRAM size M (the Q tile and the O accumulator stay
          resident), so traffic is Θ(N²d²/M) (FlashAttention IO analysis).
+         With the L2 capacity given (`l2_bytes`), HBM sees the compulsory traffic (Q, O and
+         one K/V pass) and L2 every load; the n_blk − 1 re-reads come from L2 when the K/V
+         working set of the (batch, KV head) pairs in flight fits in L2, R·S_kv <= L2, else
+         they spill to HBM. S_kv = the most keys one query sees (Lkv; W or C with a window
+         or chunk) times the bytes per key; R = min(B·Hkv, ceil(n_run / n_blk)) pairs run
+         at once when n_run query blocks are in flight. Source: FlashAttention-3's
+         persistent kernel runs one block per SM and schedules together the blocks of a
+         "section" of heads whose K/V fit in L2 (Dao-AILab/flash-attention
+         hopper/tile_scheduler.hpp, DynamicPersistentTileScheduler: "32 MB for K & V").
   decode K/V read exactly once per KV head (split-KV flash decoding: all query rows of a KV
          head in one tile). Batching does not raise decode intensity: every sequence reads its
          own cache (DESIGN §4 item 3); GQA (G) and multi-token queries (k) do.
@@ -99,14 +108,18 @@ def attention(
     kv_shared: bool = False,
     name: str = "attention",
     chunk: Any = None,
+    l2_bytes: Any = None,
+    concurrent_blocks: Any = None,
 ) -> Cost:
     """Attention cost; every size may be a numpy array (a sweep is one call).
 
     `sram_bytes` (M, the on-chip SRAM one kernel block can use, e.g.
     ``load_chip("h100").level("sram").unit_capacity_bytes``) or `block_q` (Br directly) is
-    required for impl="flash". `kv_shared` means V is part of the K cache (MLA's latent
-    cache), so only d elements per token are stored and read. `chunk` is chunked local
-    attention (Llama 4): each query sees only the keys of its own aligned chunk.
+    required for impl="flash". `l2_bytes` (the L2 capacity) lets flash's K/V re-reads come
+    from L2 when they fit; `concurrent_blocks` is how many query blocks run at once (the
+    SM count; default 1: one head's blocks at a time). `kv_shared` means V is part of the K
+    cache (MLA's latent cache), so only d elements per token are stored and read. `chunk` is
+    chunked local attention (Llama 4): each query sees only the keys of its own aligned chunk.
 
     >>> c = attention(1, 1, 4096, heads=64, kv_heads=8, head_dim=128, impl="decode")
     >>> round(c.bytes["hbm"] / 2**20, 2)   # the 16 MiB KV cache of seed 003 §5 (+ Q and O)
@@ -140,6 +153,7 @@ def attention(
     flops = matmul_flops + softmax_flops
     q_and_o = B * Lq * H * (d * s + dv * s_o)
     kv_row = d * s_kv if kv_shared else (d + dv) * s_kv  # bytes per cached token per KV head
+    l2: Expr | None = None  # flash with the L2 capacity given: the L2 traffic
 
     if impl == "naive":
         kv_bytes = B * Lkv * Hkv * kv_row
@@ -158,9 +172,20 @@ def attention(
                             Call("ceil", np.ceil, group * Lq / br))
             kv_bytes = B * Hkv * blocks * visible * kv_row
             terms.append(Term("K/V bytes (re-read per Q block)", kv_bytes))
+            if l2_bytes is not None:  # every load passes L2; HBM sees one pass + the spill
+                once = define(terms, "K/V first pass (compulsory, what decode reads)", "KV_1",
+                              B * Hkv * visible * kv_row)
+                l2 = q_and_o + kv_bytes
+                kv_bytes = once + _l2_spill(terms, B, Hkv, blocks,
+                                            _keys_seen(Lkv, window, chunk) * kv_row,
+                                            (blocks - 1) * once, l2_bytes, concurrent_blocks)
         hbm = q_and_o + kv_bytes
 
     terms += [Term("FLOPs", flops), Term("HBM bytes", hbm)]
+    levels = {"hbm": hbm}
+    if l2 is not None:
+        levels["l2"] = l2
+        terms.append(Term("L2 bytes (every load and store)", l2))
     if impl == "flash":
         naive = attention(batch, q_len, kv_len, heads, kv_heads, head_dim, v_head_dim, causal,
                           window, "naive", x, kv, o, kv_shared=kv_shared, chunk=chunk)
@@ -170,8 +195,37 @@ def attention(
     # the special-function units (FlashAttention-3 §3.1: the exp rate is a real wall).
     return Cost(flops={x.peak: matmul_flops.value},
                 vector_flops={"fp32": (softmax_flops - exps).value},
-                special_ops={"exp": exps.value}, bytes={"hbm": hbm.value},
+                special_ops={"exp": exps.value},
+                bytes={level: e.value for level, e in levels.items()},
                 terms=tuple(terms), name=name)
+
+
+def _keys_seen(Lkv: Sym, window: Any, chunk: Any) -> Expr:
+    """The most keys one query sees: all Lkv, or at most the window W or the chunk C."""
+    limit = window if window is not None else chunk
+    if limit is None:
+        return Lkv
+    cap = size("W" if window is not None else "C", limit)
+    return Call(f"min_{cap.name}", lambda v: np.minimum(v, cap.value), Lkv)
+
+
+def _l2_spill(terms: list[Term], B: Sym, Hkv: Sym, blocks: Sym, working_set: Expr,
+              rereads: Expr, l2_bytes: Any, concurrent_blocks: Any) -> Expr:
+    """The K/V re-reads that reach HBM: none when the working set of the (batch, KV head)
+    pairs in flight fits in L2 (module docstring), all of them otherwise."""
+    L2 = size("L2", l2_bytes, "l2_bytes")
+    run = size("n_run", 1 if concurrent_blocks is None else concurrent_blocks,
+               "concurrent_blocks")
+    pairs = (B * Hkv).value
+    S = define(terms, "K/V working set per (batch, KV head)", "S_kv", working_set)
+    R = define(terms, "(batch, KV head) pairs in flight", "R",
+               Call("min_BHkv", lambda v: np.minimum(v, pairs),
+                    Call("ceil", np.ceil, run / blocks)))
+    fits = define(terms, "re-reads served by L2 (1 when R·S_kv <= L2)", "f",
+                  Call("fits", lambda v: np.where(v <= 1.0, 1.0, 0.0), R * S / L2))
+    spill = (1 - fits) * rereads
+    terms.append(Term("K/V re-reads spilled to HBM", spill))
+    return spill
 
 
 def _block_rows(sram_bytes: Any, block_q: Any, d: Sym, dv: Sym, x: DType) -> Expr:
@@ -190,19 +244,31 @@ def _block_rows(sram_bytes: Any, block_q: Any, d: Sym, dv: Sym, x: DType) -> Exp
 DEFAULT_BLOCK_Q = 128  # FA2 / FA3's query tile, for chips whose file gives no SRAM level
 
 
-def flash_tiling(chip: Chip | None, sram_bytes: Any = None, block_q: Any = None
-                 ) -> dict[str, Any]:
-    """How flash attention tiles: the SRAM budget M or query block Br given, else the chip's
-    per-SM (per-core) SRAM as M, else (no chip, or a chip file without an sram level: Gaudi,
-    a measured GPU) Br = 128 query rows. The one place this default is decided: ops, models,
-    levers and measurements all ask here."""
+def flash_tiling(chip: Chip | None, sram_bytes: Any = None, block_q: Any = None,
+                 l2_bytes: Any = None, concurrent_blocks: Any = None) -> dict[str, Any]:
+    """How flash attention tiles and what catches its K/V re-reads. The SRAM budget M or
+    query block Br given, else the chip's per-SM (per-core) SRAM as M, else (no chip, or a
+    chip file without an sram level: Gaudi, a measured GPU) Br = 128 query rows. The L2
+    capacity given, else the chip's l2 level (none: every re-read goes to HBM); the query
+    blocks in flight given, else one per SM (the sram level's units). The one place these
+    defaults are decided: ops, models, levers and measurements all ask here."""
     if sram_bytes is not None or block_q is not None:
-        return {"sram_bytes": sram_bytes, "block_q": block_q}
-    if chip is None or not any(m.name == "sram" for m in chip.memory):
-        return {"sram_bytes": None, "block_q": DEFAULT_BLOCK_Q}
-    sram = chip.level("sram")
-    return {"sram_bytes": float(sram.unit_capacity_bytes or sram.capacity_bytes or 0.0),
-            "block_q": None}
+        tiling = {"sram_bytes": sram_bytes, "block_q": block_q}
+    elif chip is None or not _has_level(chip, "sram"):
+        tiling = {"sram_bytes": None, "block_q": DEFAULT_BLOCK_Q}
+    else:
+        sram = chip.level("sram")
+        tiling = {"sram_bytes": float(sram.unit_capacity_bytes or sram.capacity_bytes or 0.0),
+                  "block_q": None}
+    if l2_bytes is None and chip is not None and _has_level(chip, "l2"):
+        l2_bytes = chip.level("l2").capacity_bytes
+    if concurrent_blocks is None and chip is not None and _has_level(chip, "sram"):
+        concurrent_blocks = chip.level("sram").units
+    return {**tiling, "l2_bytes": l2_bytes, "concurrent_blocks": concurrent_blocks}
+
+
+def _has_level(chip: Chip, name: str) -> bool:
+    return any(m.name == name for m in chip.memory)
 
 
 def kv_cache_bytes(tokens: Any, kv_heads: Any, head_dim: Any, v_head_dim: Any = None,
@@ -235,6 +301,8 @@ def mla_attention(
     out_dtype: str | DType | None = None,
     sram_bytes: Any = None,
     block_q: Any = None,
+    l2_bytes: Any = None,
+    concurrent_blocks: Any = None,
 ) -> Cost:
     """MLA attention. The cache holds kv_lora_rank + qk_rope_dim elements per token per layer
     (576 for DeepSeek-V3), shared by all heads.
@@ -251,13 +319,15 @@ def mla_attention(
         rope = size("rope", qk_rope_dim, "qk_rope_dim")
         return attention(batch, q_len, kv_len, heads, 1, r.value + rope.value, r.value, causal,
                          None, kernel, dtype, kv_dtype, out_dtype, sram_bytes,
-                         block_q, kv_shared=True, name="mla (absorbed)")
+                         block_q, kv_shared=True, name="mla (absorbed)", l2_bytes=l2_bytes,
+                         concurrent_blocks=concurrent_blocks)
     if form == "expanded":
         nope = size("nope", qk_nope_dim, "qk_nope_dim")
         rope = size("rope", qk_rope_dim, "qk_rope_dim")
         return attention(batch, q_len, kv_len, heads, heads, nope.value + rope.value,
                          v_head_dim, causal, None, kernel, dtype, kv_dtype, out_dtype,
-                         sram_bytes, block_q, name="mla (expanded)")
+                         sram_bytes, block_q, name="mla (expanded)", l2_bytes=l2_bytes,
+                         concurrent_blocks=concurrent_blocks)
     raise RooflineError(f"unknown MLA form {form!r} (allowed: absorbed, expanded)")
 
 
@@ -291,11 +361,22 @@ def mla_cache_elements(kv_lora_rank: Any = 512, qk_rope_dim: Any = 64) -> Num:
 # --- declarations: `roofline op attention|mla` and run_op ------------------------------------
 
 
-def flash_defaults(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
-    """A flash kernel (or MLA, whose prompt form runs one) tiles as `flash_tiling` says."""
+_SRAM_TILING = ("sram_bytes", "block_q")
+_L2_REUSE = ("l2_bytes", "concurrent_blocks")
+
+
+def flash_defaults(kwargs: dict[str, Any], chip: Chip,
+                   keys: tuple[str, ...] = _SRAM_TILING) -> dict[str, Any]:
+    """A flash kernel (or MLA, whose prompt form runs one) tiles as `flash_tiling` says; the
+    `keys` the op takes are filled (by default the SRAM tiling: tp-layer takes no L2)."""
     if kwargs.get("impl", "flash") in ("flash", "mla"):
-        kwargs.update(flash_tiling(chip, kwargs.get("sram_bytes"), kwargs.get("block_q")))
+        tiling = flash_tiling(chip, *(kwargs.get(k) for k in (*_SRAM_TILING, *_L2_REUSE)))
+        kwargs.update({k: tiling[k] for k in keys})
     return kwargs
+
+
+def _flash_l2_defaults(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
+    return flash_defaults(kwargs, chip, (*_SRAM_TILING, *_L2_REUSE))
 
 
 _MHA_ONLY = ("kv_heads", "head_dim", "v_head_dim", "window")  # MLA's shapes come from its ranks
@@ -305,7 +386,7 @@ def _attention_defaults(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
     if kwargs.get("impl") == "mla":
         for name in _MHA_ONLY:
             kwargs.pop(name, None)
-    return flash_defaults(kwargs, chip)
+    return _flash_l2_defaults(kwargs, chip)
 
 
 def attention_or_mla(**kwargs: Any) -> Cost:
@@ -318,7 +399,7 @@ def attention_or_mla(**kwargs: Any) -> Cost:
 
 def _mla_defaults(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
     kwargs["impl"] = kwargs.get("impl") or mla_kernel(kwargs.get("form", "absorbed"))
-    return flash_defaults(kwargs, chip)
+    return _flash_l2_defaults(kwargs, chip)
 
 
 _SEQUENCES = (
@@ -328,6 +409,10 @@ _SEQUENCES = (
 )
 _CAUSAL = Param("causal", "causal attention (--no-causal: full, bidirectional)", "bool", True)
 _SRAM = Param("sram_bytes", "flash SRAM budget M (default: the chip's per-SM SRAM)", "bytes")
+_L2 = (Param("l2_bytes", "flash: the L2 that catches K/V re-reads when the working set of "
+             "the heads in flight fits (default: the chip's L2; none: all go to HBM)", "bytes"),
+       Param("concurrent_blocks", "flash: query blocks in flight at once (default: the "
+             "chip's SM count, one block per SM)"))
 
 ATTENTION = OpDecl(
     "attention", "attention: prefill, decode (--q-len 1) or speculative (--q-len k); "
@@ -341,7 +426,7 @@ ATTENTION = OpDecl(
         Param("window", "causal sliding window (keys)"),
         Param("impl", "kernel; mla: DeepSeek MLA with V3's ranks (op mla sets them)", "choice",
               "flash", choices=(*IMPLEMENTATIONS, "mla")),
-        _SRAM, Param("block_q", "flash query-block rows Br (overrides --sram-bytes)"),
+        _SRAM, Param("block_q", "flash query-block rows Br (overrides --sram-bytes)"), *_L2,
         *dtype_params("dtype", "kv", "out")), _attention_defaults)
 
 MLA = OpDecl(
@@ -357,5 +442,5 @@ MLA = OpDecl(
         _CAUSAL,
         Param("impl", "kernel (default: decode for absorbed, flash for expanded)", "choice",
               choices=IMPLEMENTATIONS),
-        _SRAM, Param("block_q", "flash query-block rows Br"),
+        _SRAM, Param("block_q", "flash query-block rows Br"), *_L2,
         *dtype_params("dtype", "kv", "out")), _mla_defaults)
