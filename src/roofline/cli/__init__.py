@@ -14,7 +14,7 @@ from contextlib import nullcontext
 from .. import __version__
 from ..errors import RooflineError, one_line
 from ..files import OUTPUT_OPTIONS, STDOUT, check_destinations, stdout_reserved
-from . import hardware, models, ops, solvers, sweeps
+from . import hardware, models, ops, serve, solvers, sweeps
 from ._base import _Parser
 from .models import add_model_args, model_analysis
 from .ops import OPS, op_estimate
@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="roofline", description="Roofline bounds for ML work on accelerators.")
     p.add_argument("--version", action="version", version=f"roofline {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for group in (hardware, ops, solvers, models, sweeps):
+    for group in (hardware, ops, solvers, models, sweeps, serve):
         group.register(sub)
     from ..measure.cli import register as register_measure  # torch is imported lazily
     from ..plot_cli import register as register_plots  # matplotlib is imported lazily

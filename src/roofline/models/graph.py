@@ -121,6 +121,8 @@ def _check(spec: ModelSpec, phase: Phase, par: Parallel) -> None:
             raise RooflineError(f"{name} must be at least 1, got {getattr(phase, name)}")
     if phase.kind == "decode" and par.cp > 1:
         raise RooflineError("context parallelism splits a prompt; decode has one token")
+    if np.any(phase.prefill_tokens) and phase.kind != "decode":
+        raise RooflineError(f"prefill_tokens ride in a decode step, not in {phase.kind}")
 
 
 @dataclass(frozen=True)
@@ -148,8 +150,16 @@ class _Ctx:
         return self.phase.q_len / self.par.cp
 
     @property
+    def chunk_tokens(self) -> float:  # chunked-prefill prompt tokens on this chip (decode)
+        return self.phase.prefill_tokens / (self.par.dp * self.par.microbatches)
+
+    @property
+    def chunk_prompts(self) -> float:  # prompts' worth of prefill they are (fractional)
+        return self.chunk_tokens / self.phase.prefill_q_len
+
+    @property
     def tokens(self) -> float:  # tokens through this chip's layers per step
-        return self.seqs * self.q_local
+        return self.seqs * self.q_local + self.chunk_tokens
 
     @property
     def act_bytes(self) -> float:
@@ -248,6 +258,36 @@ def _linear_ops(c: _Ctx) -> list[tuple[str, Cost]]:
             ("linear output", c.mm(T, hv * m.value_dim, s.hidden, "linear output"))]
 
 
+def _chunk_attention(c: _Ctx, window: int | None, kind: str = "window"
+                     ) -> list[tuple[str, Cost]]:
+    """The prefill attention of a decode step's chunked-prefill tokens (Phase.prefill_tokens):
+    the same attention op as a prefill's, for chunk_prompts prompts (MLA: the expanded form,
+    as a prefill runs it; its projections are the step's token-wise GEMMs)."""
+    if not np.any(c.phase.prefill_tokens):
+        return []
+    p, s = c.phase, c.spec
+    if kind == "linear":  # the recurrence: a prefill of chunk_prompts sequences
+        m = s.linear
+        assert m is not None
+        return [("chunked prefill linear attention", linear_attention(
+            c.chunk_prompts, p.prefill_q_len, p.prefill_kv_len, m.heads / c.par.tp,
+            m.key_heads / c.par.tp, m.key_dim, m.value_dim, m.kind, conv_kernel=m.conv_kernel,
+            dtype=c.prec.activations))]
+    common: dict[str, Any] = dict(dtype=c.prec.activations, kv_dtype=c.prec.kv,
+                                  sram_bytes=c.sram_bytes, block_q=c.block_q)
+    if s.mla is not None:
+        m2 = s.mla
+        return [("chunked prefill attention", mla_attention(
+            c.chunk_prompts, p.prefill_q_len, p.prefill_kv_len, form="expanded", impl=c.impl,
+            heads=c.heads_local, kv_lora_rank=m2.kv_lora_rank, qk_rope_dim=m2.qk_rope_dim,
+            qk_nope_dim=m2.qk_nope_dim, v_head_dim=m2.v_head_dim, **common))]
+    chunked = kind == "chunk"
+    return [("chunked prefill attention", attention(
+        c.chunk_prompts, p.prefill_q_len, p.prefill_kv_len, c.heads_local, c.kv_heads_local,
+        s.head_dim, impl=c.impl, window=None if chunked else window,
+        chunk=window if chunked else None, **common))]
+
+
 def _cp_share(c: _Ctx, cost: Cost) -> Cost:
     """One CP rank's share of the sequence's attention: load-balanced (zigzag) chunks give
     every rank 1/cp of the causal score pairs, not the last chunk's."""
@@ -305,6 +345,7 @@ def layer_ops(c: _Ctx, moe_layer: bool, window: int | None, kind: str = "window"
     norm = elementwise(T * s.hidden, s.norm, act)
     add = elementwise(T * s.hidden, "add", act)
     return [("attention norm", norm), *_attention_ops(c, window, kind),
+            *_chunk_attention(c, window, kind),
             *c.tp_all_reduce("attention"),
             ("attention residual", add), ("mlp norm", norm), *_mlp_ops(c, moe_layer),
             *c.tp_all_reduce("mlp", "all-gather" if moe_layer and c.par.ep > 1 else "all-reduce"),
@@ -358,7 +399,9 @@ def _edge_ops(c: _Ctx) -> list[tuple[str, Cost]]:
     s, act = c.spec, c.prec.activations
     # serving needs logits only for the newest token(s), which one CP rank holds; training
     # needs them everywhere
-    logits_tokens = c.tokens if c.phase.kind != "prefill" else c.seqs / c.par.cp
+    # (chunked-prefill prompts: one logit each)
+    logits_tokens = c.tokens - c.chunk_tokens + c.chunk_prompts \
+        if c.phase.kind != "prefill" else c.seqs / c.par.cp
     # the tables keep their own dtype (Precision.tables): quantization leaves them out
     return [("embedding", embedding_lookup(c.tokens, s.hidden, c.prec.tables, act)),
             ("final norm", elementwise(logits_tokens * s.hidden, s.norm, act)),

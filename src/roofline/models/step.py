@@ -4,7 +4,7 @@ the KV cache bytes one token adds to one layer on one chip."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,11 @@ class Phase:
     q_len: Any  # new tokens per sequence
     kv_len: Any  # keys each new token can see (context including the new tokens)
     recompute: bool = False
+    # decode only: prompt tokens of chunked prefill riding in the same step (continuous
+    # batching); they share the step's weight reads. 0: none; else positive everywhere
+    prefill_tokens: Any = 0  # all DP replicas together
+    prefill_q_len: Any = 1  # tokens computed per prompt (prefix-cache hits excluded)
+    prefill_kv_len: Any = 1  # the prompt's length: keys its last token sees
 
     @property
     def work_factor(self) -> float:
@@ -60,6 +65,17 @@ def prefill(batch: Any, prompt_len: Any) -> Phase:
 def decode(batch: Any, context: Any, k: Any = 1) -> Phase:
     """One decode step: k new tokens per sequence (k > 1: speculative decoding / MTP)."""
     return Phase("decode", batch, k, context + k)
+
+
+def mixed(batch: Any, context: Any, prefill_tokens: Any, prompt_len: Any, k: Any = 1,
+          cached: Any = 0) -> Phase:
+    """One continuous-batching iteration: a decode step of `batch` sequences that also runs
+    `prefill_tokens` prompt tokens (chunked prefill) from prompts of `prompt_len` tokens whose
+    first `cached` come from the prefix cache. The prompt tokens go through the same weight
+    GEMMs as the decode tokens; their attention is prefill attention, prefill_tokens /
+    (prompt_len - cached) prompts' worth (fractional: the steady-state average)."""
+    return replace(decode(batch, context, k), prefill_tokens=prefill_tokens,
+                   prefill_q_len=np.asarray(prompt_len) - cached, prefill_kv_len=prompt_len)
 
 
 def train(batch: Any, seq_len: Any, recompute: bool = False) -> Phase:

@@ -1,0 +1,165 @@
+"""`roofline serve`: plan a deployment under TTFT / TPOT targets (serve package)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..argtypes import emit, typed
+from ..errors import RooflineError
+from ..units import parse_bytes, parse_count, parse_number
+from .sweeps import duration_with_unit
+
+
+def _ints(text: str | None, what: str, default: tuple[int, ...]) -> tuple[int, ...]:
+    from ..sweep import parse_axis
+
+    return default if text is None else tuple(int(v) for v in parse_axis(text, what))
+
+
+def _prices(text: str | None) -> dict[str, float]:
+    """'h100=2.5,mi300x=2' (USD per chip-hour) keyed by chip id."""
+    from ..hardware import load_chip
+
+    out: dict[str, float] = {}
+    for item in (text or "").split(","):
+        if not item.strip():
+            continue
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise RooflineError(f"--price: write CHIP=USD_PER_HOUR, e.g. h100=2.5, got {item!r}")
+        out[load_chip(name.strip()).id] = parse_number(value.strip(), "--price")
+    return out
+
+
+def build_plan(args: argparse.Namespace) -> Any:
+    from ..models.step import MemoryBudget
+    from ..serve import Load, Space, Targets, Workload, plan, read_lengths
+    from ..sweep import parse_axis, parse_list
+
+    if args.lengths:
+        if args.input_len is not None or args.output_len is not None:
+            raise RooflineError("--lengths replaces --input-len and --output-len: give one")
+        ins, outs = read_lengths(args.lengths)
+    else:
+        ins, outs = args.input_len or 2048, args.output_len or 256
+    if args.accept is not None and not args.spec_k:
+        raise RooflineError("--accept needs --spec-k (the drafts per step)")
+    w = Workload.from_lengths(ins, outs, args.prefix_hit, args.spec_k or 0, args.accept or 0.0)
+    modes = tuple(parse_list(args.mode, "--mode")) if args.mode else (
+        ("aggregated", "disaggregated") if args.disagg else ("aggregated",))
+    space = Space(
+        tp=_ints(args.tp, "--tp", (1, 2, 4, 8)), pp=_ints(args.pp, "--pp", (1,)),
+        dp=_ints(args.dp, "--dp", (1,)),
+        ep=_ints(args.ep, "--ep", ()) or None,
+        weight_dtypes=parse_list(args.weight_dtype, "--weight-dtype") if args.weight_dtype
+        else None,
+        kv_dtypes=tuple(parse_list(args.kv_dtype, "--kv-dtype")) if args.kv_dtype
+        else ("bf16", "fp8"),
+        dtype=args.dtype,
+        batch=tuple(parse_axis(args.batch, "--batch")) if args.batch else None,
+        chunks=tuple(parse_axis(args.chunk, "--chunk")) if args.chunk else (512, 2048, 8192),
+        modes=modes, max_chips=args.max_chips)
+    return plan(args.model, parse_list(args.hw, "--hw"), w, Targets(args.ttft, args.tpot),
+                space, Load(args.rate, args.concurrency),
+                MemoryBudget(args.mem_util, args.reserve or 0.0), _prices(args.price))
+
+
+def plan_data(p: Any, every_point: bool = False) -> dict[str, Any]:
+    """The plan as one JSON-ready dict: best per chip (annotated), frontiers, notes."""
+    from dataclasses import asdict
+
+    from ..render.serve_text import NOTES
+    from ..serve import annotate
+
+    best = {hw: annotate(p, r) for hw, r in p.best().items()}
+    hws = list(dict.fromkeys(p.columns["hardware"].tolist()))
+    data: dict[str, Any] = {
+        "model": p.model, "workload": asdict(p.workload), "targets": asdict(p.targets),
+        "load": asdict(p.load), "points": len(p), "feasible_points": int(p.ok.sum()),
+        "best": best,
+        "frontier_tpot": {hw: [p.row(i) for i in p.frontier("tpot_s", hw)] for hw in hws},
+        "frontier_ttft": {hw: [p.row(i) for i in p.frontier("ttft_s", hw)] for hw in hws},
+        "skipped": p.skipped, "notes": list(NOTES)}
+    if every_point:
+        data["all_points"] = {k: v.tolist() for k, v in p.columns.items()}
+    return data
+
+
+def _cmd_serve(args: argparse.Namespace) -> None:
+    from ..files import write_csv, write_text
+    from ..render.serve_text import serve_text
+
+    p = build_plan(args)
+    data = plan_data(p, args.all)
+    if args.csv:
+        write_csv(args.csv, p.columns)
+    if args.plot:
+        from ..plot import save_figure
+        from ..serve.chart import plot_frontier
+
+        save_figure(plot_frontier(p), args.plot)
+    if args.html:
+        from ..render.serve_page import serve_page
+
+        write_text(args.html, serve_page(p))
+    emit(data, args.json, serve_text(data))
+
+
+def register(sub: Any) -> None:
+    count = typed(parse_count, "value")
+    s = sub.add_parser(
+        "serve", help="plan a deployment: chips, parallelism, dtypes under TTFT/TPOT targets",
+        description="Continuous batching (chunked prefill) or disaggregated prefill/decode "
+        "pools, bounded step by step with the model analysis. Searched options take lists "
+        "(--tp 1,2,4,8); one value pins them. --rate or --concurrency fixes the load.")
+    s.add_argument("model", help="catalog id or config.json")
+    s.add_argument("--hw", default="h100", help="comma-separated chips, e.g. h100,h200,mi300x")
+    s.add_argument("--input-len", type=typed(parse_number, "--input-len"),
+                   help="prompt tokens per request (default 2048)")
+    s.add_argument("--output-len", type=typed(parse_number, "--output-len"),
+                   help="output tokens per request (default 256)")
+    s.add_argument("--lengths", help="CSV of requests (columns input_len, output_len) "
+                   "instead of --input-len / --output-len")
+    s.add_argument("--ttft", type=typed(duration_with_unit, "--ttft"),
+                   help="time-to-first-token target, e.g. 2s")
+    s.add_argument("--tpot", type=typed(duration_with_unit, "--tpot"),
+                   help="time-per-output-token target, e.g. 50ms")
+    load = s.add_mutually_exclusive_group()
+    load.add_argument("--rate", type=typed(parse_number, "--rate"),
+                      help="requests/s to the whole deployment (open loop, Poisson); sizes "
+                      "the chips")
+    load.add_argument("--concurrency", type=count,
+                      help="clients in a closed loop (as vllm bench serve --max-concurrency)")
+    s.add_argument("--max-chips", type=count, default=64, help="most chips per instance")
+    s.add_argument("--disagg", action="store_true",
+                   help="also plan disaggregated prefill and decode pools")
+    s.add_argument("--mode", help="aggregated, disaggregated or both (list); overrides "
+                   "--disagg")
+    s.add_argument("--chunk", help="chunked-prefill prompt tokens per iteration per replica "
+                   "(list; default 512,2048,8192); a prefill pool's tokens per pass")
+    s.add_argument("--batch", help="running sequences per instance, all its dp replicas "
+                   "together, as in `roofline model` (list; default: searched up to the KV "
+                   "capacity)")
+    for name in ("tp", "pp", "dp", "ep"):
+        s.add_argument(f"--{name}", help=f"{name} degrees (list)")
+    s.add_argument("--weight-dtype", help="weight dtypes (list; default the checkpoint's "
+                   "and fp8)")
+    s.add_argument("--kv-dtype", help="KV cache dtypes (list; default bf16,fp8)")
+    s.add_argument("--dtype", help="compute dtype (default: fp8/fp4 weights compute in "
+                   "their dtype, others in bf16)")
+    s.add_argument("--prefix-hit", type=float, default=0.0,
+                   help="fraction of prompt tokens served from the prefix cache")
+    s.add_argument("--spec-k", type=int, help="speculative decoding: draft tokens per step")
+    s.add_argument("--accept", type=float, help="per-draft acceptance rate (with --spec-k)")
+    s.add_argument("--price", help="USD per chip-hour, e.g. h100=2.5,mi300x=2")
+    s.add_argument("--mem-util", type=float, default=1.0,
+                   help="fraction of device memory usable (as vLLM's gpu_memory_utilization)")
+    s.add_argument("--reserve", type=typed(parse_bytes, "--reserve"),
+                   help="bytes per chip kept for the runtime, e.g. 2GiB")
+    s.add_argument("--json", action="store_true", help="print the plan as JSON")
+    s.add_argument("--all", action="store_true", help="with --json: every point too")
+    s.add_argument("--csv", help="write every operating point to this CSV file")
+    s.add_argument("--plot", help="draw the frontiers with the targets (PNG / SVG / PDF)")
+    s.add_argument("--html", help="write an interactive, offline page")
+    s.set_defaults(func=_cmd_serve)

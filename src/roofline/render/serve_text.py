@@ -1,0 +1,80 @@
+"""`roofline serve` for people: the question, the best point per chip kind with what bounds
+it and what would move it, and the frontier."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..units import format_si, format_time
+from .text import table
+
+NOTES = (
+    "Bounds, not forecasts: every step time is the model's lower bound (ops one after another, "
+    "each op's resources overlapped), so throughput is an upper bound and TTFT / TPOT lower "
+    "bounds.",
+    "Continuous batching: each iteration runs the batch's decode tokens plus chunked-prefill "
+    "tokens; TTFT = the request's own prefill + an M/D/1 wait for the prefill budget (none in a "
+    "closed loop); E2E = TTFT + (n-1) x TPOT.",
+    "tokens/J: the throughput bound over the chip's TDP (an upper bound only as far as the "
+    "throughput is one: a chip can draw less than TDP).",
+)
+
+
+def describe(r: dict[str, Any]) -> str:
+    par = f"tp {r['tp']} pp {r['pp']} dp {r['dp']} ep {r['ep']}"
+    if r["mode"] == "disaggregated":
+        par = (f"decode {par}; prefill tp {r['prefill_tp']} pp {r['prefill_pp']} dp "
+               f"{r['prefill_dp']} ep {r['prefill_ep']} x{r['prefill_ratio']:.3g} per decode "
+               "instance")
+    return par
+
+
+def _cost(r: dict[str, Any]) -> str:
+    return "-" if not math.isfinite(r["usd_per_mtok"]) else f"${r['usd_per_mtok']:.3g}"
+
+
+def row_cells(r: dict[str, Any]) -> list[str]:
+    return [r["hardware"], r["mode"][:5], f"{r['chips']:.3g}", str(r["tp"]),
+            f"{r['weight_dtype']}/{r['kv_dtype']}", f"{r['running']:g}", f"{r['chunk']:g}",
+            f"{r['output_tokens_per_s_per_chip']:.4g}", f"{r['requests_per_s']:.3g}",
+            format_time(r["ttft_s"]), format_time(r["tpot_s"]), format_time(r["e2e_s"]),
+            _cost(r), f"{r['tokens_per_joule']:.3g}", r["bound"]]
+
+
+HEADERS = ["hardware", "mode", "chips", "tp", "w/kv", "batch", "chunk", "out tok/s/chip",
+           "req/s", "TTFT", "TPOT", "E2E", "$/Mtok", "tok/J", "bound"]
+
+
+def serve_text(data: dict[str, Any]) -> str:
+    w, t, load = data["workload"], data["targets"], data["load"]
+    targets = ", ".join(f"{k.upper()[:4]} <= {format_time(v)}" for k, v in
+                        (("ttft", t["ttft_s"]), ("tpot", t["tpot_s"])) if v is not None)
+    what = (f"at {load['rate']:g} requests/s (open loop)" if load["rate"] is not None else
+            f"at concurrency {load['concurrency']} (closed loop)"
+            if load["concurrency"] is not None else "capacity")
+    lines = [f"serve {data['model']}: {w['input_len']:g} prompt + {w['output_len']:g} output "
+             f"tokens per request; {what}; {targets or 'no latency targets'}",
+             f"{data['points']} operating points, {data['feasible_points']} meet the targets", ""]
+    best = data["best"]
+    if not best:
+        lines.append("no configuration meets the targets (relax them, or allow more chips)")
+    else:
+        lines += ["best per chip kind (most output tokens/s per chip):",
+                  table(HEADERS, [row_cells(r) for r in best.values()]), ""]
+        for hw, r in best.items():
+            lines.append(f"{hw}: {describe(r)}; {format_si(r['output_tokens_per_s'])} output "
+                         f"tokens/s on {r['chips']:.3g} chips; batch limited by {r['limit']}")
+            lines += [f"  - {m}" for m in r["what_would_move_it"]]
+    for key, label in (("frontier_tpot", "TPOT"), ("frontier_ttft", "TTFT")):
+        for hw, rows in data[key].items():
+            if rows:
+                shown = rows[::max(1, -(-len(rows) // 12))][:11] + rows[-1:]  # spread, ends
+                lines += ["", f"{hw}: output tokens/s per chip vs {label} (Pareto frontier, "
+                          f"{len(shown)} of {len(rows)} points):",
+                          table(HEADERS, [row_cells(r) for r in shown])]
+    if data["skipped"]:
+        lines += ["", f"skipped {len(data['skipped'])} configurations, e.g. "
+                  f"{data['skipped'][0]}"]
+    lines += ["", *NOTES]
+    return "\n".join(lines)

@@ -1,0 +1,164 @@
+"""One instance's operating points, as arrays: aggregated (continuous batching with chunked
+prefill) and disaggregated (a decode pool fed by a prefill pool).
+
+Steady state of an aggregated instance with B sequences decoding (all micro-batches), s
+tokens per step (speculative decoding: s = (1 - a^(k+1)) / (1 - a)), D = (n_out - 1) / s
+decode steps per request and L' uncached prompt tokens per request:
+
+    B / D requests finish per iteration, so B·L'/D prompt tokens join each iteration
+    (chunked prefill, at most `chunk` per replica); iteration time t = step_time of that
+    mixed step; TPOT = t / s; output tokens/s = B·s / t; requests/s = B / (D·t).
+    TTFT = ceil(L'/chunk) iterations carrying the request's own chunks (split evenly: the
+    fastest split, since an op's time is convex in its tokens) + the M/D/1 wait for the
+    replica's prefill budget (service: L'/chunk of an iteration with a full chunk).
+
+Averaging the prefill tokens over iterations gives a lower bound on the mean iteration
+time (each op's time is convex in its token count: Jensen), so TPOT stays a bound.
+
+Disaggregated: the decode pool runs decode steps only (TPOT = t_decode / s); a prefill
+instance runs `chunk` tokens' worth of prompts per pass; prefill instances are added per
+decode instance until the prefill pool's utilization is rho (searched), and TTFT = the
+prefill pass + its M/D/1 wait + the KV transfer to the decode pool.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .iteration import Engine, step_time, time_by_resource
+from .queueing import md1_wait_s
+from .workload import Workload
+
+RHO = np.array([0.3, 0.5, 0.7, 0.85, 0.95])  # prefill-pool utilizations searched (disagg)
+GRID_POINTS = 40  # running-batch values per instance when the batch is searched
+
+
+def running_grid(e: Engine, w: Workload, batch: Any = None, concurrency: int | None = None
+                 ) -> tuple[np.ndarray[Any, Any], int]:
+    """Running-batch values to evaluate (multiples of dp·pp) and the most that fit. A closed
+    loop runs its concurrency (or all that fit); a given batch list is taken as is (those
+    over capacity are marked, not dropped); else a geometric grid up to capacity."""
+    most, unit = e.max_running(w), e.unit
+    if concurrency is not None:
+        values = np.array([max(unit, min(concurrency, most) // unit * unit)], dtype=float)
+    elif batch is not None:
+        values = np.asarray(batch, dtype=float)
+    else:
+        top = max(1, most // unit)
+        values = unit * np.unique(np.round(np.geomspace(1, top, GRID_POINTS)))
+    return values, most
+
+
+def _columns(a: Any, index: Any) -> dict[str, Any]:
+    """The iteration's bound and its time by resource at the chosen points."""
+    bound = np.broadcast_to(np.asarray(a.bound), np.shape(a.t_lower_s))[index]
+    parts = {f"time_{k}_s": np.broadcast_to(v, np.shape(a.t_lower_s))[index]
+             for k, v in time_by_resource(a).items()}
+    return {"bound": bound, **parts}
+
+
+def aggregated(e: Engine, w: Workload, running: Any, chunks: Any,
+               rate: float | None = None, closed_loop: bool = False) -> dict[str, Any]:
+    """Points over (running batch, chunk): arrays of shape (len(running), len(chunks)).
+    With `rate` (requests/s offered to the whole deployment) each point sets the instance
+    count n = ceil(rate / its capacity) and the latencies are those at the load rate / n."""
+    B = np.asarray(running, dtype=float)[:, None]
+    chunk = np.asarray(chunks, dtype=float)[None, :]
+    dp, s, D, Lu = e.par.dp, w.tokens_per_step, w.decode_steps, w.uncached_len
+    steady = B * Lu / D + 0 * chunk  # prompt tokens per iteration, instance-wide
+    pieces = np.ceil(Lu / chunk)  # iterations one prompt's prefill spans
+    own = dp * Lu / pieces + 0 * B  # each replica runs one prompt's even share
+    full = dp * chunk + 0 * B
+    a = e.iteration(np.broadcast_to(B, (3, *steady.shape)), w, np.stack([steady, own, full]))
+    t = np.asarray(step_time(a))
+    t_it, t_own, t_full = t[0], t[1], t[2]
+    capacity = B / (D * t_it)  # requests/s at this running batch
+    load = capacity
+    idx = np.broadcast_to(np.arange(B.shape[0])[:, None], t_it.shape)
+    instances = np.ones(t_it.shape)
+    if rate is not None:  # the operating point at rate / n: the largest batch not above it
+        instances = np.ceil(rate / capacity)
+        load = rate / instances
+        idx = np.stack([np.clip(np.searchsorted(capacity[:, j], load[:, j], side="right") - 1,
+                                0, None) for j in range(t_it.shape[1])], axis=1)
+    cols = np.broadcast_to(np.arange(t_it.shape[1])[None, :], t_it.shape)
+    pick = (idx, cols)
+    service = Lu / chunk * t_full[pick]
+    rho = load / dp * service  # each replica's prefill budget is one M/D/1 server
+    wait = 0.0 * rho if closed_loop else md1_wait_s(rho, service)
+    prefill_s = pieces * t_own[pick]
+    tpot = t_it[pick] / s
+    tokens = load * w.output_len  # output tokens/s per instance at this load
+    chips = instances * e.chips
+    feasible = (steady[pick] / dp <= chunk) & (rho < 1)
+    return {
+        "running": B[:, 0][idx] + 0 * chunk, "chunk": chunk + 0 * B, "instances": instances,
+        "chips": chips, "output_tokens_per_s": tokens * instances,
+        "requests_per_s": load * instances, "tpot_s": tpot, "prefill_s": prefill_s,
+        "queue_s": wait, "kv_transfer_s": 0.0 * rho, "ttft_s": prefill_s + wait,
+        "t_step_s": t_it[pick], "utilization": rho, "feasible": feasible,
+        "prefill_ratio": 0.0 * rho, **_columns(a, (0, *pick)),
+    }
+
+
+@dataclass(frozen=True)
+class Pools:
+    """One instance's steps as a disaggregated pool member, analysed once and paired with
+    every partner: decode steps over the running grid, prefill passes over the chunks."""
+
+    engine: Engine
+    running: np.ndarray[Any, Any]
+    decode: Any  # ModelAnalysis of decode-only steps over `running`
+    prompts: np.ndarray[Any, Any]  # prompts per prefill pass per replica, per chunk
+    prefill: Any  # ModelAnalysis of those prefill passes
+
+
+def pools(e: Engine, w: Workload, running: Any, chunks: Any) -> Pools:
+    prompts = np.maximum(1.0, np.floor(np.asarray(chunks, dtype=float) / w.uncached_len))
+    return Pools(e, np.asarray(running, dtype=float), e.iteration(running, w, 0), prompts,
+                 e.prefill(e.par.dp * prompts, w))
+
+
+def disaggregated(d: Pools, p: Pools, w: Workload, chunks: Any, rate: float | None = None
+                  ) -> dict[str, Any]:
+    """Points over (decode running batch, prefill chunk, prefill utilization rho): arrays of
+    shape (len(running), len(chunks), len(RHO)). Without `rate` the prefill pool is the
+    fraction of an instance per decode instance that runs at rho (the figure at scale); with
+    it both pools are whole instance counts."""
+    B = d.running[:, None, None]
+    chunk = np.asarray(chunks, dtype=float)[None, :, None]
+    rho = RHO[None, None, :]
+    s, D = w.tokens_per_step, w.decode_steps
+    t_dec = np.asarray(step_time(d.decode)) + 0 * d.running
+    t_p = np.asarray(step_time(p.prefill))[None, :, None] + 0 * B * rho
+    pe = p.engine
+    # service per request: a pass of dp·prompts, pp passes in flight
+    per_prompt = t_p / (pe.par.dp * pe.par.pp * p.prompts[None, :, None])
+    capacity = B / (D * t_dec[:, None, None]) + 0 * per_prompt  # req/s per decode instance
+    if rate is None:
+        decoders = np.ones(capacity.shape)
+        prefillers = capacity * per_prompt / rho  # fractional: the pool ratio at scale
+        used = rho + 0 * capacity
+        idx = np.broadcast_to(np.arange(B.shape[0])[:, None, None], capacity.shape)
+        load = capacity
+    else:  # decode latency at the load each decode instance really carries
+        decoders = np.ceil(rate / capacity)
+        prefillers = np.ceil(rate * per_prompt / rho)
+        used = rate * per_prompt / prefillers
+        load = rate / decoders
+        idx = np.clip(np.searchsorted(capacity[:, 0, 0], load, side="right") - 1, 0, None)
+    wait = md1_wait_s(used, per_prompt)
+    transfer = pe.kv_transfer_s(w) + 0 * wait
+    return {
+        "running": d.running[idx], "chunk": chunk + 0 * wait, "instances": decoders,
+        "chips": decoders * d.engine.chips + prefillers * pe.chips,
+        "output_tokens_per_s": load * decoders * w.output_len,
+        "requests_per_s": load * decoders, "tpot_s": t_dec[idx] / s, "prefill_s": t_p,
+        "queue_s": wait, "kv_transfer_s": transfer, "ttft_s": t_p + wait + transfer,
+        "t_step_s": t_dec[idx], "utilization": used,
+        "feasible": (used < 1) & np.asarray(p.prefill.memory.fits)[None, :, None],
+        "prefill_ratio": prefillers / decoders, **_columns(d.decode, idx),
+    }

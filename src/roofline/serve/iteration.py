@@ -1,0 +1,111 @@
+"""The one place the serving model gets a step's time from, and the steps it times.
+
+`step_time` is the hook: today the lower bound (`t_lower_s`: ops one after another, each op's
+resources overlapped); an expected time (issue 16) replaces or joins it here and every
+serving figure follows. The steps are the model graph's own phases (`models.step`): a
+continuous-batching iteration is `mixed` (the decode step of the running batch carrying
+chunked-prefill tokens through the same weight reads), a disaggregated decode pool runs
+`decode`, a prefill pool runs prefill phases.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..dtypes import dtype as lookup_dtype
+from ..evaluate import evaluate
+from ..hardware import Chip
+from ..models import ModelAnalysis, ModelSpec, Parallel, Phase, Precision, analyze
+from ..models.memory import footprint, kv_bytes_per_token
+from ..models.step import MemoryBudget, decode, mixed
+from ..ops.collectives import collective
+from .workload import Workload
+
+
+def step_time(a: ModelAnalysis) -> Any:
+    """Seconds per step: the analysis' lower bound (the hook for an expected time)."""
+    return a.t_lower_s
+
+
+def time_by_resource(a: ModelAnalysis) -> dict[str, Any]:
+    """The step's time split by the resource bounding each op (per point)."""
+    out: dict[str, Any] = {}
+    for op in a.ops:
+        bound = np.asarray(op.bound)
+        for resource in np.unique(bound):
+            out[str(resource)] = out.get(str(resource), 0.0) + np.where(
+                bound == resource, op.t_lower_s, 0.0)
+    return out
+
+
+def activation_dtype(weights: str, chip: Chip) -> str:
+    """Compute dtype when none is given: fp8 / fp4 weights run fp8 / fp4 GEMMs (W8A8, NVFP4
+    W4A4, as the serving engines' quantized checkpoints do) where the chip has that peak;
+    integer and 16-bit weights compute in bf16."""
+    peak = lookup_dtype(weights).peak
+    return peak if peak in ("fp8", "fp6", "fp4") and peak in chip.peaks else "bf16"
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One instance: a model on tp·pp·dp chips of one kind, with its dtypes and memory."""
+
+    spec: ModelSpec
+    chip: Chip
+    par: Parallel
+    prec: Precision
+    budget: MemoryBudget
+    impl: str = "flash"
+
+    @property
+    def chips(self) -> int:
+        return self.par.chips
+
+    @property
+    def unit(self) -> int:
+        """Running sequences come in multiples of dp (each replica the same) times pp (one
+        micro-batch per pipeline stage in flight)."""
+        return self.par.dp * self.par.pp
+
+    def analyze(self, phase: Phase) -> ModelAnalysis:
+        return analyze(self.spec, self.chip, phase, self.par, self.prec, impl=self.impl,
+                       budget=self.budget)
+
+    def max_running(self, w: Workload) -> int:
+        """Most sequences the instance can hold at once: weights, then per sequence its
+        paged KV blocks (and activations, recurrent state), within the memory budget; a
+        shared prefix-cache hit is held once."""
+        device = self.chip.memory[0].capacity_bytes or 0.0
+        shared = w.shared_prefix_tokens * float(kv_bytes_per_token(self.spec, self.par,
+                                                                   self.prec))
+        budget = MemoryBudget(self.budget.util, self.budget.reserve_bytes + shared)
+        phase = decode(self.par.dp, w.kv_tokens_per_sequence(), w.verify_len)
+        fp = footprint(self.spec, phase, self.par, self.prec, budget.usable(device))
+        most = float(np.asarray(fp.max_batch))
+        return int(min(most, 1e7) // self.unit * self.unit)
+
+    def iteration(self, running: Any, w: Workload, prefill_tokens: Any) -> ModelAnalysis:
+        """A continuous-batching iteration of `running` sequences (all micro-batches)."""
+        batch = np.asarray(running, dtype=float) / self.par.pp
+        if not np.any(prefill_tokens):
+            return self.analyze(decode(batch, w.decode_context, w.verify_len))
+        return self.analyze(mixed(batch, w.decode_context, np.asarray(prefill_tokens) /
+                                  self.par.pp, w.input_len, w.verify_len,
+                                  cached=w.input_len - w.uncached_len))
+
+    def prefill(self, prompts: Any, w: Workload) -> ModelAnalysis:
+        """A prefill pool's forward pass over `prompts` prompts (uncached tokens only)."""
+        return self.analyze(Phase("prefill", np.asarray(prompts, dtype=float),
+                                  w.uncached_len, w.input_len))
+
+    def kv_transfer_s(self, w: Workload) -> float:
+        """Moving one request's KV cache from this (prefill) instance to a decode instance:
+        one copy of the cache, spread evenly over this instance's chips, each sending its part
+        over its scale-out link (the scale-up link where the chip has no scale-out)."""
+        one_copy = w.input_len * float(kv_bytes_per_token(self.spec, Parallel(), self.prec))
+        link = "scale-out" if "scale-out" in self.chip.links else "scale-up"
+        cost = collective("send-recv", one_copy / (self.par.tp * self.par.pp), 2, link=link)
+        return float(evaluate(cost, self.chip).t_lower_s)

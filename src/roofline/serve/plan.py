@@ -1,0 +1,217 @@
+"""The search: every configuration's operating points, the targets, the best per chip kind
+and the Pareto frontiers. Categorical axes (chip, tp/pp/dp/ep, dtypes, mode) are looped as
+`sweep` loops them (`sweep.configurations`); the running batch, the chunk size and the
+prefill pool's utilization are arrays, one analysis per configuration and step kind."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from ..errors import RooflineError
+from ..models import Precision, load_model, model_precision
+from ..models.spec import ModelSpec
+from ..models.step import MemoryBudget
+from ..sweep import configurations, pareto_front
+from .grid import Pools, aggregated, disaggregated, pools, running_grid
+from .iteration import Engine, activation_dtype
+from .workload import Workload
+
+MODES = ("aggregated", "disaggregated")
+
+
+@dataclass(frozen=True)
+class Targets:
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Space:
+    """What is searched; a single value pins an axis. None: the defaults below."""
+
+    tp: Sequence[int] = (1, 2, 4, 8)
+    pp: Sequence[int] = (1,)
+    dp: Sequence[int] = (1,)
+    ep: Sequence[int] | None = None  # None: 1, and for MoE models also ep = tp·dp
+    weight_dtypes: Sequence[str] | None = None  # None: the checkpoint's, and fp8 if wider
+    kv_dtypes: Sequence[str] = ("bf16", "fp8")
+    dtype: str | None = None  # compute dtype; None: activation_dtype() per weight dtype
+    batch: Sequence[float] | None = None  # running sequences per instance (all its replicas)
+    chunks: Sequence[float] = (512, 2048, 8192)  # prompt tokens per iteration per replica
+    modes: Sequence[str] = ("aggregated",)
+    max_chips: int = 64
+
+
+@dataclass(frozen=True)
+class Load:
+    """How much traffic: None for the capacity at the targets, an open-loop Poisson `rate`
+    (requests/s to the whole deployment) or a closed loop of `concurrency` clients."""
+
+    rate: float | None = None
+    concurrency: int | None = None
+
+
+def _engines(spec: ModelSpec, hardware: Sequence[str], space: Space, budget: MemoryBudget
+             ) -> tuple[list[tuple[Engine, dict[str, Any]]], list[str]]:
+    """Every valid instance configuration; invalid ones (tp not dividing the heads, ep on a
+    dense model, more chips than allowed) are skipped with the reason, unless all are."""
+    weights = list(space.weight_dtypes or dict.fromkeys(
+        [model_precision(spec).weights, "fp8"]))
+    eps = list(space.ep or [1, -1] if spec.moe else space.ep or [1])
+
+    def precision(chip: Any, w: str, kv: str) -> Precision:
+        act = space.dtype or activation_dtype(w, chip)
+        if space.weight_dtypes is None and w == model_precision(spec).weights:
+            p = model_precision(spec, None, act, kv)  # the checkpoint's own mix (gpt-oss)
+            return p
+        return Precision(weights=w, activations=act, kv_cache=kv)
+
+    out: list[tuple[Engine, dict[str, Any]]] = []
+    skipped: list[str] = []
+    for chip, par, prec, config in configurations(hardware, space.tp, space.pp, space.dp, eps,
+                                                  weights, space.kv_dtypes, precision):
+        if par.ep == -1:  # every chip of the instance holds its share of the experts
+            par = replace(par, ep=par.tp * par.dp)
+            config["ep"] = par.ep
+        if par.chips > space.max_chips:
+            skipped.append(f"{_name(config)}: {par.chips} chips > --max-chips "
+                           f"{space.max_chips}")
+            continue
+        out.append((Engine(spec, chip, par, prec, budget),
+                    {**config, "dtype": prec.activations}))
+    return out, skipped
+
+
+@dataclass(frozen=True)
+class ServePlan:
+    """Every operating point as columns (one entry each), and the question it answers."""
+
+    model: str
+    workload: Workload
+    targets: Targets
+    load: Load
+    columns: dict[str, np.ndarray[Any, Any]]
+    skipped: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.columns["tpot_s"])
+
+    @property
+    def ok(self) -> np.ndarray[Any, Any]:
+        """Points that fit, can sustain their load, and meet both targets."""
+        c = self.columns
+        ok = c["fits"] & c["feasible"]
+        if self.targets.ttft_s is not None:
+            ok = ok & (c["ttft_s"] <= self.targets.ttft_s)
+        if self.targets.tpot_s is not None:
+            ok = ok & (c["tpot_s"] <= self.targets.tpot_s)
+        return np.asarray(ok, dtype=bool)
+
+    def best(self) -> dict[str, dict[str, Any]]:
+        """Per chip kind, the point with the most output tokens/s per chip meeting the
+        targets (with a rate: the fewest chips; ties go to the lower TPOT)."""
+        c, ok = self.columns, self.ok
+        out = {}
+        for hw in dict.fromkeys(c["hardware"].tolist()):
+            idx = np.flatnonzero(ok & (c["hardware"] == hw))
+            if idx.size:
+                i = idx[np.lexsort((c["tpot_s"][idx], -c["output_tokens_per_s_per_chip"][idx]))[0]]
+                out[hw] = self.row(int(i))
+        return out
+
+    def frontier(self, against: str = "tpot_s", hardware: str | None = None) -> list[int]:
+        """Points no other beats on both `against` (tpot_s or ttft_s, lower is better) and
+        output tokens/s per chip, among those meeting the other target."""
+        c = self.columns
+        ok = c["fits"] & c["feasible"]
+        other = "ttft_s" if against == "tpot_s" else "tpot_s"
+        limit = getattr(self.targets, other)
+        if limit is not None:
+            ok = ok & (c[other] <= limit)
+        if hardware is not None:
+            ok = ok & (c["hardware"] == hardware)
+        return pareto_front(c[against], c["output_tokens_per_s_per_chip"], ok)
+
+    def row(self, i: int) -> dict[str, Any]:
+        return {k: v[i].item() for k, v in self.columns.items()}
+
+
+def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
+         targets: Targets | None = None, space: Space | None = None, load: Load | None = None,
+         budget: MemoryBudget | None = None, prices: dict[str, float] | None = None
+         ) -> ServePlan:
+    """Every operating point of every configuration (see grid.py for the model)."""
+    spec = load_model(model)
+    targets, space, load = targets or Targets(), space or Space(), load or Load()
+    budget = budget or MemoryBudget()
+    for mode in space.modes:
+        if mode not in MODES:
+            raise RooflineError(f"unknown mode {mode!r} (allowed: {', '.join(MODES)})")
+    if load.rate is not None and load.concurrency is not None:
+        raise RooflineError("give --rate (open loop) or --concurrency (closed loop), not both")
+    engines, skipped = _engines(spec, hardware, space, budget)
+    groups: list[dict[str, np.ndarray[Any, Any]]] = []
+
+    def add(config: dict[str, Any], cols: dict[str, Any], most: Any) -> None:
+        shape = np.broadcast(*cols.values()).shape
+        flat = {k: np.broadcast_to(v, shape).ravel() for k, v in cols.items()}
+        flat["fits"] = flat["running"] <= most
+        flat["max_running"] = np.full(flat["running"].size, float(most))
+        flat.update({k: np.full(flat["running"].size, v) for k, v in config.items()})
+        groups.append(flat)
+
+    chunks = np.asarray(space.chunks, dtype=float)
+    batch = None if space.batch is None else np.asarray(space.batch, dtype=float)
+    sides: list[tuple[Engine, dict[str, Any], Pools, int]] = []
+    for e, config in engines:
+        try:
+            running, most = running_grid(e, workload, batch, load.concurrency)
+            if "aggregated" in space.modes:
+                cols = aggregated(e, workload, running, chunks, load.rate,
+                                  closed_loop=load.concurrency is not None)
+                add({**config, "mode": "aggregated", **_prefill_config(config)}, cols, most)
+            if "disaggregated" in space.modes:
+                sides.append((e, config, pools(e, workload, running, chunks), most))
+        except RooflineError as exc:  # e.g. tp not dividing the heads: skipped, said why
+            skipped.append(f"{_name(config)}: {exc}")
+    for d, dconf, dpool, most in sides:
+        for p, pconf, ppool, _ in sides:
+            if p.chip.id == d.chip.id and p.prec == d.prec:  # one chip kind, one set of dtypes
+                add({**dconf, "mode": "disaggregated", **_prefill_config(pconf)},
+                    disaggregated(dpool, ppool, workload, chunks, load.rate), most)
+    if not groups:
+        raise RooflineError("no configuration is valid: " + "; ".join(dict.fromkeys(skipped)))
+    keys = list(dict.fromkeys(k for g in groups for k in g))  # a resource one lacks: 0 s
+    columns = {k: np.concatenate([g.get(k, np.zeros(g["running"].size)) for g in groups])
+               for k in keys}
+    _derive(columns, workload, prices or {}, engines)
+    return ServePlan(spec.name, workload, targets, load, columns, skipped)
+
+
+def _name(config: dict[str, Any]) -> str:
+    return " ".join(f"{k} {config[k]}" for k in ("hardware", "tp", "pp", "dp", "ep",
+                                                  "weight_dtype", "kv_dtype"))
+
+
+def _prefill_config(config: dict[str, Any]) -> dict[str, Any]:
+    return {f"prefill_{k}": config[k] for k in ("tp", "pp", "dp", "ep")}
+
+
+def _derive(c: dict[str, Any], w: Workload, prices: dict[str, float],
+            engines: list[tuple[Engine, dict[str, Any]]]) -> None:
+    """Per-chip figures, end-to-end latency, cost and energy."""
+    c["output_tokens_per_s_per_chip"] = c["output_tokens_per_s"] / c["chips"]
+    c["total_tokens_per_s"] = c["requests_per_s"] * (w.input_len + w.output_len)
+    c["e2e_s"] = c["ttft_s"] + (w.output_len - 1) * c["tpot_s"]
+    tdp = {e.chip.id: e.chip.tdp_w or math.nan for e, _ in engines}
+    watts = np.array([tdp[h] for h in c["hardware"]])
+    # an upper bound on tokens per joule only as far as the throughput is one: a chip can
+    # draw less than its TDP (memory-bound steps often do)
+    c["tokens_per_joule"] = c["output_tokens_per_s_per_chip"] / watts
+    price = np.array([prices.get(h, math.nan) for h in c["hardware"]])
+    c["usd_per_mtok"] = price / 3600 / c["output_tokens_per_s_per_chip"] * 1e6

@@ -1,0 +1,120 @@
+"""What is served: request lengths, prefix-cache hits, speculative decoding and the load.
+
+Lengths may be one value each or paired samples (a CSV of requests): the steady state
+depends on them through means only, each weighted by what it drives (prompt tokens per
+request, decode steps per request, KV context weighted by the decode steps it is held for).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import RooflineError
+
+BLOCK_TOKENS = 16  # paged KV cache: vLLM / SGLang / TensorRT-LLM's default block size
+
+
+def spec_tokens_per_step(k: int, accept: float) -> float:
+    """Expected tokens one sequence gains per verification step with k drafts, each accepted
+    with probability `accept` independently until the first rejection, plus the target
+    model's own token: sum_{i=0..k} a^i = (1 - a^(k+1)) / (1 - a) (Leviathan et al. 2023)."""
+    if k == 0:
+        return 1.0
+    if accept == 1:
+        return float(k + 1)
+    return float((1 - accept ** (k + 1)) / (1 - accept))
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Means over requests. `decode_context` is the mean context a decode step attends to,
+    weighted by decode steps: a request of L prompt and n output tokens decodes at contexts
+    L+1 .. L+n-1, L + n/2 on average."""
+
+    input_len: float  # mean prompt tokens
+    output_len: float  # mean output tokens
+    decode_context: float
+    prefix_hit: float = 0.0  # fraction of prompt tokens served from the prefix cache
+    spec_k: int = 0  # draft tokens per step (0: no speculative decoding)
+    accept: float = 0.0  # per-draft acceptance probability
+
+    @classmethod
+    def from_lengths(cls, input_len: Any, output_len: Any, prefix_hit: float = 0.0,
+                     spec_k: int = 0, accept: float = 0.0) -> Workload:
+        """One request shape, or paired samples of prompt and output lengths."""
+        ins = np.atleast_1d(np.asarray(input_len, dtype=float))
+        outs = np.atleast_1d(np.asarray(output_len, dtype=float))
+        if ins.shape != outs.shape:
+            raise RooflineError(f"input and output lengths must pair up: {ins.size} input "
+                                f"lengths, {outs.size} output lengths")
+        if ins.size == 0 or not np.all(np.isfinite(ins)) or np.any(ins < 1):
+            raise RooflineError("--input-len: every prompt needs at least 1 token")
+        if not np.all(np.isfinite(outs)) or np.any(outs < 2):
+            raise RooflineError("--output-len: every request needs at least 2 output tokens "
+                                "(1 is prefill only: roofline model --phase prefill)")
+        if not 0 <= prefix_hit < 1:
+            raise RooflineError(f"--prefix-hit must be in [0, 1), got {prefix_hit:g}")
+        if spec_k < 0 or spec_k != int(spec_k):
+            raise RooflineError(f"--spec-k must be a whole number >= 0, got {spec_k}")
+        if not 0 <= accept <= 1:
+            raise RooflineError(f"--accept must be in [0, 1], got {accept:g}")
+        if spec_k and accept == 0:
+            raise RooflineError("--spec-k needs --accept (the per-draft acceptance rate)")
+        steps = outs - 1
+        context = float(np.sum(steps * (ins + outs / 2)) / np.sum(steps))
+        return cls(float(ins.mean()), float(outs.mean()), context, float(prefix_hit),
+                   int(spec_k), float(accept))
+
+    @property
+    def uncached_len(self) -> float:
+        """Prompt tokens computed per request: prefix-cache hits are read, not computed."""
+        return self.input_len * (1 - self.prefix_hit)
+
+    @property
+    def tokens_per_step(self) -> float:
+        return spec_tokens_per_step(self.spec_k, self.accept)
+
+    @property
+    def verify_len(self) -> int:
+        """Tokens per sequence the target model runs per step: the last one and k drafts."""
+        return self.spec_k + 1
+
+    @property
+    def decode_steps(self) -> float:
+        """Decode steps per request: the first token comes from the prefill."""
+        return (self.output_len - 1) / self.tokens_per_step
+
+    def kv_tokens_per_sequence(self) -> float:
+        """Cached tokens a running sequence holds on average, in whole paged blocks; a shared
+        prefix-cache hit is held once for all (`shared_prefix_tokens`), not per sequence."""
+        own = self.decode_context - self.input_len * self.prefix_hit
+        return float(np.ceil(own / BLOCK_TOKENS) * BLOCK_TOKENS)
+
+    @property
+    def shared_prefix_tokens(self) -> float:
+        return float(np.ceil(self.input_len * self.prefix_hit / BLOCK_TOKENS) * BLOCK_TOKENS)
+
+
+def read_lengths(path: str) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """A CSV of requests with columns input_len and output_len (one request a row)."""
+    import csv
+    import io
+    from pathlib import Path
+
+    from ..files import _read_text  # the one guarded file reader (size, encoding, kind)
+
+    text = _read_text(Path(path), "--lengths")
+    rows = list(csv.DictReader(io.StringIO(text)))
+    if not rows or not {"input_len", "output_len"} <= set(rows[0]):
+        raise RooflineError(f"--lengths {path}: needs a header with input_len and output_len "
+                            "and at least one row")
+    try:
+        ins = np.array([float(r["input_len"]) for r in rows])
+        outs = np.array([float(r["output_len"]) for r in rows])
+    except (TypeError, ValueError):
+        raise RooflineError(f"--lengths {path}: input_len and output_len must be "
+                            "numbers") from None
+    return ins, outs

@@ -1,0 +1,246 @@
+"""roofline serve: the mixed continuous-batching step, the serving model's physics (compute
+and HBM roofs, targets, disaggregation), queueing and speculative decoding against
+independent simulations, fixed deployments, and the CLI."""
+
+import json
+
+import numpy as np
+import pytest
+
+from roofline.errors import RooflineError
+from roofline.hardware import load_chip
+from roofline.models import Parallel, Precision, analyze, decode, param_counts, prefill
+from roofline.models.catalog import load_model
+from roofline.models.memory import weight_bytes
+from roofline.models.step import mixed
+from roofline.serve import Load, Space, Targets, Workload, md1_wait_s, plan, spec_tokens_per_step
+
+W = Workload.from_lengths(2048, 256)
+SMALL = Space(tp=(1, 2), kv_dtypes=("fp8",), chunks=(512, 4096))
+
+
+@pytest.fixture(scope="module")
+def small_plan():
+    return plan("llama-3.1-8b", ["h100", "mi300x"], W, Targets(ttft_s=2.0, tpot_s=0.03),
+                Space(tp=(1, 2), kv_dtypes=("bf16", "fp8"), chunks=(512, 4096),
+                      modes=("aggregated", "disaggregated")))
+
+
+# --- the mixed step: one graph, decode and prefill chunk through the same weight reads -------
+
+
+def test_mixed_step_does_the_decode_and_prefill_work_reading_the_weights_once():
+    par = Parallel(tp=2)
+    d = analyze("llama-3.1-8b", "h100", decode(32, 2048), par)
+    p = analyze("llama-3.1-8b", "h100", prefill(1, 2048), par)
+    m = analyze("llama-3.1-8b", "h100", mixed(32, 2048, 2048, 2048), par)
+    # every FLOP of both steps, once (one logit for the prompt, as its prefill has)
+    assert m.model_flops == pytest.approx(d.model_flops + p.model_flops, rel=1e-9)
+    # but the weights stream once: fewer bytes, a step shorter than the two apart
+    assert m.bytes["hbm"] < d.bytes["hbm"] + p.bytes["hbm"]
+    assert max(d.t_lower_s, p.t_lower_s) <= m.t_lower_s < d.t_lower_s + p.t_lower_s
+
+
+def test_mixed_step_with_prefix_hits_computes_only_the_uncached_tokens():
+    full = analyze("llama-3.1-8b", "h100", mixed(8, 1024, 1024, 1024))
+    half = analyze("llama-3.1-8b", "h100", mixed(8, 1024, 512, 1024, cached=512))
+    assert half.flops < full.flops and half.t_lower_s < full.t_lower_s
+    with pytest.raises(RooflineError, match="ride in a decode step"):
+        from dataclasses import replace
+        analyze("llama-3.1-8b", "h100", replace(prefill(1, 64), prefill_tokens=64))
+
+
+# --- physics --------------------------------------------------------------------------------
+
+
+def test_throughput_per_chip_never_exceeds_the_compute_roof_of_the_request_mix(small_plan):
+    # a request needs at least 2 * N_active * (input + output) FLOPs; chips * peak / that is
+    # the most requests/s
+    c = small_plan.columns
+    active = param_counts(load_model("llama-3.1-8b")).active
+    peaks = {(h, d): load_chip(h).peak_flops(d) for h, d in zip(c["hardware"], c["dtype"],
+                                                                 strict=True)}
+    peak = np.array([peaks[h, d] for h, d in zip(c["hardware"], c["dtype"], strict=True)])
+    roof = peak * W.output_len / (2 * active * (W.input_len + W.output_len))
+    ok = c["feasible"] & c["fits"]
+    assert ok.sum() > 100
+    assert np.all(c["output_tokens_per_s_per_chip"][ok] <= roof[ok])
+
+
+def test_throughput_per_chip_never_exceeds_the_hbm_roof_at_its_batch():
+    # every step streams each chip's weights at least once: B·s tokens per weight read
+    p = plan("llama-3.1-8b", ["h100"], W, space=Space(tp=(1, 2, 4), kv_dtypes=("fp8",),
+                                                      chunks=(512,)))
+    c = p.columns
+    bw = load_chip("h100").level("hbm").bandwidth_Bps
+    spec = load_model("llama-3.1-8b")
+    embedding = param_counts(spec).embedding  # a lookup reads rows, not the table
+    for tp in (1, 2, 4):
+        for wd, act in (("bf16", "bf16"), ("fp8", "fp8")):
+            sel = (c["tp"] == tp) & (c["weight_dtype"] == wd)
+            assert set(c["dtype"][sel]) == {act}
+            prec = Precision(weights=wd, activations=act)
+            read = weight_bytes(spec, Parallel(tp=tp), prec) - embedding / tp * (
+                2 if prec.tables == "bf16" else 1)
+            roof = c["running"][sel] * bw / read / tp
+            assert np.all(c["output_tokens_per_s_per_chip"][sel] <= roof)
+
+
+def test_a_tighter_tpot_never_raises_throughput_per_chip():
+    p = plan("llama-3.1-8b", ["h100"], W, Targets(ttft_s=3.0), SMALL)
+    best = []
+    for tpot in (0.1, 0.04, 0.02, 0.012, 0.008):
+        q = plan("llama-3.1-8b", ["h100"], W, Targets(ttft_s=3.0, tpot_s=tpot), SMALL)
+        found = q.best().get("h100-sxm")
+        best.append(found["output_tokens_per_s_per_chip"] if found else 0.0)
+        if found:
+            assert found["tpot_s"] <= tpot
+    assert best == sorted(best, reverse=True) and best[0] > best[-1]
+    assert p.best()["h100-sxm"]["output_tokens_per_s_per_chip"] >= best[0]
+
+
+def test_disaggregation_never_wins_when_the_kv_transfer_alone_exceeds_the_ttft_target():
+    # a long bf16 prompt's cache over 50 GB/s per chip takes longer than the target
+    w = Workload.from_lengths(32768, 256)
+    space = Space(tp=(8,), kv_dtypes=("bf16",), chunks=(8192,),
+                  modes=("aggregated", "disaggregated"))
+    loose = plan("llama-3.1-70b", ["h100"], w, Targets(ttft_s=60.0), space)
+    c = loose.columns
+    dis = c["mode"] == "disaggregated"
+    transfer = float(c["kv_transfer_s"][dis][0])
+    assert transfer > 0 and np.all(c["ttft_s"][dis] >= transfer)
+    tight = plan("llama-3.1-70b", ["h100"], w, Targets(ttft_s=0.9 * transfer), space)
+    assert not np.any(tight.ok & (tight.columns["mode"] == "disaggregated"))
+    assert any(loose.ok & dis)  # with room for the transfer it is a candidate again
+
+
+def test_kv_capacity_limits_the_running_batch_in_whole_blocks(small_plan):
+    c = small_plan.columns
+    assert np.all(c["running"][c["fits"]] <= c["max_running"][c["fits"]])
+    assert W.kv_tokens_per_sequence() % 16 == 0
+    # an fp8 cache holds more sequences than bf16 on the same chips
+    one = (c["hardware"] == "h100-sxm") & (c["tp"] == 1) & (c["weight_dtype"] == "bf16")
+    bf16 = c["max_running"][one & (c["kv_dtype"] == "bf16")].max()
+    fp8 = c["max_running"][one & (c["kv_dtype"] == "fp8")].max()
+    assert fp8 > 1.8 * bf16
+
+
+def test_prefix_hits_shorten_ttft_and_raise_throughput():
+    cold = plan("llama-3.1-8b", ["h100"], W, Targets(ttft_s=1.0, tpot_s=0.03), SMALL)
+    warm = plan("llama-3.1-8b", ["h100"], Workload.from_lengths(2048, 256, prefix_hit=0.5),
+                Targets(ttft_s=1.0, tpot_s=0.03), SMALL)
+    a, b = cold.best()["h100-sxm"], warm.best()["h100-sxm"]
+    assert b["output_tokens_per_s_per_chip"] > a["output_tokens_per_s_per_chip"]
+    pin = Space(tp=(1,), kv_dtypes=("fp8",), weight_dtypes=("bf16",), chunks=(4096,),
+                batch=(16,))
+    x = plan("llama-3.1-8b", ["h100"], W, space=pin).row(0)
+    y = plan("llama-3.1-8b", ["h100"], Workload.from_lengths(2048, 256, prefix_hit=0.5),
+             space=pin).row(0)
+    assert y["prefill_s"] < x["prefill_s"] and y["tpot_s"] < x["tpot_s"]
+
+
+# --- queueing and speculative decoding against simulations ----------------------------------
+
+
+def test_md1_wait_matches_a_seeded_simulation():
+    rng = np.random.default_rng(7)
+    service = 0.2
+    for rho in (0.3, 0.7, 0.9):
+        gaps = rng.exponential(service / rho, 400_000)
+        wait, total = 0.0, 0.0
+        for gap in gaps[:200_000]:  # Lindley's recursion
+            wait = max(0.0, wait + service - gap)
+            total += wait
+        assert total / 200_000 == pytest.approx(float(md1_wait_s(rho, service)), rel=0.06)
+    assert md1_wait_s(1.0, service) == np.inf
+
+
+def test_speculative_tokens_per_step_match_a_simulation_and_raise_throughput():
+    rng = np.random.default_rng(3)
+    for k, a in ((4, 0.7), (2, 0.5), (6, 0.9)):
+        accepted = rng.random((100_000, k)) < a
+        # the prefix of accepted drafts, plus the target model's own token
+        gained = np.argmin(np.c_[accepted, np.zeros(len(accepted), bool)], axis=1) + 1
+        assert gained.mean() == pytest.approx(spec_tokens_per_step(k, a), rel=0.01)
+    assert spec_tokens_per_step(0, 0.0) == 1 and spec_tokens_per_step(3, 1.0) == 4
+    pin = Space(tp=(1,), kv_dtypes=("fp8",), weight_dtypes=("bf16",), chunks=(4096,),
+                batch=(1,))
+    plain = plan("llama-3.1-8b", ["h100"], W, space=pin).row(0)
+    spec = plan("llama-3.1-8b", ["h100"], Workload.from_lengths(2048, 256, spec_k=4,
+                                                                accept=0.7), space=pin).row(0)
+    assert spec["tpot_s"] < plain["tpot_s"]  # draft model not counted: a lower bound
+
+
+# --- fixed deployments and loads -------------------------------------------------------------
+
+
+def test_closed_loop_concurrency_is_the_running_batch_with_no_queue():
+    pin = Space(tp=(8,), kv_dtypes=("fp8",), weight_dtypes=("fp8",), chunks=(2048,))
+    w = Workload.from_lengths(1024, 1024)
+    p = plan("llama-3.1-70b", ["h100"], w, space=pin, load=Load(concurrency=64))
+    (r,) = [p.row(i) for i in range(len(p))]
+    assert r["running"] == 64 and r["queue_s"] == 0 and r["chips"] == 8
+    # TPOT is the mixed iteration of 64 decodes and their steady prompt tokens, from the model
+    step = analyze("llama-3.1-70b", "h100", mixed(64, w.decode_context, 64 * 1024 / 1023,
+                                                  1024), Parallel(tp=8),
+                   Precision("fp8", "fp8", "fp8"))
+    assert r["tpot_s"] == pytest.approx(step.t_lower_s, rel=1e-9)
+    assert r["e2e_s"] == pytest.approx(r["ttft_s"] + 1023 * r["tpot_s"])
+
+
+def test_a_rate_sizes_whole_instances_and_latency_is_taken_at_the_load_they_carry():
+    pin = Space(tp=(1,), kv_dtypes=("fp8",), weight_dtypes=("fp8",), chunks=(4096,))
+    cap = plan("llama-3.1-8b", ["h100"], W, space=pin)
+    top = max(cap.columns["requests_per_s"])
+    p = plan("llama-3.1-8b", ["h100"], W, Targets(tpot_s=0.03), pin, Load(rate=3 * top))
+    c = p.columns
+    assert np.allclose(c["output_tokens_per_s"], 3 * top * W.output_len)
+    assert np.all(c["chips"] == c["instances"]) and c["instances"].min() >= 3
+    best = p.best()["h100-sxm"]
+    assert best["tpot_s"] <= 0.03 and best["requests_per_s"] == pytest.approx(3 * top)
+
+
+def test_mixed_request_lengths_enter_through_their_weighted_means():
+    w = Workload.from_lengths([1000, 3000], [101, 301])
+    assert w.input_len == 2000 and w.output_len == 201
+    # decode steps weight the context: (100·(1000+50.5) + 300·(3000+150.5)) / 400
+    assert w.decode_context == pytest.approx((100 * 1050.5 + 300 * 3150.5) / 400)
+    with pytest.raises(RooflineError, match="at least 2 output tokens"):
+        Workload.from_lengths(100, 1)
+
+
+# --- CLI -------------------------------------------------------------------------------------
+
+
+def test_cli_plan_text_json_and_csv(run_cli, tmp_path):
+    argv = ["serve", "llama-3.1-8b", "--hw", "h100,h200", "--input-len", "2048",
+            "--output-len", "256", "--ttft", "2s", "--tpot", "30ms", "--tp", "1,2",
+            "--kv-dtype", "fp8", "--chunk", "2048", "--price", "h100=2.5"]
+    code, out, err = run_cli(*argv)
+    assert code == 0, err
+    assert "best per chip kind" in out and "h200-sxm" in out and "batch limited by" in out
+    code, out, _ = run_cli(*argv, "--json", "--csv", str(tmp_path / "p.csv"))
+    data = json.loads(out)
+    best = data["best"]["h100-sxm"]
+    assert best["tpot_s"] <= 0.03 and best["ttft_s"] <= 2
+    assert best["usd_per_mtok"] == pytest.approx(
+        2.5 / 3600 / best["output_tokens_per_s_per_chip"] * 1e6)
+    assert best["e2e_s"] == pytest.approx(best["ttft_s"] + 255 * best["tpot_s"])
+    assert best["limit"] and best["what_would_move_it"]
+    header = (tmp_path / "p.csv").read_text().splitlines()[0].split(",")
+    assert {"output_tokens_per_s_per_chip", "ttft_s", "tpot_s", "tokens_per_joule"} <= set(header)
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--tpot", "50"], "no unit"),
+    (["--rate", "2", "--concurrency", "4"], "not allowed with"),
+    (["--tp", "3"], "tp (3) must divide"),
+    (["--prefix-hit", "1.5"], "--prefix-hit must be in"),
+    (["--accept", "0.5"], "--accept needs --spec-k"),
+    (["--mode", "both"], "unknown mode"),
+    (["--price", "h100"], "CHIP=USD_PER_HOUR"),
+])
+def test_cli_bad_input_is_one_line_exit_2(run_cli, argv, needle):
+    code, _, err = run_cli("serve", "llama-3.1-8b", "--tp", "1", *argv)
+    assert code == 2 and needle in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
