@@ -194,28 +194,43 @@ def test_critical_batch_and_quant_table(run_cli):
 
 
 def test_allreduce_cli(run_cli):
+    from roofline import load_chip
+
+    nvlink, ib = load_chip("h100").link("scale-up"), load_chip("h100").link("scale-out")
+    # the default algorithm is auto, what NCCL would pick: NVLS on H100's NVSwitch at 8 GiB,
+    # the whole buffer once each way (busbw 2·7/8 of the link)
     code, out, _ = run_cli("op", "allreduce", "--hw", "h100", "--bytes", "8GiB",
-                       "--ranks", "8", "--json")
+                           "--ranks", "8", "--json")
     data = json.loads(out)
     assert code == 0 and OP_KEYS - {"intensity", "ridge", "attainable_flops_per_s"} <= set(data)
+    assert data["inputs"]["algo"] == "nvls"
+    assert data["busbw_Bps"] == pytest.approx(2 * 7 / 8 * 450e9, rel=1e-3)
+    _, out, _ = run_cli("op", "allreduce", "--hw", "h100", "--bytes", "8GiB", "--ranks", "8",
+                        "--algo", "ring", "--json")
+    data = json.loads(out)
     assert data["busbw_Bps"] == pytest.approx(450e9, rel=1e-3)  # alpha-beta: 14 alphas too
     assert data["algbw_Bps"] == pytest.approx(450e9 * 8 / 14, rel=1e-3)
-    assert data["latency_crossover_bytes"] == pytest.approx(8 * 1e-6 * 450e9)
+    # latency = 14 alphas + one call's base latency, against 2·7/8·m over the link
+    ring_latency = 14 * nvlink.latency_s + nvlink.base_latency_s
+    assert data["latency_crossover_bytes"] == pytest.approx(ring_latency * 450e9 / (2 * 7 / 8))
     _, out, _ = run_cli("op", "all-reduce", "--bytes", "4KiB", "--ranks", "8", "--json")
     assert json.loads(out)["bound"] == "latency"
-    _, out, _ = run_cli("op", "allreduce", "--bytes", "1GiB", "--ranks", "16", "--json")
+    _, out, _ = run_cli("op", "allreduce", "--bytes", "1GiB", "--ranks", "16", "--algo", "ring",
+                        "--json")
     data = json.loads(out)
     assert set(data["link_bytes"]) == {"scale-up", "scale-out"}  # 2 nodes of 8 on H100
     # hierarchical crossover by hand: latency = reduce-scatter 7 + all-gather 7 NVLink steps
-    # at 1 µs + 2 IB steps at 2 µs = 18 µs; the slowest phase moves 2·7/8 GiB over 450 GB/s
-    m_star = 18e-6 * 450e9 / (2 * 7 / 8)
+    # + 2 IB steps + the call's base latency (once, on the outermost link); the slowest phase
+    # moves 2·7/8 GiB over 450 GB/s
+    latency = 14 * nvlink.latency_s + 2 * ib.latency_s + ib.base_latency_s
+    m_star = latency * 450e9 / (2 * 7 / 8)
     assert data["latency_crossover_bytes"] == pytest.approx(m_star, rel=1e-9)
     for size, bound in [(m_star / 1.05, "latency"), (m_star * 1.05, "scale-up")]:
         _, out, _ = run_cli("op", "allreduce", "--bytes", f"{size:.0f}", "--ranks", "16",
-                            "--json")
+                            "--algo", "ring", "--json")
         assert json.loads(out)["bound"] == bound
     _, out, _ = run_cli("op", "allreduce", "--bytes", "1GiB", "--ranks", "8", "--algo",
-                    "nvls", "--json")
+                        "nvls", "--json")
     assert json.loads(out)["busbw_Bps"] > 450e9
 
 
@@ -223,8 +238,9 @@ def test_allreduce_cli(run_cli):
     (["op", "allreduce", "--hw", "mi300x", "--bytes", "1GB", "--ranks", "8", "--algo", "nvls"],
      "needs in-switch reduction"),
     (["op", "allreduce", "--bytes", "12XB", "--ranks", "8"], "--bytes"),
+    # each collective offers the algorithms that implement it (all-gather: ring, auto)
     (["op", "allgather", "--bytes", "1GB", "--ranks", "8", "--algo", "tree"],
-     "does not implement"),
+     "invalid choice: 'tree' (choose from 'ring', 'auto')"),
     (["op", "allreduce", "--hw", "l40s", "--bytes", "1GB", "--ranks", "2"], "no 'scale-up'"),
 ])
 def test_collective_bad_input(run_cli, argv, needle):

@@ -13,6 +13,7 @@ from roofline.models import tp_layer
 from roofline.ops.collectives import (
     COLLECTIVES,
     busbw_factor,
+    choose_algorithm,
     collective,
     latency_crossover_bytes,
 )
@@ -411,3 +412,109 @@ def test_a_group_that_does_not_fill_whole_domains_spreads_evenly():
     twelve = collective("all-reduce", 1e9, 12, domain_size=8)
     assert twelve.link_bytes["scale-up"] == pytest.approx(2 * 5 / 6 * 1e9)
     assert twelve.link_bytes["scale-out"] == pytest.approx(1e9 / 6)
+
+
+# --- calls, algorithm choice, all-to-all algorithms, full-mesh topology -----------------------
+
+
+def test_a_collective_is_one_call_on_the_outermost_link_it_crosses():
+    flat = collective("all-reduce", 1e6, 8)
+    assert flat.link_calls == {"scale-up": 1.0}
+    est = evaluate(flat, H100)  # the call's base latency is charged once, with 14 alphas
+    assert est.time_s["latency"] == pytest.approx(14 * NVLINK.latency_s + NVLINK.base_latency_s)
+    across = collective("all-reduce", 1e6, 16, domain_size=8)
+    assert across.link_calls == {"scale-up": 0.0, "scale-out": 1.0}
+    sweep = collective("all-gather", 1e6, np.array([1, 4, 16]), domain_size=8)
+    np.testing.assert_array_equal(sweep.link_calls["scale-up"], [0, 1, 0])  # one rank: no call
+    np.testing.assert_array_equal(sweep.link_calls["scale-out"], [0, 0, 1])
+
+
+@pytest.mark.parametrize("chip", ["h100", "a100", "mi300x", "v5e"])
+def test_auto_picks_the_fastest_algorithm_at_every_size(chip):
+    hw = load_chip(chip)
+    sizes = np.logspace(2, 11, 40)
+    for kind in ("all-reduce", "broadcast", "all-gather", "all-to-all"):
+        auto = evaluate(collective(kind, sizes, 8, chip=hw), hw).t_lower_s
+        algos = [a for a in ("ring", "tree", "nvls", "direct", "pairwise")
+                 if a != "nvls" or hw.link("scale-up").in_switch_reduction]
+        each = []
+        for algo in algos:
+            try:
+                each.append(evaluate(collective(kind, sizes, 8, algo), hw).t_lower_s)
+            except RooflineError:
+                continue  # an algorithm that does not implement this collective
+        np.testing.assert_allclose(auto, np.min(each, axis=0), rtol=1e-12)
+        for i in (0, 17, 39):  # a sweep chooses what single sizes choose
+            one = evaluate(collective(kind, float(sizes[i]), 8, chip=hw), hw).t_lower_s
+            assert one == pytest.approx(auto[i])
+
+
+def test_auto_follows_the_latency_bandwidth_trade():
+    a100 = load_chip("a100")  # no in-switch reduction: tree for small messages, ring for large
+    assert choose_algorithm("all-reduce", 32 * 2**10, 8, a100) == "tree"
+    assert choose_algorithm("all-reduce", 1 * 2**30, 8, a100) == "ring"
+    assert choose_algorithm("all-reduce", 1 * 2**30, 8, H100) == "nvls"  # NVSwitch SHARP
+    assert choose_algorithm("all-to-all", 1e6, 8, H100) == "direct"
+    assert choose_algorithm("all-to-all", 1e6, 64, H100, domain_size=8) == "direct"
+    # the library default without a chip stays ring (all-to-all: direct, NCCL's)
+    assert collective("all-reduce", 1e6, 8).name == "all-reduce (ring)"
+    assert collective("all-to-all", 1e6, 8).name == "all-to-all (direct)"
+    with pytest.raises(RooflineError, match="pass chip="):
+        collective("all-reduce", 1e6, 8, "auto")
+
+
+def test_all_to_all_algorithms():
+    m, n = 64e6, 8
+    direct = collective("all-to-all", m, n, "direct")
+    pairwise = collective("all-to-all", m, n, "pairwise")
+    ring = collective("all-to-all", m, n, "ring")
+    assert direct.link_steps["scale-up"] == 1 and pairwise.link_steps["scale-up"] == n - 1
+    assert direct.link_bytes["scale-up"] == pairwise.link_bytes["scale-up"] == \
+        pytest.approx((n - 1) / n * m)
+    # a relay between neighbours: chunks 1..4 hops away, the short way round
+    assert ring.link_steps["scale-up"] == 4
+    assert ring.link_bytes["scale-up"] == pytest.approx((1 + 2 + 3 + 4 + 3 + 2 + 1) / n * m)
+    across = collective("all-to-all", m, 32, "direct", domain_size=8)
+    assert across.link_steps == {"scale-up": 1.0, "scale-out": 1.0}
+    assert collective("all-to-all", m, 32, "pairwise", domain_size=8).link_steps == \
+        {"scale-up": 7.0, "scale-out": 24.0}
+    with pytest.raises(RooflineError, match="spans scale-up domains"):
+        collective("all-to-all", m, 32, "ring", domain_size=8)
+    with pytest.raises(RooflineError, match="does not implement"):
+        collective("all-reduce", m, n, "direct")
+
+
+def test_a_full_mesh_gives_a_group_one_port_per_peer(run_cli):
+    from roofline import make_system
+
+    mi300x = make_system("mi300x")  # 7 Infinity Fabric ports of 64 GB/s each way
+    port = mi300x.chip.link("scale-up").bandwidth_Bps / 7
+    assert port == pytest.approx(64e9)
+    shares = mi300x.link_share("scale-up", np.array([2, 3, 5, 8]))
+    np.testing.assert_allclose(shares, np.array([1, 2, 4, 7]) / 7)
+    # a pair gets one port: 1 GiB over 64 GB/s (issue 12: ~16.8 ms, not 2.4 ms)
+    code, out, _ = run_cli("op", "sendrecv", "--hw", "mi300x", "--bytes", "1GiB", "--ranks",
+                           "2", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["t_lower_s"] == pytest.approx(2**30 / 64e9, rel=1e-3)
+    assert data["t_lower_s"] == pytest.approx(16.8e-3, rel=0.01)
+    # a send/recv has one peer however many ranks take part (sendrecv_perf -g 8)
+    _, out, _ = run_cli("op", "sendrecv", "--hw", "mi300x", "--bytes", "1GiB", "--ranks", "8",
+                        "--json")
+    assert json.loads(out)["inputs"]["link_share"] == pytest.approx(1 / 7)
+    # and all eight ranks of a ring use all seven ports; a switch gives any group everything
+    _, out, _ = run_cli("op", "allreduce", "--hw", "mi300x", "--bytes", "1GiB", "--ranks", "8",
+                        "--json")
+    assert json.loads(out)["inputs"]["link_share"] == 1
+    assert make_system("h100").link_share("scale-up", 2) == 1.0
+    # Gaudi's box is a mesh too: 3 RoCE ports to each of its 7 peers
+    assert make_system("gaudi3").link_share("scale-up", 2) == pytest.approx(1 / 7)
+
+
+def test_cli_auto_echoes_its_choice_per_size(run_cli):
+    code, out, _ = run_cli("op", "allreduce", "--hw", "a100", "--bytes", "32KiB", "--ranks",
+                           "8", "--json")
+    assert code == 0 and json.loads(out)["inputs"]["algo"] == "tree"
+    _, out, _ = run_cli("op", "alltoall", "--hw", "h100", "--bytes", "1GiB", "--ranks", "8",
+                        "--json")
+    assert json.loads(out)["inputs"]["algo"] == "direct"

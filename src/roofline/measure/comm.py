@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import RooflineError, unknown
-from ..ops.collectives import busbw_factor, collective
+from ..ops.collectives import DEFAULT_ALGO, busbw_factor, collective
 from ._torch import require_torch, torch_dtype
 from .progress import Progress, quiet
 from .timing import Timing
@@ -84,7 +84,8 @@ class LinkFit:
 
 def model_terms(kind: str, nbytes: Any, ranks: int, algo: str = "ring") -> tuple[Any, Any]:
     """(message steps, bytes per direction) per rank in the roofline's collective model."""
-    cost = collective(kind, nbytes, ranks, algo=algo)
+    # torch's all_to_all_single is NCCL's direct all-to-all, whatever the others' algorithm
+    cost = collective(kind, nbytes, ranks, algo=DEFAULT_ALGO.get(kind, algo))
     return (np.asarray(cost.link_steps["scale-up"], dtype=float),
             np.asarray(cost.link_bytes["scale-up"], dtype=float))
 

@@ -247,10 +247,11 @@ def _hierarchical(kind: str, algo: str, n: Sym, m: Sym, a: Sym) -> Cost:
               Term("scale-out steps", out_steps), Term("scale-out bytes", out_bytes)]
     # one call, on the outermost link it crosses (a group inside one domain: scale-up)
     across = (np.asarray(b.value) > 1) * 1.0
+    inside = (np.asarray(a.value) > 1) * (1.0 - across)  # a group of one makes no call
     return Cost(link_bytes={"scale-up": up_bytes.value, "scale-out": out_bytes.value},
                 link_steps={"scale-up": _full(up_steps.value, m),
                             "scale-out": _full(out_steps.value, m)},
-                link_calls={"scale-up": _full(1.0 - across, m), "scale-out": _full(across, m)},
+                link_calls={"scale-up": _full(inside, m), "scale-out": _full(across, m)},
                 terms=tuple(terms), name=f"{kind} ({algo}, hierarchical)")
 
 
