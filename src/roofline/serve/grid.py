@@ -96,7 +96,7 @@ def aggregated(e: Engine, w: Workload, running: Any, chunks: Any,
     feasible = (steady[pick] / dp <= chunk) & (rho < 1)
     return {
         "running": B[:, 0][idx] + 0 * chunk, "chunk": chunk + 0 * B, "instances": instances,
-        "chips": chips, "output_tokens_per_s": tokens * instances,
+        "chips": chips, "decode_chips": chips, "output_tokens_per_s": tokens * instances,
         "requests_per_s": load * instances, "tpot_s": tpot, "prefill_s": prefill_s,
         "queue_s": wait, "kv_transfer_s": 0.0 * rho, "ttft_s": prefill_s + wait,
         "t_step_s": t_it[pick], "utilization": rho, "feasible": feasible,
@@ -155,6 +155,7 @@ def disaggregated(d: Pools, p: Pools, w: Workload, chunks: Any, rate: float | No
     return {
         "running": d.running[idx], "chunk": chunk + 0 * wait, "instances": decoders,
         "chips": decoders * d.engine.chips + prefillers * pe.chips,
+        "decode_chips": decoders * d.engine.chips,
         "output_tokens_per_s": load * decoders * w.output_len,
         "requests_per_s": load * decoders, "tpot_s": t_dec[idx] / s, "prefill_s": t_p,
         "queue_s": wait, "kv_transfer_s": transfer, "ttft_s": t_p + wait + transfer,
