@@ -9,9 +9,7 @@ import functools
 import hashlib
 import io
 import json
-import os
 import re
-import tempfile
 import threading
 import xml.etree.ElementTree as ET
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -19,6 +17,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
+from conftest import requests_sent  # the browser fixture lives there too
 from roofline import cli, collective, evaluate, gemv, load_chip, matmul
 from roofline.errors import RooflineError
 from roofline.render.geometry import point_from_dict, to_points
@@ -208,51 +207,6 @@ def test_cli_report_errors_are_one_line(run, argv, needle):
 
 # --- in a real browser -----------------------------------------------------------------------
 
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-# As .ci's machines need them: no sandbox as root, no GPU, and no background connections
-# (the network is closed; Chromium would otherwise try to reach Google at start-up).
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                  "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync"]
-
-
-def browser_missing() -> str:
-    for path, package in [(CHROMIUM, "chromium"), (CHROMEDRIVER, "chromium-driver")]:
-        if not os.access(path, os.X_OK):
-            return f"{path} not found (Debian package {package}; .ci/run installs it)"
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        return "selenium not installed (pip install selenium; .ci/run installs it)"
-    return ""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    reason = browser_missing()
-    if reason:
-        if os.environ.get("ROOFLINE_REQUIRE_BROWSER"):  # set by .ci/run: never skip there
-            pytest.fail(reason)
-        pytest.skip(reason)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in CHROMIUM_FLAGS:
-        options.add_argument(flag)
-    with tempfile.TemporaryDirectory() as profile:
-        options.add_argument(f"--user-data-dir={profile}")
-        options.add_argument("--window-size=1200,1000")
-        options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-        driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
-        driver.get("about:blank")  # leave the start page before any log is read
-        try:
-            yield driver
-        finally:
-            driver.quit()
-
-
 @pytest.fixture
 def server(tmp_path):
     """A localhost HTTP server for tmp_path that records every path asked of it."""
@@ -273,13 +227,6 @@ def server(tmp_path):
     yield f"http://127.0.0.1:{httpd.server_address[1]}", asked
     httpd.shutdown()
     httpd.server_close()
-
-
-def requests_sent(driver) -> list[str]:
-    """URLs of every request the browser made since the last call (DevTools Network log)."""
-    events = [json.loads(entry["message"])["message"] for entry in driver.get_log("performance")]
-    return [e["params"]["request"]["url"] for e in events
-            if e["method"] == "Network.requestWillBeSent"]
 
 
 @pytest.mark.parametrize("scheme", ["http", "file"])
