@@ -58,8 +58,8 @@ def test_throughput_per_chip_never_exceeds_the_compute_roof_of_the_request_mix(s
     # the most requests/s
     c = small_plan.columns
     active = param_counts(load_model("llama-3.1-8b")).active
-    peaks = {(h, d): load_chip(h).peak_flops(d) for h, d in zip(c["hardware"], c["dtype"],
-                                                                 strict=True)}
+    pairs = set(zip(c["hardware"].tolist(), c["dtype"].tolist(), strict=True))
+    peaks = {(h, d): load_chip(h).peak_flops(d) for h, d in pairs}
     peak = np.array([peaks[h, d] for h, d in zip(c["hardware"], c["dtype"], strict=True)])
     roof = peak * W.output_len / (2 * active * (W.input_len + W.output_len))
     ok = c["feasible"] & c["fits"]
@@ -244,3 +244,13 @@ def test_cli_bad_input_is_one_line_exit_2(run_cli, argv, needle):
     code, _, err = run_cli("serve", "llama-3.1-8b", "--tp", "1", *argv)
     assert code == 2 and needle in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_cli_plot_and_html_files(run_cli, tmp_path):
+    png, html = tmp_path / "front.png", tmp_path / "plan.html"
+    code, _, err = run_cli("serve", "llama-3.1-8b", "--tp", "1", "--kv-dtype", "fp8",
+                           "--chunk", "2048", "--tpot", "20ms", "--ttft", "1s",
+                           "--plot", str(png), "--html", str(html))
+    assert code == 0, err
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert html.read_text().startswith("<!DOCTYPE html>")

@@ -37,6 +37,8 @@ def build_plan(args: argparse.Namespace) -> Any:
     from ..serve import Load, Space, Targets, Workload, plan, read_lengths
     from ..sweep import parse_axis, parse_list
 
+    ins: Any
+    outs: Any
     if args.lengths:
         if args.input_len is not None or args.output_len is not None:
             raise RooflineError("--lengths replaces --input-len and --output-len: give one")

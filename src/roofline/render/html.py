@@ -99,18 +99,23 @@ def _sha256(text: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
 
 
-# Nothing may load: no default source, only this script and this style (by hash).
-CSP = (f"default-src 'none'; script-src '{_sha256(JS)}'; style-src '{_sha256(CSS)}'; "
-       "img-src data:; base-uri 'none'; form-action 'none'")
+def csp(script: str = JS) -> str:
+    """Nothing may load: no default source, only this script and this style (by hash)."""
+    return (f"default-src 'none'; script-src '{_sha256(script)}'; style-src '{_sha256(CSS)}'; "
+            "img-src data:; base-uri 'none'; form-action 'none'")
 
 
-def page(title: str, body: Sequence[str]) -> str:
-    """A whole self-contained document around `body` (already-escaped HTML parts)."""
+CSP = csp()
+
+
+def page(title: str, body: Sequence[str], script: str = JS) -> str:
+    """A whole self-contained document around `body` (already-escaped HTML parts); `script`
+    is its one script (the CSP admits it by hash; a JSON data block is not a script)."""
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+        f'<meta http-equiv="Content-Security-Policy" content="{csp(script)}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{xml_text(title)}</title>",
         '<link rel="icon" href="data:,">',  # or the browser asks the server for /favicon.ico
         f"<style>{CSS}</style>", "</head>", "<body>", *body,
-        f"<script>{JS}</script>", "</body>", "</html>", ""])
+        f"<script>{script}</script>", "</body>", "</html>", ""])
