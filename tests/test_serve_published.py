@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from roofline.dtypes import dtype
 from roofline.errors import RooflineError
 from roofline.hardware import load_chip
-from roofline.dtypes import dtype
 from roofline.models import list_models, load_model, model_precision
 from roofline.serve import Load, Space, Workload, plan
 
@@ -82,7 +82,7 @@ def _case(row):
                 disagg="disagg" in fw, metric=row["metric"], value=float(row["value"])), None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _bound(model, chip, input_len, output_len, tp, pp, dp, ep, weights, kv, spec_k,
            concurrency, disagg):
     w = Workload.from_lengths(input_len, output_len, spec_k=spec_k, accept=1.0 if spec_k else 0)
