@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import dtype
 from ..units import format_time
 from .plan import ServePlan
 
@@ -47,9 +48,9 @@ def moves(plan: ServePlan, row: dict[str, Any], why: str) -> list[str]:
     out = []
     bound = row["bound"]
     if why == "kv capacity":
-        out.append(f"KV capacity holds {row['max_running']:g} sequences: an fp8 KV cache, "
-                   "more chips per instance (tp), a higher --mem-util or shorter contexts "
-                   "hold more")
+        fp8 = "an fp8 KV cache, " if dtype(row["kv_dtype"]).bits > 8 else ""
+        out.append(f"KV capacity holds {row['max_running']:g} sequences: {fp8}more chips "
+                   "per instance (tp), a higher --mem-util or shorter contexts hold more")
     for target, key in (("tpot target", "tpot_s"), ("ttft target", "ttft_s")):
         if why == target:
             nxt = _next_on_frontier(plan, row, key)
