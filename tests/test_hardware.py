@@ -132,18 +132,18 @@ def test_user_file_loads(tmp_path):
      "memory[0].source"),
     (('name = "hbm"', 'name = "dram"'), "memory[0].name"),
     (("bandwidth_Bps = 3.35e12", "bandwidth = 3.35e12"), "memory[0].bandwidth"),
-    (("latency_s = 1e-6", "latency_s = 0"), "link.scale-up.latency_s"),
+    (("latency_s = 0.6e-6", "latency_s = 0"), "link.scale-up.latency_s"),
     (("[link.scale-out]", "[link.infiniband]"), "link.infiniband"),
     (("domain_size = 8", "domain_size = 8.5"), "link.scale-up.domain_size"),
     (("domain_size = 8", "domain_size = 9223372036854775807"), "link.scale-up.domain_size"),
     (("flops_per_s = 989.4e12", "flops_per_s = 1" + "0" * 400), "peak.bf16.flops_per_s"),
     (("flops_per_s = 989.4e12", "flops_per_s = 1e-300"), "peak.bf16.flops_per_s"),
     (("bandwidth_Bps = 3.35e12", "bandwidth_Bps = 1e-320"), "memory[0].bandwidth_Bps"),
-    (("latency_s = 1e-6", "latency_s = 1e-15"), "link.scale-up.latency_s"),
+    (("latency_s = 0.6e-6", "latency_s = 1e-15"), "link.scale-up.latency_s"),
     (("schema_version = 1", "schema_version = 7"), "schema_version"),
     (('id = "h100-sxm"', 'id = "H100 SXM"'), "id"),
     # absurd figures: each field has a sane range, stated in the error
-    (("latency_s = 1e-6", "latency_s = 1e300"), "link.scale-up.latency_s"),
+    (("latency_s = 0.6e-6", "latency_s = 1e300"), "link.scale-up.latency_s"),
     (("flops_per_s = 989.4e12", "flops_per_s = 1e30"), "peak.bf16.flops_per_s"),
     (("bandwidth_Bps = 3.35e12", "bandwidth_Bps = 3.35e30"), "memory[0].bandwidth_Bps"),
     (("domain_size = 8", "domain_size = 1000000000"), "link.scale-up.domain_size"),
@@ -165,10 +165,10 @@ def test_invalid_file_names_file_and_field(tmp_path, edit, field):
 
 
 @pytest.mark.parametrize(("old", "new", "needle"), [
-    ("latency_s = 1e-6", "latency_s = 1e300", "must be at most 1 s (the sane range is 1e-12 to "
+    ("latency_s = 0.6e-6", "latency_s = 1e300", "must be at most 1 s (the sane range is 1e-12 to "
      "1 s), got 1e+300"),
     ("flops_per_s = 989.4e12", "flops_per_s = 1e30", "at most 1e+19 FLOP/s"),
-    ("latency_s = 1e-6", "latency_s = 1e-15", "must be at least 1e-12 s"),
+    ("latency_s = 0.6e-6", "latency_s = 1e-15", "must be at least 1e-12 s"),
 ])
 def test_absurd_figures_name_the_sane_range(tmp_path, old, new, needle):
     with pytest.raises(RooflineError, match=re.escape(needle)):

@@ -155,9 +155,10 @@ def test_sweep_op_cli_vectorizes_ops_and_collectives(capsys):
     bounds = dict(zip(zip(data["points"]["nbytes"], data["points"]["ranks"], strict=True),
                       data["points"]["bound"], strict=True))
     assert bounds[(1024.0, 8.0)] == "latency" and bounds[(2.0**30, 8.0)] == "scale-up"
-    from roofline import evaluate
+    from roofline import evaluate, load_chip
     from roofline.ops.collectives import collective
-    one = evaluate(collective("all-reduce", 2.0**20, 16, domain_size=8), "h100")
+    h100 = load_chip("h100")  # the sweep's algorithm is auto: what NCCL picks on this chip
+    one = evaluate(collective("all-reduce", 2.0**20, 16, domain_size=8, chip=h100), h100)
     i = list(zip(data["points"]["nbytes"], data["points"]["ranks"], strict=True)).index(
         (2.0**20, 16.0))
     assert data["points"]["t_lower_s"][i] == pytest.approx(one.t_lower_s)

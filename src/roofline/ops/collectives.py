@@ -39,9 +39,11 @@ inside (a, m) + all-reduce across (b, m/a, each GPU on its own NIC) + all-gather
 (a, m); all-gather / reduce-scatter / broadcast split the same way; all-to-all sends
 (a-1)/n·m over the scale-up link and (n-a)/n·m over scale-out.
 
-Every collective is one call: it pays the base latency (launch, synchronisation) of the
-outermost link it crosses once, as NCCL's tuning model charges its base latency once per
-call (the network's longer per-step latency is its alpha).
+Every collective is one call: it pays the base latency (launch, synchronisation) once per
+call, as NCCL's tuning model charges it (the network's longer per-step latency is its
+alpha). The phases of a hierarchical collective pipeline across their links (evaluate bounds
+each link's chain on its own), and the call's launch precedes every one of them: each link
+the call uses carries its base latency.
 
 busbw (nccl-tests): algbw = m / t; busbw = algbw · factor with factor 2(n-1)/n for
 all-reduce, (n-1)/n for all-gather, reduce-scatter and all-to-all, 1 for broadcast and
@@ -51,7 +53,7 @@ Reduction arithmetic (a few adds per element) and the HBM traffic of the buffers
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -245,9 +247,9 @@ def _hierarchical(kind: str, algo: str, n: Sym, m: Sym, a: Sym) -> Cost:
              Sym("[b > 1]", (np.asarray(b.value) > 1) * 1.0))
     terms += [Term("scale-up steps", up_steps), Term("scale-up bytes", up_bytes),
               Term("scale-out steps", out_steps), Term("scale-out bytes", out_bytes)]
-    # one call, on the outermost link it crosses (a group inside one domain: scale-up)
+    # one call: its launch precedes the phase on each link it uses (a group of one: none)
     across = (np.asarray(b.value) > 1) * 1.0
-    inside = (np.asarray(a.value) > 1) * (1.0 - across)  # a group of one makes no call
+    inside = (np.asarray(a.value) > 1) * 1.0
     return Cost(link_bytes={"scale-up": up_bytes.value, "scale-out": out_bytes.value},
                 link_steps={"scale-up": _full(up_steps.value, m),
                             "scale-out": _full(out_steps.value, m)},
@@ -299,13 +301,28 @@ def choose_algorithm(kind: str, nbytes: Any, ranks: Any, chip: Chip, link: str =
     return str(picked) if picked.ndim == 0 else picked
 
 
-def crossover_from_times(nbytes: float, time_s: Mapping[str, Any], links: Any) -> float | None:
-    """The same crossover from an evaluated collective's per-resource times, on one link or
-    across a hierarchical collective's phases: link times grow linearly with the message,
-    the alpha·steps latency does not, so latency holds below nbytes·t_latency / (slowest
-    link's time). None when nothing moves."""
-    wire = max((float(time_s[k]) for k in links), default=0.0)
-    return nbytes * float(time_s.get("latency", 0.0)) / wire if wire > 0 else None
+def crossover_from_times(nbytes: float, est: Estimate) -> float | None:
+    """The message size below which an evaluated collective is latency-bound. Each link's
+    alpha-beta chain is latency + bytes/bandwidth, linear in the message size; the bound is
+    the busiest chain, `latency` where that chain's latency exceeds its transfer time. None
+    when nothing moves."""
+    links = [k for k in est.chain_s if float(est.time_s[k]) > 0]
+    if not links:
+        return None
+    slope = {k: float(est.time_s[k]) / nbytes for k in links}  # seconds per message byte
+    fixed = {k: float(est.chain_s[k]) - float(est.time_s[k]) for k in links}
+
+    def latency_bound(m: float) -> bool:
+        busiest = max(links, key=lambda k: fixed[k] + slope[k] * m)
+        return fixed[busiest] > slope[busiest] * m
+
+    lo, hi = 0.0, max(fixed[k] / slope[k] for k in links)  # past it no chain is latency-led
+    if not latency_bound(1e-30):
+        return 0.0
+    for _ in range(100):  # the switch, by bisection on the piecewise-linear chains
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if latency_bound(mid) else (lo, mid)
+    return hi
 
 
 def latency_crossover_bytes(cost: Cost, nbytes: Any, latency_s: float,
@@ -351,7 +368,9 @@ def _collective_placement(kind: str) -> Callable[[dict[str, Any], Chip], dict[st
     `op --json` echoes the choice)."""
     def prepare(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
         kwargs = _place(kwargs, chip, pair=kind == "send-recv")
-        if kwargs.get("algo") == AUTO:
+        if kwargs.get("algo") is None:  # not given: NCCL's all-to-all, else what NCCL picks
+            kwargs["algo"] = DEFAULT_ALGO.get(kind, AUTO)
+        if kwargs["algo"] == AUTO:
             kwargs["algo"] = choose_algorithm(
                 kind, kwargs["nbytes"], kwargs["ranks"], chip, kwargs.get("link", "scale-up"),
                 kwargs.get("domain_size"), kwargs["link_share"])
@@ -360,15 +379,13 @@ def _collective_placement(kind: str) -> Callable[[dict[str, Any], Chip], dict[st
     return prepare
 
 
-def placement_params(algo: str = "ring",
-                     algorithms: tuple[str, ...] = ("ring", "tree", "nvls")) -> tuple[Param, ...]:
+def placement_params(algo: str | None = "ring", algorithms: tuple[str, ...] = (
+        "ring", "tree", "nvls"), algo_help: str = "algorithm") -> tuple[Param, ...]:
     """The placement options: link, algorithm (default and choices), domain, link share."""
     return (
         Param("link", "link the group sits on (a group larger than the scale-up domain also "
               "uses scale-out)", "choice", "scale-up", choices=("scale-up", "scale-out")),
-        Param("algo", "algorithm (auto: per size, the one with the smallest alpha-beta time "
-              "on this chip, as NCCL picks)" if AUTO in algorithms else "algorithm",
-              "choice", algo, choices=algorithms),
+        Param("algo", algo_help, "choice", algo, choices=algorithms),
         Param("domain_size", "ranks per scale-up domain (default: the chip's)"),
         Param("link_share", "fraction of the link's bandwidth the group can use (default: the "
               "chip's topology: a switch gives all of it, a full mesh one port per peer, a "
@@ -389,8 +406,7 @@ def _bandwidths(kind: str) -> Callable[[dict[str, Any], Estimate], dict[str, Any
                "busbw_Bps": None if algbw is None else algbw * float(busbw_factor(kind, ranks)),
                "latency_crossover_bytes": None}
         if algbw is not None:
-            out["latency_crossover_bytes"] = crossover_from_times(nbytes, est.time_s,
-                                                                  est.cost.link_bytes)
+            out["latency_crossover_bytes"] = crossover_from_times(nbytes, est)
         return out
 
     return extras
@@ -398,13 +414,18 @@ def _bandwidths(kind: str) -> Callable[[dict[str, Any], Estimate], dict[str, Any
 
 def _declare(kind: str) -> OpDecl:
     algorithms = (*IMPLEMENTS[kind], AUTO) if kind != "send-recv" else (*ALGORITHMS, AUTO)
+    # the function's own default (None) resolves in the placement: auto needs the chip
+    algo_help = ("algorithm (default direct, NCCL's: every peer at once; auto picks the "
+                 "fastest on this chip)" if kind == "all-to-all" else
+                 "algorithm (default auto: per size, the one with the smallest alpha-beta "
+                 "time on this chip, as NCCL picks)")
     return OpDecl(
         kind.replace("-", ""), f"{kind} of --bytes over --ranks ranks (alpha-beta model)",
         partial(collective, kind), (
             Param("nbytes", "message size as nccl-tests counts it (e.g. 64MiB, 1GB)",
                   "bytes", required=True, flag="--bytes"),
             Param("ranks", "ranks in the group", required=True),
-            *placement_params(DEFAULT_ALGO.get(kind, AUTO), algorithms)),
+            *placement_params(None, algorithms, algo_help)),
         _collective_placement(kind), _bandwidths(kind), aliases=(kind,))
 
 
