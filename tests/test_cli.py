@@ -219,11 +219,14 @@ def test_allreduce_cli(run_cli):
                         "--json")
     data = json.loads(out)
     assert set(data["link_bytes"]) == {"scale-up", "scale-out"}  # 2 nodes of 8 on H100
-    # hierarchical crossover by hand: latency = reduce-scatter 7 + all-gather 7 NVLink steps
-    # + 2 IB steps + the call's base latency (once, on the outermost link); the slowest phase
-    # moves 2·7/8 GiB over 450 GB/s
-    latency = 14 * nvlink.latency_s + 2 * ib.latency_s + ib.base_latency_s
-    m_star = latency * 450e9 / (2 * 7 / 8)
+    # hierarchical crossover by hand: the phases pipeline, each link's chain on its own. The
+    # NVLink chain (reduce-scatter 7 + all-gather 7 steps + the launch; 2·7/8 of the buffer
+    # at 450 GB/s) is busier than the IB chain (2 steps + the launch; 1/8 of the buffer at
+    # 50 GB/s) at every size, so the crossover is the NVLink chain's own
+    nv_latency = 14 * nvlink.latency_s + nvlink.base_latency_s
+    ib_latency = 2 * ib.latency_s + ib.base_latency_s
+    assert nv_latency > ib_latency and 2 * 7 / 8 / 450e9 > 1 / 8 / 50e9
+    m_star = nv_latency * 450e9 / (2 * 7 / 8)
     assert data["latency_crossover_bytes"] == pytest.approx(m_star, rel=1e-9)
     for size, bound in [(m_star / 1.05, "latency"), (m_star * 1.05, "scale-up")]:
         _, out, _ = run_cli("op", "allreduce", "--bytes", f"{size:.0f}", "--ranks", "16",

@@ -35,16 +35,6 @@ OP = {"allreduce": "all-reduce", "allgather": "all-gather", "reducescatter": "re
       "dispatch": "all-to-all", "combine": "all-to-all"}
 GIB = 2**30
 
-# evaluate() chains a collective's links serially (t = sum over links of bytes/bandwidth,
-# plus the latency); NCCL/RCCL pipeline a multi-node all-reduce's intra- and inter-node
-# phases, so on these rows the serial chain is slower than what was measured. Each passes
-# when the phases overlap (max over links, plus the latency): see test_multi_node_rows_...
-SERIAL_CHAIN = {
-    "rccl-allreduce-16xmi300x-2node-1073741824", "rccl-allreduce-16xmi300x-2node-17179869184",
-    "rccl-allreduce-mi325x-2node-16g", "rccl-allreduce-mi325x-4node-16g",
-    "rccl-allreduce-mi325x-8node-16g", "rccl-allreduce-16xmi355x-2node-1073741824",
-    "rccl-allreduce-16xmi355x-2node-8589934592",
-}
 # >= 1 GiB all-reduce rows whose bound is more than 2x their measured busbw, and why
 LOOSE = {
     "torch-allreduce-8xb200-1node-1073741824": (
@@ -52,6 +42,11 @@ LOOSE = {
         "900 GB/s): 46% here at 1 GiB, 54% at 16 GiB in the same sweep, 53% in nccl-tests at "
         "8 GiB; NCCL's own tuning derates NVLS to 0.74 on Blackwell (tuning.cc), and the ring "
         "rows of the same machine reach 75% of theirs"),
+    **{f"nccl-allreduce-16xh100-a3mega-{size}": (
+        "GCP A3 Mega gives each H100 one 200 Gb/s NIC (25 GB/s per direction), half the "
+        "catalog h100-sxm's 400 Gb/s ConnectX-7 (DGX H100); with the NIC phase pipelined "
+        "behind NVLink the bound follows the catalog's NIC") for size in (1073741824,
+                                                             8589934592)},
 }
 
 
@@ -68,7 +63,6 @@ class Case:
     algo: str = ""
     skip: str = ""  # why the row is not checked
     ratio: float = float("nan")  # measured/bound (bandwidths) or bound/measured (times)
-    overlapped: float = float("nan")  # the same with a collective's links overlapped
     bound_name: str = ""
 
 
@@ -91,12 +85,8 @@ def _case(row: dict[str, str]) -> Case:
     placed = {"domain_size": base.ranks // base.nodes} if base.nodes > 1 else {}
     est = run_op(base.op.replace("-", ""), chip, nbytes=nbytes, ranks=base.ranks, algo=algo,
                  **placed)
-    serial = float(est.t_lower_s)
-    overlapped = max(float(est.time_s[k]) for k in est.cost.link_bytes) \
-        + float(est.time_s.get("latency", 0.0))
     return Case(**{**base.__dict__, "nbytes": nbytes, "algo": algo,
-                   "ratio": _ratio(base, nbytes, serial),
-                   "overlapped": _ratio(base, nbytes, overlapped),
+                   "ratio": _ratio(base, nbytes, float(est.t_lower_s)),
                    "bound_name": est.cost.name})
 
 
@@ -122,23 +112,17 @@ CASES = [_case(r) for r in ROWS]
 CHECKED = [c for c in CASES if not c.skip]
 
 
-def _param(case: Case) -> object:
-    marks = [pytest.mark.xfail(strict=True, reason="evaluate() sums a collective's link times; "
-                               "NCCL pipelines the phases")] if case.id in SERIAL_CHAIN else []
-    return pytest.param(case, id=case.id, marks=marks)
-
-
-@pytest.mark.parametrize("case", [_param(c) for c in CHECKED])
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CHECKED])
 def test_no_published_measurement_beats_the_bound(case):
     assert case.ratio <= 1, f"{case.id}: measured/bound {case.ratio:.3f} ({case.bound_name})"
 
 
-def test_multi_node_rows_hold_once_the_links_overlap():
-    # the physics of every multi-node row holds: with the phases on different links
-    # overlapped (what NCCL does) none is beaten, and the serial chain is what fails
+def test_multi_node_rows_hold_with_the_phases_pipelined():
+    # NCCL / RCCL pipeline a multi-node collective's intra- and inter-node phases: each link's
+    # alpha-beta chain bounds it on its own (evaluate), and no published multi-node row beats
+    # that (summing the links' chains would: the 16 GiB RCCL rows on 2-8 MI300X/MI325X nodes)
     multi = [c for c in CHECKED if c.nodes > 1]
-    assert multi and all(c.overlapped <= 1 for c in multi)
-    assert {c.id for c in multi if c.ratio > 1} == SERIAL_CHAIN
+    assert len(multi) >= 30 and all(c.ratio <= 1 for c in multi)
 
 
 def test_every_row_is_checked_or_skipped_with_a_reason():

@@ -16,7 +16,7 @@ Everything broadcasts: array-valued Costs give array-valued Estimates.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -58,6 +58,7 @@ class Estimate:
     ridge: Mapping[str, Num]  # level or link -> FLOP/byte at the effective compute peak
     peak_flops_per_s: Num  # effective peak: FLOPs / compute time (the dtype's peak if only one)
     attainable_flops_per_s: Num  # FLOPs / t_lower
+    chain_s: Mapping[str, Num] = field(default_factory=dict)  # link -> latency + bytes/bw
 
     @property
     def bound(self) -> Any:
@@ -137,33 +138,31 @@ def _arithmetic_times(cost: Cost, chip: Chip) -> dict[str, Num]:
     return times
 
 
-def _link_times(cost: Cost, chip: Chip) -> dict[str, Num]:
-    """Per link: bytes / bandwidth (per direction); then `latency`: every message step pays
-    the link's alpha and every collective call its base latency."""
-    times: dict[str, Num] = {}
-    latency: Num = np.asarray(0.0)
+def _link_times(cost: Cost, chip: Chip) -> tuple[dict[str, Num], dict[str, Num]]:
+    """Per link: its bytes / bandwidth (per direction), and its latency: every message step
+    pays the link's alpha and every collective call its base latency."""
+    transfer: dict[str, Num] = {}
+    latency: dict[str, Num] = {}
     names = sorted(set(cost.link_bytes) | set(cost.link_steps) | set(cost.link_calls))
     for name in names:
         link = chip.link(name)
-        times[name] = np.asarray(cost.link_bytes.get(name, 0.0)) / link.bandwidth_Bps
-        latency = (latency + np.asarray(cost.link_steps.get(name, 0.0)) * link.latency_s
-                   + np.asarray(cost.link_calls.get(name, 0.0)) * link.base_latency_s)
-    if cost.link_steps or cost.link_calls:
-        times[LATENCY] = latency
-    return times
+        transfer[name] = np.asarray(cost.link_bytes.get(name, 0.0)) / link.bandwidth_Bps
+        latency[name] = (np.asarray(cost.link_steps.get(name, 0.0)) * link.latency_s
+                         + np.asarray(cost.link_calls.get(name, 0.0)) * link.base_latency_s)
+    return transfer, latency
 
 
 def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True) -> Estimate:
     """Bound a per-chip Cost on a chip (a Chip, a System, a catalog id or alias, or a chip
     file path).
 
-    The compute units and memory levels overlap (t_lower is their max); communication is one
-    serial chain: a collective's phases run one after another and each message step cannot
-    finish before its bytes arrive, so its link times and latency add (the alpha-beta model)
-    and that sum competes with the other resources. The bound is the largest resource (for
-    communication, its largest part). `serial_comm=False` lets each link and the latency
-    overlap like every other resource: the floor of a whole step, whose collectives on
-    different links may run at once.
+    The compute units and memory levels overlap (t_lower is their max). On each link a
+    collective's message steps cannot finish before their bytes arrive, so the link's time is
+    its latency plus its bytes over its bandwidth (the alpha-beta model: `chain_s`); the
+    phases of a hierarchical collective on different links pipeline, so each link's chain
+    competes with the other resources on its own. The bound is the largest resource (for a
+    link, `latency` where alpha dominates its chain). `serial_comm=False` lets each link's
+    bytes and the latency overlap like every other resource: the floor of a whole step.
     """
     chip = load_chip(hw)
     times = _arithmetic_times(cost, chip)
@@ -174,28 +173,28 @@ def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True) -> E
     for name in cost.bytes:
         chip.level(name)  # raises for a level the chip lacks
     local = list(times.values())
-    comm = _link_times(cost, chip)
-    times.update(comm)
-    if not serial_comm:
-        local, comm = list(times.values()), {}
-
-    if not local and not comm:  # nothing to do (an empty Cost)
-        local = [np.asarray(0.0)]
-        times[COMPUTE] = local[0]
+    transfer, latency = _link_times(cost, chip)
+    times.update(transfer)
+    if cost.link_steps or cost.link_calls:
+        times[LATENCY] = sum(latency.values(), np.asarray(0.0))
+    chains = {k: transfer[k] + latency[k] for k in transfer}
+    if not serial_comm or not chains:  # every resource its own roof
+        local, chains = list(times.values()), {}
+    if not times:  # an empty Cost: nothing to do
+        times[COMPUTE] = np.asarray(0.0)
+        local = [times[COMPUTE]]
+    names = list(times)
+    t_upper = sum(times.values(), np.asarray(0.0))
     if local:
-        best, total, index = max_sum_argmax(local)
-    if comm:
-        _, comm_total, comm_index = max_sum_argmax(list(comm.values()))
-        serial = comm_total  # the whole chain
-        if local:
-            wins = serial > best  # ties go to compute / memory
-            t_lower = np.where(wins, serial, best)
-            bound_index = np.where(wins, len(local) + comm_index, index)
-            t_upper = total + comm_total
-        else:
-            t_lower, t_upper, bound_index = serial, comm_total, comm_index
-    else:
-        t_lower, t_upper, bound_index = best, total, index
+        t_lower, _, bound_index = max_sum_argmax(local)
+    else:  # a pure collective: its busiest link
+        t_lower, bound_index = np.asarray(0.0), np.asarray(names.index(next(iter(chains))))
+    for name, chain in chains.items():  # each link's chain against the best so far
+        wins = chain > t_lower  # ties go to compute / memory
+        which = names.index(name) if LATENCY not in names else np.where(
+            latency[name] > transfer[name], names.index(LATENCY), names.index(name))
+        bound_index = np.where(wins, which, bound_index)
+        t_lower = np.maximum(t_lower, chain)
 
     flops = np.asarray(cost.total_flops, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -216,6 +215,7 @@ def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True) -> E
 
     return Estimate(
         hardware=chip.id, cost=cost, flops=unwrap(flops),
+        chain_s={k: unwrap(v) for k, v in chains.items()},
         flops_by_dtype={k: unwrap(v) for k, v in cost.flops.items()},
         bytes={k: unwrap(v) for k, v in cost.bytes.items()},
         link_bytes={k: unwrap(v) for k, v in cost.link_bytes.items()},
