@@ -210,21 +210,23 @@ def _keys_seen(Lkv: Sym, window: Any, chunk: Any) -> Expr:
 
 
 def _l2_spill(terms: list[Term], B: Sym, Hkv: Sym, blocks: Sym, working_set: Expr,
-              rereads: Expr, l2_bytes: Any, concurrent_blocks: Any) -> Expr:
-    """The K/V re-reads that reach HBM: none when the working set of the (batch, KV head)
-    pairs in flight fits in L2 (module docstring), all of them otherwise."""
+              rereads: Expr, l2_bytes: Any, concurrent_blocks: Any, what: str = "K/V",
+              heads: str = "KV head") -> Expr:
+    """The re-reads (of K/V in the forward; of Q, dO, dQ in the backward) that reach HBM:
+    none when the working set of the (batch, KV head) pairs in flight fits in L2 (module
+    docstring), all of them otherwise."""
     L2 = size("L2", l2_bytes, "l2_bytes")
     run = size("n_run", 1 if concurrent_blocks is None else concurrent_blocks,
                "concurrent_blocks")
     pairs = (B * Hkv).value
-    S = define(terms, "K/V working set per (batch, KV head)", "S_kv", working_set)
-    R = define(terms, "(batch, KV head) pairs in flight", "R",
+    S = define(terms, f"{what} working set per (batch, {heads})", "S_ws", working_set)
+    R = define(terms, f"(batch, {heads}) pairs in flight", "R",
                Call("min_BHkv", lambda v: np.minimum(v, pairs),
                     Call("ceil", np.ceil, run / blocks)))
     fits = define(terms, "re-reads served by L2 (1 when R·S_kv <= L2)", "f",
                   Call("fits", lambda v: np.where(v <= 1.0, 1.0, 0.0), R * S / L2))
     spill = (1 - fits) * rereads
-    terms.append(Term("K/V re-reads spilled to HBM", spill))
+    terms.append(Term(f"{what} re-reads spilled to HBM", spill))
     return spill
 
 

@@ -12,10 +12,17 @@ HBM traffic (the outer loop runs over K/V blocks of Bc keys, the inner loop over
 - compulsory: K and V read once, dK and dV written once; the preprocessing pass reads O and
   dO once (D = rowsum(dO∘O)); the logsumexp and D are fp32 per query row;
 - re-read per K/V block: every query row that sees the block loads Q and dO, and reads and
-  writes its fp32 dQ accumulator (FA2 adds partial dQ to HBM): the Θ(N²d²/M) term, with
-  Bc = M / ((d + d_v)·(s + 4)) keys per block for SRAM size M (the K and V tiles and their
-  fp32 dK, dV accumulators stay resident), so each pair of a query row with a block costs
-  those loads once per Bc scores.
+  writes its fp32 dQ accumulator (FA2 adds partial dQ atomically): the Θ(N²d²/M) term, with
+  Bc = M / (s·(d + d_v)) keys per block for SRAM size M (the K and V tiles in shared memory;
+  their fp32 dK, dV accumulators in registers on Hopper (FlashAttention-3) and in tensor
+  memory on Blackwell), so each pair of a query row with a block costs those loads once per
+  Bc scores.
+- With the L2 capacity given (`l2_bytes`), as in the forward: every load and store passes L2,
+  and HBM sees the compulsory traffic, one pass of Q, dO and dQ, and the re-reads only when
+  the query side of the (batch, query head) pairs in flight does not fit in L2 (the kernels
+  run one (batch, query head, K/V block) per SM, so the K/V blocks of one head run on
+  neighbouring SMs at once and stream the same query rows; dQ's atomic adds resolve in L2;
+  with GQA the G heads' dK, dV are summed afterwards).
 """
 
 from __future__ import annotations
@@ -25,35 +32,21 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import Call, Expr, Sym, Term, define
+from ..derivation import Call, Sym, Term, define
 from ..dtypes import DType
 from ..dtypes import dtype as lookup_dtype
-from ..errors import RooflineError
 from ._common import size
-from .attention import score_pairs
+from .attention import _block_rows, _l2_spill, score_pairs
 
 SOFTMAX_BACKWARD_VECTOR_OPS = 4.0  # per score: minus logsumexp, dP - D, times P, scale
 ACCUMULATOR_BYTES = 4.0  # dQ, logsumexp and D are fp32
-
-
-def _kv_block(sram_bytes: Any, block_kv: Any, d: Sym, dv: Sym, s: Sym, acc: Sym) -> Expr:
-    if block_kv is not None:
-        return size("Bc", block_kv, "block_kv")
-    if sram_bytes is None:
-        raise RooflineError("flash attention backward needs the on-chip SRAM size: pass "
-                            "sram_bytes (the chip's sram unit_capacity_bytes) or block_kv")
-    M = size("M", sram_bytes, "sram_bytes")
-    rows = Call("floor", np.floor, M / ((d + dv) * (s + acc)))
-    if np.any(np.asarray(rows.value) < 1):
-        raise RooflineError("sram_bytes is too small to hold one K/V row and its gradients")
-    return rows
 
 
 def attention_backward(
     batch: Any, q_len: Any, kv_len: Any, heads: Any, kv_heads: Any = None,
     head_dim: Any = 128, v_head_dim: Any = None, causal: bool = True, window: Any = None,
     dtype: str | DType = "bf16", sram_bytes: Any = None, block_kv: Any = None,
-    chunk: Any = None,
+    chunk: Any = None, l2_bytes: Any = None, concurrent_blocks: Any = None,
 ) -> Cost:
     """The backward pass of flash attention for one call (all layers' shapes alike)."""
     x = lookup_dtype(dtype)
@@ -70,17 +63,31 @@ def attention_backward(
     gemm = 2 * B * H * pairs * (3 * d + 2 * dv)
     exps = B * H * pairs
     vector = Sym("c_bwd", SOFTMAX_BACKWARD_VECTOR_OPS) * B * H * pairs
-    bc = define(terms, "K/V rows per block", "Bc", _kv_block(sram_bytes, block_kv, d, dv, s, acc))
+    bc = define(terms, "K/V rows per block", "Bc", _block_rows(sram_bytes, block_kv, d, dv, x))
     compulsory = (2 * B * Lkv * Hkv * (d + dv) * s  # K, V in; dK, dV out
                   + 2 * B * Lq * H * dv * s  # O and dO for D = rowsum(dO∘O)
                   + 2 * B * Lq * H * acc)  # logsumexp and D
     row = d * s + dv * s + 2 * d * acc  # Q and dO in, dQ read and written (fp32)
     reread = B * H * pairs / bc * row
-    hbm = compulsory + reread
+    levels: dict[str, Any] = {}
+    if l2_bytes is None:
+        hbm = compulsory + reread
+        terms.append(Term("HBM bytes re-read per K/V block (Q, dO, dQ accumulator)", reread))
+    else:  # every load passes L2; HBM sees one query-side pass and the spill
+        once = define(terms, "query side once (Q, dO in; dQ out)", "Q_1",
+                      B * H * Lq * (d * s + dv * s + d * acc))
+        blocks = define(terms, "K/V blocks per KV head", "n_blk",
+                        Call("ceil", np.ceil, Lkv / bc))
+        spill = _l2_spill(terms, B, H, blocks, Lq * (d * s + dv * s + d * acc),
+                          reread - once, l2_bytes, concurrent_blocks, what="query-side",
+                          heads="query head")
+        hbm = compulsory + once + spill
+        levels["l2"] = compulsory + reread
+        terms.append(Term("L2 bytes (every load and store)", levels["l2"]))
     terms += [Term("FLOPs (5 GEMM-sized products)", gemm),
               Term("HBM bytes compulsory (K, V, dK, dV, O, dO, statistics)", compulsory),
-              Term("HBM bytes re-read per K/V block (Q, dO, dQ accumulator)", reread),
               Term("HBM bytes", hbm)]
+    levels = {"hbm": hbm.value, **{k: v.value for k, v in levels.items()}}
     return Cost(flops={x.peak: gemm.value}, vector_flops={"fp32": vector.value},
-                special_ops={"exp": exps.value}, bytes={"hbm": hbm.value},
+                special_ops={"exp": exps.value}, bytes=levels,
                 terms=tuple(terms), name="attention backward")
