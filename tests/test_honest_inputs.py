@@ -239,7 +239,7 @@ def test_micro_batches_fill_an_inference_pipeline():
     a = analyze("llama-3-8b", "h100", decode(8, 1024), Parallel(pp=2, microbatches=2))
     assert a.t_lower_s > 0
     analyze("llama-3-8b", "h100", train(8, 1024), Parallel(microbatches=2))
-    with pytest.raises(RooflineError, match="fsdp shards training state over dp"):
+    with pytest.raises(RooflineError, match="FSDP shards training state over dp"):
         analyze("llama-3-8b", "h100", prefill(8, 1024), Parallel(dp=2, fsdp=True))
 
 

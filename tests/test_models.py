@@ -109,23 +109,36 @@ def test_tp_halves_weight_bytes_and_adds_all_reduces():
     assert "link each" in model_text(two) and "link bytes" in model_text(two, explain=True)
 
 
-def test_train_is_three_forwards_and_recompute_four():
+def test_train_is_three_forwards_but_attention_has_its_own_backward():
     fwd = analyze("llama-3-8b", "h100", prefill(4, 4096))
     tr = analyze("llama-3-8b", "h100", train(4, 4096))
     rc = analyze("llama-3-8b", "h100", train(4, 4096, recompute=True))
-    layer = [op.flops for op in fwd.ops if op.group != "model"]
-    assert sum(op.flops for op in tr.ops if op.group != "model") == pytest.approx(3 * sum(layer))
-    assert sum(op.flops for op in rc.ops if op.group != "model") == pytest.approx(4 * sum(layer))
+
+    def layer_flops(a, attention):
+        return sum(op.flops for op in a.ops if op.group != "model"
+                   and (op.name in ("attention", "attention backward")) == attention)
+
+    # every op but attention: forward + 2x backward (3 forwards), 4 with recomputation
+    assert layer_flops(tr, False) == pytest.approx(3 * layer_flops(fwd, False))
+    assert layer_flops(rc, False) == pytest.approx(4 * layer_flops(fwd, False))
+    # attention: its forward once (twice recomputing) and FlashAttention-2's backward, which
+    # recomputes S: 2.5x the forward's GEMMs (5 products against 2)
+    att = next(op for op in fwd.ops if op.name == "attention")
+    back = next(op for op in tr.ops if op.name == "attention backward")
+    assert back.cost.flops["bf16"] == pytest.approx(2.5 * att.cost.flops["bf16"])
+    assert layer_flops(rc, True) - layer_flops(tr, True) == pytest.approx(att.flops)
     assert rc.model_flops == pytest.approx(tr.model_flops)  # MFU ignores recomputation
     assert rc.hfu > rc.mfu
-    # by hand: 6·N_body·T + 3x the causal attention + 6·h·V·T (training scores every token)
+    # by hand, the model FLOPs: 6·N_body·T + 3x the causal attention + 6·h·V·T (training
+    # scores every token); executed: attention is 1 + 2.5 forwards' GEMMs, not 3
     spec = load_model("llama-3-8b")
     p = param_counts(spec)
     tokens, n = 4 * 4096, 4096
     attention = 4 * spec.layers * spec.heads * spec.head_dim * n * (n + 1) / 2 * 4
     expected = (6 * (p.total - p.embedding - p.lm_head) * tokens + 3 * attention
                 + 6 * spec.hidden * spec.vocab * tokens)
-    assert tr.flops == pytest.approx(expected, rel=0.002)  # + elementwise (0.1%)
+    assert tr.model_flops == pytest.approx(expected, rel=0.002)  # + elementwise (0.1%)
+    assert tr.flops == pytest.approx(expected + 0.5 * attention, rel=0.002)
 
 
 def test_prefill_flops_match_an_independent_count():

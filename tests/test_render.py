@@ -28,7 +28,7 @@ CASES = [
 
 
 def _seconds(cell: str) -> float:
-    return 0.0 if cell == "-" else parse_duration(cell.replace(" ", ""), "cell")
+    return 0.0 if cell in ("-", "0 s") else parse_duration(cell.replace(" ", ""), "cell")
 
 
 @pytest.mark.parametrize(("model", "phase", "par"), CASES)

@@ -6,15 +6,16 @@ import argparse
 import math
 import re
 import sys
+from dataclasses import replace
 from typing import Any
 
-from ..argtypes import emit, typed
+from ..argtypes import add_chip_options, chip_from, emit, typed
 from ..errors import RooflineError
 from ..hardware import load_chip
 from ..ops.attention import IMPLEMENTATIONS
 from ..render.model import mfu_text, model_text, model_what_if_text
 from ..render.text import table
-from ..units import MAX_COUNT, parse_count, parse_duration
+from ..units import MAX_COUNT, parse_bytes, parse_count, parse_duration
 
 
 def _cmd_model(args: argparse.Namespace) -> None:
@@ -100,12 +101,21 @@ def model_analysis(args: argparse.Namespace) -> Any:
     else:
         phase = train_phase(args.batch, _or(args.seq_len, 2048), args.recompute)
     par = Parallel(tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep, cp=args.cp,
-                   microbatches=args.microbatches, fsdp=args.fsdp)
+                   microbatches=args.microbatches, fsdp=args.fsdp, zero=args.zero or 0)
     spec = load_model(args.model)
     # weights not given: the checkpoint's own dtype (quantization_config), else --dtype
     prec = model_precision(spec, args.weight_dtype, args.dtype, args.kv_dtype,
                            args.quantize_embeddings)
-    result = analyze(spec, args.hw, phase, par, prec, impl=args.impl)
+    from ..models.schedule import Schedule
+    from ..models.step import MemoryBudget
+
+    if args.matmul_dtype:
+        prec = replace(prec, matmul=args.matmul_dtype)
+    schedule = Schedule(args.pp_schedule, args.vpp, args.tp_overlap, args.ep_overlap,
+                        not args.no_overlap)
+    budget = MemoryBudget(args.mem_util, args.reserve or 0.0)
+    result = analyze(spec, chip_from(args), phase, par, prec, impl=args.impl,
+                     budget=budget, schedule=schedule)
     for warning in result.warnings:  # once, on stderr; the output keeps it as a note
         print(f"roofline: warning: {warning}", file=sys.stderr)
     return result
@@ -116,7 +126,8 @@ def model_analysis(args: argparse.Namespace) -> Any:
 # (--microbatches outside training needs a pipeline: the analysis itself refuses it.)
 _PHASE_OPTIONS = {"prompt_len": ("--prompt-len", "prefill"), "context": ("--context", "decode"),
                   "k": ("--k", "decode"), "seq_len": ("--seq-len", "train"),
-                  "recompute": ("--recompute", "train"), "fsdp": ("--fsdp", "train")}
+                  "recompute": ("--recompute", "train"), "fsdp": ("--fsdp", "train"),
+                  "zero": ("--zero", "train"), "matmul_dtype": ("--matmul-dtype", "train")}
 _LENGTH_OPTION = {"prefill": "--prompt-len", "decode": "--context", "train": "--seq-len"}
 
 
@@ -138,7 +149,7 @@ def _or(value: Any, default: Any) -> Any:
 def add_model_args(mp: argparse.ArgumentParser) -> None:
     """The options that describe one model step (roofline model, roofline plot model)."""
     count = typed(parse_count, "value")
-    mp.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
+    add_chip_options(mp)
     mp.add_argument("--phase", default="decode", choices=["prefill", "decode", "train"])
     mp.add_argument("--batch", type=count, default=1,
                     help="sequences per step, all data-parallel replicas together")
@@ -152,8 +163,32 @@ def add_model_args(mp: argparse.ArgumentParser) -> None:
                        ("cp", "context")]:
         mp.add_argument(f"--{name}", type=count, default=1, help=f"{text} parallel")
     mp.add_argument("--microbatches", type=count, default=1,
-                    help="pipeline micro-batches (bubble (m + pp - 1)/m)")
-    mp.add_argument("--fsdp", action="store_true", help="training: shard weights over dp")
+                    help="pipeline micro-batches (training also accumulates them)")
+    mp.add_argument("--pp-schedule", default="1f1b",
+                    help="pipeline schedule gpipe | 1f1b | interleaved | zero-bubble: bubble "
+                    "(pp - 1)/m for gpipe and 1f1b, "
+                    "(pp - 1)/(vpp·m) interleaved, none zero-bubble (default 1f1b)")
+    mp.add_argument("--vpp", type=count, default=1,
+                    help="virtual pipeline stages per rank (interleaved only)")
+    mp.add_argument("--zero", type=int, choices=[0, 1, 2, 3], default=None,
+                    help="training: ZeRO stage over dp (1 optimizer state, 2 + gradients, "
+                    "3 + weights = --fsdp); Megatron's distributed optimizer is 1")
+    mp.add_argument("--fsdp", action="store_true",
+                    help="training: shard weights, gradients and optimizer state over dp "
+                    "(ZeRO-3)")
+    mp.add_argument("--tp-overlap", action="store_true",
+                    help="TP collectives overlap their GEMMs (comm-GEMM overlap, async TP); "
+                    "default: in series")
+    mp.add_argument("--ep-overlap", action="store_true",
+                    help="EP all-to-alls overlap compute (two-micro-batch overlap, DualPipe); "
+                    "default: in series")
+    mp.add_argument("--no-overlap", action="store_true",
+                    help="every collective in series with compute (the serial step)")
+    mp.add_argument("--mem-util", type=float, default=1.0,
+                    help="fraction of the device memory a deployment may use, as vLLM's "
+                    "gpu_memory_utilization (default 1: all the device exposes)")
+    mp.add_argument("--reserve", type=typed(parse_bytes, "--reserve"), default=None,
+                    help="memory kept for the runtime and workspace, e.g. 2GiB (default 0)")
     mp.add_argument("--recompute", action="store_true", help="training: full recomputation")
     mp.add_argument("--dtype", default="bf16", help="activation / compute dtype")
     mp.add_argument("--weight-dtype", help="the layers' weights (e.g. int4-g128, nvfp4, fp8; "
@@ -162,6 +197,9 @@ def add_model_args(mp: argparse.ArgumentParser) -> None:
                     help="the embedding and LM head in --weight-dtype too (default: they stay "
                     "in --dtype, as AWQ / GPTQ / ModelOpt checkpoints keep them)")
     mp.add_argument("--kv-dtype", help="KV cache dtype (default --dtype)")
+    mp.add_argument("--matmul-dtype", help="training: the weight GEMMs' compute dtype (e.g. "
+                    "fp8, as torchtitan Float8 / Transformer Engine; attention and elementwise "
+                    "stay in --dtype)")
     mp.add_argument("--impl", default="flash", choices=IMPLEMENTATIONS, help="attention kernel")
 
 

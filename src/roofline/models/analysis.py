@@ -31,6 +31,7 @@ from .catalog import load_model
 from .graph import OpCost, build
 from .memory import MemoryFootprint, footprint
 from .params import param_counts
+from .schedule import NOT_HIDDEN, Row, Schedule, check_schedule, step_times
 from .spec import ModelSpec
 from .step import MemoryBudget, Parallel, Phase, Precision, context_warning, model_precision
 
@@ -112,6 +113,17 @@ class ModelAnalysis:
     # compute-bound; MoE experts see batch·top_k/E tokens each, so they need E/top_k times more
     decode_expert_compute_bound_batch: Num | None = None
     memory_budget: str = "all the device exposes"  # what `memory.capacity_bytes` is
+    schedule: Schedule = field(default_factory=Schedule)  # what overlapped with what
+    exposed_comm_s: Num = 0.0  # communication on the critical path (in series or exposed)
+    hidden_comm_s: Num = 0.0  # communication that overlapped with compute
+    bubble_fraction: float = 0.0  # the pipeline's idle slots per micro-batch
+    flops_by_dtype: dict[str, Num] = field(default_factory=dict)  # tensor-core FLOPs
+
+    @property
+    def pipeline(self) -> dict[str, Any]:
+        return {"schedule": self.schedule.pipeline, "vpp": self.schedule.vpp,
+                "microbatches": self.parallel.microbatches,
+                "bubble_fraction": self.bubble_fraction}
 
     @property
     def ttft_s(self) -> Num | None:
@@ -148,6 +160,8 @@ class ModelAnalysis:
                                 if f.name not in skip}
         data["phase"], data["parallel"] = asdict(self.phase), asdict(self.parallel)
         data["precision"] = asdict(self.precision)
+        data["schedule"] = {**asdict(self.schedule), "overlaps": self.schedule.describe()}
+        data["pipeline"] = self.pipeline
         data["ops"] = [{f.name: getattr(op, f.name) for f in fields(op) if f.name != "cost"}
                        for op in self.ops]
         data["layers"] = [asdict(layer) for layer in self.layers]
@@ -186,7 +200,8 @@ def _add_by_bound(acc: dict[str, Any], est: Estimate, time: Any) -> None:
 def analyze(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
             parallel: Parallel | None = None, precision: Precision | None = None,
             impl: str = "flash", sram_bytes: float | None = None,
-            block_q: int | None = None, budget: MemoryBudget | None = None) -> ModelAnalysis:
+            block_q: int | None = None, budget: MemoryBudget | None = None,
+            schedule: Schedule | None = None) -> ModelAnalysis:
     """Bound one step of `model` on `hw` (per chip).
 
     >>> from roofline.models import decode
@@ -196,7 +211,8 @@ def analyze(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
     """
     spec, chip, par, prec, rows = _step(model, hw, phase, parallel, precision, impl,
                                         sram_bytes, block_q)
-    return _summarise(spec, chip, phase, par, prec, rows, budget or MemoryBudget())
+    return _summarise(spec, chip, phase, par, prec, rows, budget or MemoryBudget(),
+                      check_schedule(schedule or Schedule(), par))
 
 
 def _step(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
@@ -216,21 +232,25 @@ def _step(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
 
 
 def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: Precision,
-               rows: list[OpCost], budget: MemoryBudget) -> ModelAnalysis:
-    # A pipeline of m micro-batches over pp stages takes m + pp - 1 micro-batch slots of the
-    # slowest stage; every micro-batch re-reads the stage's weights. Per-step ops (gradient
-    # sync, optimizer) run once, outside the pipeline.
+               rows: list[OpCost], budget: MemoryBudget, schedule: Schedule) -> ModelAnalysis:
+    # A pipeline of m micro-batches over pp stages takes m micro-batch slots of the slowest
+    # stage plus the schedule's bubble; every micro-batch re-reads the stage's weights.
+    # Per-step ops (gradient sync, optimizer) run once, outside the pipeline. What overlaps
+    # with what is the schedule's (models/schedule.py).
     m = par.microbatches
-    slots = m + par.pp - 1
+    slots = m + schedule.bubble_slots(par.pp)
     ests = [evaluate(r.cost, chip) for r in rows]
-    times = [r.count * np.asarray(e.t_lower_s) * (1 if r.per_step else slots)
-             for r, e in zip(rows, ests, strict=True)]
-    t_lower: Any = sum(times)
+    total = sum((r.cost * (r.count * (1 if r.per_step else m)) for r in rows), Cost())
+    floor = evaluate(total, chip, serial_comm=False)  # everything overlapped: the floor
+    times = step_times([Row(r.stream, r.count, r.per_step, e) for r, e in zip(rows, ests,
+                                                                              strict=True)],
+                       schedule, m, par.pp, spec.layers / par.pp, par.cp, floor.t_lower_s)
+    t_lower: Any = times.t_lower_s
     ops = []
     op_times: list[dict[str, Any]] = []  # per op: its time credited to its bounding resource
     by_resource: dict[str, Any] = {}
     with np.errstate(divide="ignore", invalid="ignore"):
-        for r, e, lower in zip(rows, ests, times, strict=True):
+        for r, e, lower in zip(rows, ests, times.critical_s, strict=True):
             n = r.count * (1 if r.per_step else m)  # occurrences per step
             hbm = np.asarray(e.bytes.get("hbm", 0.0))
             links = sum((np.asarray(v) for v in e.link_bytes.values()), np.asarray(0.0))
@@ -241,14 +261,18 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
             ops.append(StepOp(
                 r.group, r.name, n, unwrap(n * np.asarray(e.flops)), unwrap(n * hbm),
                 unwrap(n * links), unwrap(np.where(hbm > 0, np.asarray(e.flops) / hbm, np.inf)),
-                unwrap(lower), unwrap(np.asarray(lower) * np.asarray(e.t_upper_s)
-                                      / np.asarray(e.t_lower_s)),
+                unwrap(lower), unwrap(scale * np.asarray(e.t_upper_s)),
                 e.bound, unwrap(lower / t_lower),
                 {k: unwrap(scale * np.asarray(v)) for k, v in e.time_s.items()}, r.cost))
             for resource, t in per_op.items():
                 by_resource[resource] = by_resource.get(resource, 0.0) + t
-    total = sum((r.cost * (r.count * (1 if r.per_step else m)) for r in rows), Cost())
-    floor = evaluate(total, chip)  # everything overlapped, no bubble: the physical floor
+        if np.any(np.asarray(times.not_hidden_s) > 0):  # a link busier than the critical path
+            link = times.not_hidden_link
+            ops.append(StepOp("model", NOT_HIDDEN, 1, 0.0, 0.0, 0.0, np.inf,
+                              unwrap(times.not_hidden_s), 0.0, link,
+                              unwrap(np.asarray(times.not_hidden_s) / t_lower)))
+            op_times.append({link: np.asarray(times.not_hidden_s)})
+            by_resource[link] = by_resource.get(link, 0.0) + np.asarray(times.not_hidden_s)
     model_flops = sum((r.model_share if r.model_share is not None else r.count)
                       * (1 if r.per_step else m) * np.asarray(r.model_flops) for r in rows)
     flops = np.asarray(total.total_flops)
@@ -274,11 +298,17 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
         hfu=unwrap(flops / (t_lower * peak)),
         hbm_utilization=unwrap(np.asarray(total.bytes.get("hbm", 0.0)) / (
             t_lower * chip.level("hbm").bandwidth_Bps)),
-        memory=footprint(spec, phase, par, prec, budget.usable(device)),
+        memory=footprint(spec, phase, par, prec, budget.usable(device),
+                         schedule.in_flight(par.pp, m)),
         memory_budget=budget.describe(device),
         decode_compute_bound_batch=unwrap(critical * par.dp),
         decode_expert_compute_bound_batch=unwrap(
             critical * par.dp * spec.moe.experts / spec.moe.top_k) if spec.moe else None,
+        schedule=schedule,
+        exposed_comm_s=unwrap(times.exposed_comm_s),
+        hidden_comm_s=unwrap(times.hidden_comm_s),
+        bubble_fraction=times.bubble_fraction,
+        flops_by_dtype={k: unwrap(v) for k, v in total.flops.items()},
     )
 
 

@@ -36,6 +36,7 @@ from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError
 from ..hardware import Chip, System, make_system
 from ..ops.attention import attention, flash_tiling, mla_attention
+from ..ops.attention_backward import attention_backward
 from ..ops.collectives import collective
 from ..ops.elementwise import elementwise
 from ..ops.embedding import embedding_lookup
@@ -66,6 +67,21 @@ class OpCost:
     model_flops: Any = 0.0  # useful FLOPs per occurrence (no recompute): for MFU
     per_step: bool = False  # once per step (gradient sync, optimizer), not per micro-batch
     model_share: float | None = None  # occurrences for MFU (an average stage), if not count
+    stream: str = ""  # "" for compute; else the parallel group of its collective (tp, dp, ...)
+
+
+def gemm_dtype(prec: Precision, chip: Chip) -> str:
+    """The weight GEMMs' compute dtype: as given (--matmul-dtype); else, for narrow float
+    weights (fp8, nvfp4, mxfp4) on a chip with that peak, the weights' own: serving engines
+    quantize the activations on the fly and run W8A8 / W4A4 GEMMs (vLLM, TensorRT-LLM,
+    DeepSeek-V3's block-scaled fp8), and a bound must not be slower than that; integer
+    weight-only formats (AWQ, GPTQ) dequantize to the activation dtype."""
+    if prec.matmul:
+        return prec.matmul
+    w, a = lookup_dtype(prec.weights), lookup_dtype(prec.activations)
+    if w.peak.startswith("fp") and w.bits < a.bits and w.peak in chip.peaks:
+        return w.peak
+    return prec.activations
 
 
 def _offending(batch: Any, divisor: int) -> str:
@@ -85,9 +101,12 @@ def _check(spec: ModelSpec, phase: Phase, par: Parallel) -> None:
     if spec.kv_heads % par.tp and par.tp % spec.kv_heads:
         raise RooflineError(f"tp ({par.tp}) and the {spec.kv_heads} KV heads must divide one "
                             "another")
-    if par.fsdp and phase.kind != "train":
-        raise RooflineError(f"fsdp shards training state over dp: it applies to train, not "
-                            f"{phase.kind}")
+    if par.zero_stage and phase.kind != "train":
+        raise RooflineError(f"ZeRO / FSDP shards training state over dp: it applies to train, "
+                            f"not {phase.kind}")
+    if par.zero not in (0, 1, 2, 3) or (par.fsdp and par.zero not in (0, 3)):
+        raise RooflineError(f"zero must be 0, 1, 2 or 3 (fsdp is zero 3), got {par.zero}"
+                            + (" with fsdp" if par.fsdp else ""))
     if par.microbatches > 1 and par.pp == 1 and phase.kind != "train":
         raise RooflineError(f"microbatches ({par.microbatches}) fill a pipeline: {phase.kind} "
                             "needs pp > 1 for them (only training accumulates micro-batches "
@@ -140,6 +159,7 @@ class _Ctx:
     vector_dtype: str  # dtype whose peak vector-unit work (the optimizer) is charged to
     l2_bytes: float | None = None  # flash: the L2 that catches K/V re-reads (flash_tiling)
     concurrent_blocks: int | None = None  # flash: query blocks in flight (one per SM)
+    gemm_dtype: str | None = None  # the weight GEMMs' compute dtype (gemm_dtype())
 
     @property
     def seqs(self) -> float:  # sequences on this chip
@@ -174,7 +194,10 @@ class _Ctx:
         return max(1.0, self.spec.kv_heads / self.par.tp)
 
     def mm(self, m: float, k: float, n: float, name: str) -> Cost:
-        return matmul(m, k, n, self.prec.activations, self.prec.weights, name=name)
+        """A weight GEMM: activations in, the weights' dtype, the GEMM compute dtype's peak
+        (fp8 training runs these in fp8; attention and elementwise stay in bf16)."""
+        return matmul(m, k, n, self.prec.activations, self.prec.weights,
+                      compute_dtype=self.gemm_dtype or self.prec.gemm, name=name)
 
     def tp_all_reduce(self, block: str, kind: str = "all-reduce") -> list[tuple[str, Cost]]:
         """The TP group's collective closing a block: an all-reduce of partial sums, or an
@@ -210,6 +233,9 @@ def _attention_ops(c: _Ctx, window: int | None, kind: str = "window"
             c.seqs, c.phase.q_len, kv_len, c.heads_local, c.kv_heads_local, d, impl=_impl(c),
             window=None if chunked else window, chunk=window if chunked else None,
             **common))))
+        ops += _attention_backward(c, c.heads_local, c.kv_heads_local, d, d,
+                                   window=None if chunked else window,
+                                   chunk=window if chunked else None)
         ops.append(("attention output", c.mm(T, c.heads_local * d, s.hidden, "attention output")))
         return ops
     m = s.mla
@@ -238,9 +264,24 @@ def _attention_ops(c: _Ctx, window: int | None, kind: str = "window"
                                              (m.qk_nope_dim + m.v_head_dim), "kv up projection")))
         ops.append(("mla attention", _cp_share(c, mla_attention(
             c.seqs, c.phase.q_len, kv_len, form="expanded", impl=_impl(c), **mla))))
+        ops += _attention_backward(c, c.heads_local, c.heads_local, qk, m.v_head_dim,
+                                   name="mla attention")
     ops.append(("attention output", c.mm(T, c.heads_local * m.v_head_dim, s.hidden,
                                          "attention output")))
     return ops
+
+
+def _attention_backward(c: _Ctx, heads: float, kv_heads: float, d: float, dv: float,
+                        window: int | None = None, chunk: int | None = None,
+                        name: str = "attention") -> list[tuple[str, Cost]]:
+    """Training: attention's backward as its own row (FlashAttention-2's, which recomputes S
+    and P: 2.5x the forward's GEMMs with its own IO), not "2x the forward"."""
+    if c.phase.kind != "train":
+        return []
+    return [(name + BACKWARD, _cp_share(c, attention_backward(
+        c.seqs, c.phase.q_len, c.phase.kv_len, heads, kv_heads, d, dv, window=window,
+        chunk=chunk, dtype=c.prec.activations, sram_bytes=c.sram_bytes, block_kv=c.block_q,
+        l2_bytes=c.l2_bytes, concurrent_blocks=c.concurrent_blocks)))]
 
 
 def _linear_ops(c: _Ctx) -> list[tuple[str, Cost]]:
@@ -366,7 +407,7 @@ def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chi
     micro = replace(phase, batch=phase.batch / par.microbatches)
     l2 = flash_tiling(chip, sram_bytes, block_q) if impl == "flash" else {}
     c = _Ctx(spec, micro, par, prec, place(par, system), impl, sram_bytes, block_q, vector,
-             l2.get("l2_bytes"), l2.get("concurrent_blocks"))
+             l2.get("l2_bytes"), l2.get("concurrent_blocks"), gemm_dtype(prec, chip))
     useful = 3.0 if phase.kind == "train" else 1.0  # model FLOPs exclude recomputation
     kinds: dict[tuple[bool, str, int | None], int] = {}
     for i in range(spec.layers):
@@ -377,20 +418,44 @@ def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chi
     for (moe_layer, kind, window), count in kinds.items():
         group = ("moe" if moe_layer else "dense") + " layer" + (
             " (linear)" if kind == "linear" else f" ({kind} {window})" if window else "")
+        forward = np.asarray(0.0)
         for name, cost in layer_ops(c, moe_layer, window, kind):
             per_stage = count // par.pp if count % par.pp == 0 else count / par.pp
-            rows.append(OpCost(group, name, per_stage, _step(cost, phase),
-                               np.asarray(cost.total_flops) * useful))
+            if name.endswith(BACKWARD):  # training's own backward of the op before it:
+                useful_flops = 2 * forward  # the convention's 2x forward (the rest recomputes)
+            else:
+                forward = np.asarray(cost.total_flops)
+                useful_flops = forward * (1.0 if name in SPLIT_BACKWARD else useful)
+            rows.append(OpCost(group, name, per_stage, _step(cost, phase, name), useful_flops,
+                               stream=_stream(name)))
     for name, cost in _edge_ops(c):  # the last stage holds the LM head: the slowest stage
-        rows.append(OpCost("model", name, 1, _step(cost, phase),
+        rows.append(OpCost("model", name, 1, _step(cost, phase, name),
                            np.asarray(cost.total_flops) * useful, model_share=1 / par.pp))
     rows += _step_ops(c)
     return rows
 
 
-def _step(cost: Cost, phase: Phase) -> Cost:
-    """A forward op's cost over the whole step (backward and recomputation included)."""
-    factor = phase.comm_factor if cost.link_bytes else phase.work_factor
+# Layer collectives are named "<block> <group> <kind>" (tp_all_reduce, the CP gather, the EP
+# all-to-alls): the group is the stream the schedule overlaps (or not).
+LAYER_STREAMS = ("tp", "cp", "ep")
+BACKWARD = " backward"  # a training row that is the backward pass of the row before it
+SPLIT_BACKWARD = ("attention", "mla attention")  # their backward is a row of its own
+
+
+def _stream(name: str) -> str:
+    return next((t for t in name.split() if t in LAYER_STREAMS), "")
+
+
+def _step(cost: Cost, phase: Phase, name: str = "") -> Cost:
+    """A forward op's cost over the whole step (backward and recomputation included). In
+    training, attention's backward is its own row (FlashAttention-2's recomputing backward),
+    so the forward counts once, twice with full recomputation."""
+    if phase.kind == "train" and name.endswith(BACKWARD):
+        return cost
+    if phase.kind == "train" and name in SPLIT_BACKWARD:
+        factor = 2.0 if phase.recompute else 1.0
+    else:
+        factor = phase.comm_factor if cost.link_bytes else phase.work_factor
     return cost if factor == 1 else cost.scaled(factor, "f")
 
 
@@ -410,48 +475,60 @@ def _edge_ops(c: _Ctx) -> list[tuple[str, Cost]]:
 
 
 def _step_ops(c: _Ctx) -> list[OpCost]:
-    """Once-per-step communication and updates: PP hand-offs, gradient sync, optimizer."""
+    """Once-per-step communication and updates: PP hand-offs, gradient sync (per ZeRO stage),
+    optimizer."""
     rows: list[OpCost] = []
     passes = 2 if c.phase.kind == "train" else 1  # activations forward, gradients back
     if c.par.pp > 1:  # one hand-off per micro-batch (forward, and backward in training)
         nbytes = c.tokens * c.spec.hidden * c.act_bytes
         link, _ = c.place.links["pp"]
         hop = collective("send-recv", nbytes, 2, link=link)
-        rows.append(OpCost("model", "pp send/recv", passes, hop))
+        rows.append(OpCost("model", "pp send/recv", passes, hop, stream="pp"))
     if c.phase.kind != "train":
         return rows
     params = local_params(c.spec, c.par)
-    grad_bytes = params * lookup_dtype(c.prec.grads).bytes
+    zero = c.par.zero_stage
     if c.par.dp > 1:
-        if c.par.fsdp:  # ZeRO-3: gather weights for forward and backward, scatter gradients
-            w = weight_bytes(c.spec, c.par, c.prec)
-            rows += [OpCost("model", "fsdp weight all-gather",
-                            2 + (1 if c.phase.recompute else 0),
-                            c.place.comm("all-gather", w, "dp", c.par.dp), per_step=True),
-                     OpCost("model", "fsdp gradient reduce-scatter", 1,
-                            c.place.comm("reduce-scatter", grad_bytes, "dp", c.par.dp),
-                            per_step=True)]
-        else:
-            rows += _gradient_all_reduce(c)
-    shard = params / (c.par.dp if c.par.fsdp else 1)
+        rows += _gradient_sync(c, zero)
+    shard = params / (c.par.dp if zero >= 1 else 1)  # ZeRO >= 1: each rank updates its shard
     rows.append(OpCost("model", "optimizer (adam)", 1, adam_update(
         shard, grad_dtype=c.prec.grads, weight_dtype=c.prec.weights,
         compute_dtype=c.vector_dtype), per_step=True))
     return rows
 
 
-def _gradient_all_reduce(c: _Ctx) -> list[OpCost]:
-    """Data-parallel gradient sync. Replicated weights all-reduce over dp; routed experts
-    only over their own copies: dp·tp/ep ranks with EP (none when each expert is unique)."""
+def _gradient_sync(c: _Ctx, zero: int) -> list[OpCost]:
+    """Data-parallel gradient sync by ZeRO stage. 0: gradients all-reduced. 1 and 2 (Megatron's
+    distributed optimizer is 1): gradients reduce-scattered, each rank updates its shard, the
+    updated weights all-gathered. 3 (FSDP): weights all-gathered for the forward and again for
+    the backward (and the recomputation), gradients reduce-scattered. Routed experts sync only
+    over their own copies: dp·tp/ep ranks with EP (none when each expert is unique)."""
     dense, experts = local_param_split(c.spec, c.par)
     s_g = lookup_dtype(c.prec.grads).bytes
-    rows = [OpCost("model", "dp gradient all-reduce", 1,
-                   c.place.comm("all-reduce", dense * s_g, "dp", c.par.dp), per_step=True)]
-    copies = c.par.dp if c.par.ep == 1 else c.par.dp * c.par.tp // c.par.ep
+    dp = c.par.dp
+    if zero == 3:
+        w = weight_bytes(c.spec, c.par, c.prec)
+        return [OpCost("model", "fsdp weight all-gather", 2 + (1 if c.phase.recompute else 0),
+                       c.place.comm("all-gather", w, "dp", dp), per_step=True, stream="fsdp"),
+                OpCost("model", "fsdp gradient reduce-scatter", 1,
+                       c.place.comm("reduce-scatter", (dense + experts) * s_g, "dp", dp),
+                       per_step=True, stream="dp")]
+    if zero in (1, 2):
+        rows = [OpCost("model", f"zero-{zero} gradient reduce-scatter", 1,
+                       c.place.comm("reduce-scatter", dense * s_g, "dp", dp), per_step=True,
+                       stream="dp"),
+                OpCost("model", f"zero-{zero} weight all-gather", 1,
+                       c.place.comm("all-gather", dense * lookup_dtype(c.prec.weights).bytes,
+                                    "dp", dp), per_step=True, stream="fsdp")]
+    else:
+        rows = [OpCost("model", "dp gradient all-reduce", 1,
+                       c.place.comm("all-reduce", dense * s_g, "dp", dp), per_step=True,
+                       stream="dp")]
+    copies = dp if c.par.ep == 1 else dp * c.par.tp // c.par.ep
     if experts and copies > 1:
         rows.append(OpCost("model", "expert gradient all-reduce", 1,
                            c.place.comm("all-reduce", experts * s_g, "dp", copies),
-                           per_step=True))
+                           per_step=True, stream="dp"))
     return rows
 
 

@@ -169,7 +169,7 @@ class MemoryFootprint:
 
 
 def _activations(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
-                 seqs: Any, tokens_per_seq: Any) -> Any:
+                 seqs: Any, tokens_per_seq: Any, in_flight: float | None = None) -> Any:
     s_a = lookup_dtype(prec.activations).bytes
     seqs = np.asarray(seqs, dtype=float)
     tokens = seqs * tokens_per_seq
@@ -179,7 +179,8 @@ def _activations(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
         # sequence parallelism shards what is kept (layer inputs alone with recomputation,
         # plus the one layer being recomputed)
         kept = (2.0 / par.tp * micro * spec.hidden * s_a / 2) if phase.recompute else full
-        stored = kept * spec.layers / par.pp * min(par.pp, par.microbatches)
+        held = min(par.pp, par.microbatches) if in_flight is None else in_flight
+        stored = kept * spec.layers / par.pp * held  # micro-batches in flight (schedule)
         logits = micro * spec.vocab / par.tp * 4.0  # fp32 logits of the micro-batch
         return stored + (full if phase.recompute else 0.0) + logits
     ffn = spec.moe.expert_ffn * spec.moe.top_k if spec.moe else spec.ffn
@@ -191,14 +192,16 @@ def _activations(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
 
 
 def footprint(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
-              capacity_bytes: float) -> MemoryFootprint:
+              capacity_bytes: float, in_flight: float | None = None) -> MemoryFootprint:
     """What one chip must hold for this step, and the largest batch / context that fit."""
     params = local_params(spec, par)
-    shard = par.dp if (phase.kind == "train" and par.fsdp) else 1
-    weights = weight_bytes(spec, par, prec) / shard
+    zero = par.zero_stage if phase.kind == "train" else 0
+    # ZeRO over dp: 1 shards the optimizer state, 2 the gradients too, 3 the weights too
+    weights = weight_bytes(spec, par, prec) / (par.dp if zero >= 3 else 1)
     optimizer = 0.0
     if phase.kind == "train":
-        optimizer = params * (12.0 + lookup_dtype(prec.grads).bytes) / shard
+        optimizer = params * 12.0 / (par.dp if zero >= 1 else 1) \
+            + params * lookup_dtype(prec.grads).bytes / (par.dp if zero >= 2 else 1)
     tokens_per_seq = np.asarray(phase.q_len, dtype=float) / par.cp
 
     def kv(seqs: Any, context: Any) -> Any:
@@ -213,7 +216,7 @@ def footprint(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
 
     def per_chip(seqs: Any, context: Any) -> Any:
         return weights + optimizer + kv(seqs, context) + np.asarray(seqs, dtype=float) * state \
-            + _activations(spec, phase, par, prec, seqs, tokens_per_seq)
+            + _activations(spec, phase, par, prec, seqs, tokens_per_seq, in_flight)
 
     seqs = np.asarray(phase.batch, dtype=float) / par.dp
     context = np.asarray(phase.kv_len, dtype=float)

@@ -35,9 +35,12 @@ import numpy as np
 
 from ..cost import LINKS
 from ..derivation import Num
+from ..errors import RooflineError
 from ..evaluate import LATENCY, Estimate
+from .step import Parallel
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero-bubble")
+NOT_HIDDEN = "communication not hidden"  # the step's line for a link busier than its path
 SERIAL_UNLESS_FLAGGED = {"tp": "tp_overlap", "ep": "ep_overlap"}
 HIDDEN = ("dp", "fsdp", "pp", "cp")  # collectives the standard schedules overlap
 
@@ -60,12 +63,53 @@ class Schedule:
             return (pp - 1) / self.vpp
         return float(pp - 1)
 
+    def in_flight(self, pp: int, microbatches: int) -> float:
+        """Micro-batches whose activations the first stage holds at once: GPipe all m; 1F1B
+        (and ZB-H1) min(p, m); interleaved 1F1B (1 + (p - 1)/(p·v)) times that (Megatron)."""
+        m = microbatches
+        if self.pipeline == "gpipe":
+            return float(m)
+        held = float(min(pp, m))
+        if self.pipeline == "interleaved" and pp > 1:
+            held *= 1 + (pp - 1) / (pp * self.vpp)
+        return held
+
+    def describe(self) -> str:
+        """The overlaps assumed, in words."""
+        if not self.overlap:
+            return "no overlap: every collective in series with compute"
+        hidden = ["data-parallel gradient sync (but its last bucket)",
+                  "FSDP / ZeRO weight gathers (but the first layer's)", "pipeline hand-offs",
+                  "context-parallel K/V exchange (but 1/cp of it)"]
+        if self.tp_overlap:
+            hidden.append("TP collectives (comm-GEMM overlap)")
+        if self.ep_overlap:
+            hidden.append("EP all-to-alls (two-micro-batch overlap)")
+        serial = [n for n, on in (("TP collectives", self.tp_overlap),
+                                  ("EP all-to-alls", self.ep_overlap)) if not on]
+        return ("overlapped with compute: " + ", ".join(hidden)
+                + ("; in series: " + ", ".join(serial) if serial else ""))
+
     def hidden(self, stream: str) -> bool:
         """Whether a collective of this parallel group overlaps with compute."""
         if not self.overlap or not stream:
             return False
         flag = SERIAL_UNLESS_FLAGGED.get(stream)
         return bool(getattr(self, flag)) if flag else stream in HIDDEN
+
+
+def check_schedule(schedule: Schedule, par: Parallel) -> Schedule:
+    """One-line errors for a schedule that does not fit the parallelism."""
+    if schedule.pipeline not in SCHEDULES:
+        raise RooflineError(f"pipeline schedule {schedule.pipeline!r}: allowed "
+                            f"{', '.join(SCHEDULES)}")
+    if schedule.vpp < 1 or (schedule.vpp > 1 and schedule.pipeline != "interleaved"):
+        raise RooflineError(f"vpp {schedule.vpp}: virtual stages need --pp-schedule "
+                            "interleaved (and vpp >= 1)")
+    if schedule.pipeline == "interleaved" and par.pp > 1 and par.microbatches % par.pp:
+        raise RooflineError(f"interleaved 1F1B needs micro-batches ({par.microbatches}) in "
+                            f"multiples of pp ({par.pp}), as Megatron-LM does")
+    return schedule
 
 
 @dataclass(frozen=True)

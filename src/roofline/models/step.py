@@ -90,11 +90,16 @@ class Parallel:
     ep: int = 1
     cp: int = 1
     microbatches: int = 1
-    fsdp: bool = False
+    fsdp: bool = False  # ZeRO-3 (kept as an alias of zero=3)
+    zero: int = 0  # ZeRO stage over dp: 1 shards optimizer state, 2 gradients too, 3 weights
 
     @property
     def chips(self) -> int:
         return self.tp * self.pp * self.dp * self.cp
+
+    @property
+    def zero_stage(self) -> int:
+        return 3 if self.fsdp else self.zero
 
 
 @dataclass(frozen=True)
@@ -106,10 +111,17 @@ class Precision:
     expert_weights: str | None = None  # the routed experts' weights (default: weights)
     quantize_embeddings: bool = False  # the embedding and LM head in the weight dtype too
     weights_from: str = field(default="", compare=False)  # why the weights have their dtype
+    matmul: str | None = None  # the weight GEMMs' compute dtype (fp8 training); default:
+    # activations. Attention and elementwise work stay in the activation dtype (torchtitan
+    # Float8, Transformer Engine)
 
     @property
     def kv(self) -> str:
         return self.kv_cache or self.activations
+
+    @property
+    def gemm(self) -> str:
+        return self.matmul or self.activations
 
     @property
     def experts(self) -> str:

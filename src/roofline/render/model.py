@@ -106,10 +106,19 @@ def summary_lines(a: ModelAnalysis) -> list[str]:
     """The step's times named for what they are, its latency and throughput, MFU / HFU, and
     the memory footprint."""
     p, m = a.phase, a.memory
-    lines = [f"step: lower bound t_lower = {seconds(a.t_lower_s)} (ops one after another, each "
-             f"op's resources overlapped); no-overlap sum t_upper = {seconds(a.t_upper_s)}; floor "
-             f"t_floor = {seconds(a.t_floor_s)} (every resource of the step overlapped); bound: "
-             f"{a.bound}"]
+    lines = [f"step: lower bound t_lower = {seconds(a.t_lower_s)} (what the schedule overlaps "
+             f"overlapped, the rest in series); no-overlap sum t_upper = {seconds(a.t_upper_s)}"
+             f"; floor t_floor = {seconds(a.t_floor_s)} (every resource of the step "
+             f"overlapped); bound: {a.bound}"]
+    if a.link_bytes:
+        lines.append(f"communication: {seconds(a.exposed_comm_s)} exposed (in series with "
+                     f"compute or not hidden), {seconds(a.hidden_comm_s)} hidden; "
+                     f"{a.schedule.describe()}")
+    if a.parallel.pp > 1:
+        lines.append(f"pipeline: {a.schedule.pipeline}"
+                     + (f" with {a.schedule.vpp} virtual stages" if a.schedule.vpp > 1 else "")
+                     + f", {a.parallel.microbatches} micro-batches, bubble "
+                     f"{100 * a.bubble_fraction:.1f}% of them")
     if p.kind == "prefill":
         lines.append(f"TTFT >= {seconds(a.t_lower_s)}")
     elif p.kind == "decode":
@@ -151,7 +160,8 @@ def model_text(a: ModelAnalysis, explain: bool = False) -> str:
     """The terminal view: header, the per-layer (explain: per-op) table, the summary."""
     body = text.render(op_table(a) if explain else layer_table(a), caption=False)
     summary = summary_lines(a)
-    lines = [header(a), *notes(a), "", body, "", *summary[:3], "", *summary[3:]]
+    cut = next(i for i, line in enumerate(summary) if line.startswith("memory per chip"))
+    lines = [header(a), *notes(a), "", body, "", *summary[:cut], "", *summary[cut:]]
     return terminal_safe("\n".join(lines))
 
 
