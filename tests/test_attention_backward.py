@@ -58,3 +58,20 @@ def test_kv_block_from_the_sram_budget():
     assert any(t.render().endswith("= 456") for t in cost.terms)
     est = rl.evaluate(cost, "h100")
     assert math.isfinite(est.t_lower_s) and est.t_lower_s > 0
+
+
+def test_op_attention_pass_on_the_cli(run_cli):
+    import json
+
+    runs = {}
+    for direction in ("forward", "backward", "forward-backward"):
+        code, out, _ = run_cli("op", "attention", "--q-len", "2048", "--heads", "16",
+                               "--pass", direction, "--json")
+        assert code == 0
+        runs[direction] = json.loads(out)
+    f, b, fb = (runs[k]["flops_by_dtype"]["bf16"] for k in ("forward", "backward",
+                                                            "forward-backward"))
+    assert b == pytest.approx(2.5 * f) and fb == pytest.approx(f + b)
+    code, _, err = run_cli("op", "attention", "--q-len", "1", "--kv-len", "9", "--heads", "16",
+                           "--impl", "decode", "--pass", "backward")
+    assert code == 2 and "--impl flash" in err

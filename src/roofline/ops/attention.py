@@ -38,6 +38,7 @@ The softmax statistics (logsumexp, fp32 per row) are ignored: O(B·H·Lq) bytes.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -391,12 +392,36 @@ def _attention_defaults(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
     return _flash_l2_defaults(kwargs, chip)
 
 
+PASSES = ("forward", "backward", "forward-backward")
+
+
 def attention_or_mla(**kwargs: Any) -> Cost:
     """`op attention`: impl "mla" is DeepSeek MLA with V3's ranks, in the form `mla_form`
-    picks for q_len (absorbed for a few new tokens, expanded for a prompt)."""
-    if kwargs.get("impl") != "mla":
-        return attention(**kwargs)
-    return mla_attention(**{**kwargs, "impl": None}, form=mla_form(kwargs["q_len"]))
+    picks for q_len (absorbed for a few new tokens, expanded for a prompt). `direction` picks
+    the forward, FlashAttention-2's backward (ops.attention_backward), or both."""
+    direction = kwargs.pop("direction", "forward")
+    if direction not in PASSES:
+        raise RooflineError(f"--pass: one of {', '.join(PASSES)}, got {direction!r}")
+    if kwargs.get("impl") == "mla":
+        if direction != "forward":
+            raise RooflineError("--pass backward: give the expanded MLA shapes to op attention "
+                                "(--head-dim 192 --v-head-dim 128), not --impl mla")
+        return mla_attention(**{**kwargs, "impl": None}, form=mla_form(kwargs["q_len"]))
+    if direction != "forward" and kwargs.get("impl", "flash") != "flash":
+        raise RooflineError("--pass backward is FlashAttention-2's backward: --impl flash")
+    forward = attention(**kwargs) if direction != "backward" else None
+    if direction == "forward":
+        assert forward is not None
+        return forward
+    from .attention_backward import attention_backward
+
+    keep = ("batch", "q_len", "kv_len", "heads", "kv_heads", "head_dim", "v_head_dim",
+            "causal", "window", "dtype", "sram_bytes", "l2_bytes", "concurrent_blocks")
+    backward = attention_backward(**{k: kwargs[k] for k in keep if k in kwargs},
+                                  block_kv=kwargs.get("block_q"))
+    if forward is None:
+        return backward
+    return replace(forward + backward, name="attention forward + backward")
 
 
 def _mla_defaults(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
@@ -429,6 +454,9 @@ ATTENTION = OpDecl(
         Param("impl", "kernel; mla: DeepSeek MLA with V3's ranks (op mla sets them)", "choice",
               "flash", choices=(*IMPLEMENTATIONS, "mla")),
         _SRAM, Param("block_q", "flash query-block rows Br (overrides --sram-bytes)"), *_L2,
+        Param("direction", "forward, FlashAttention-2's backward (recomputing S and P: 2.5x "
+              "the forward's GEMMs), or both", "choice", "forward", choices=PASSES,
+              flag="--pass"),
         *dtype_params("dtype", "kv", "out")), _attention_defaults)
 
 MLA = OpDecl(
