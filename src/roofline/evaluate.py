@@ -1,15 +1,19 @@
 """The one evaluator: a Cost on a Chip becomes times, a bound, intensities and ridge points.
 
-time per resource:  compute = sum over dtypes of FLOPs / peak(dtype)
+time per resource:  compute = sum over dtypes of tensor FLOPs / tensor peak(dtype)
+                    vector = sum over dtypes of vector FLOPs / vector peak(dtype)
+                    sfu = transcendentals / special-function rate
                     memory level = bytes / bandwidth
                     link = bytes / bandwidth (per direction)
-                    latency = sum over links of message steps · alpha
-t_lower = max over resources (perfect overlap), t_upper = sum (no overlap), so
-t_lower <= t_upper <= (number of resources) · t_lower. The bound is the resource that sets
-t_lower (ties go to compute: at the ridge point an op counts as compute-bound).
-Latency is its own wall (seed 000 §4.1: compute roof, bandwidth roof, latency roof): a
-collective's alpha-beta time alpha·steps + bytes/beta lies between t_lower and t_upper, and
-tiny messages come out `latency`-bound.
+                    latency = message steps · alpha + collective calls · base latency
+For one op, t_lower is its lower bound: the compute units and memory levels overlap
+perfectly (the max), and each link's alpha-beta chain (its latency plus its bytes over its
+bandwidth: a message step cannot finish before its bytes arrive) competes on its own
+(the phases of a hierarchical collective pipeline across links). t_upper is the no-overlap
+sum, so t_lower <= t_upper <= (number of resources) · t_lower. The bound is the resource
+that sets t_lower (ties go to compute; for a link, `latency` where alpha dominates its
+chain). A whole step's times (floor, schedule-aware lower bound, no-overlap sum) are
+models/analysis.py's.
 Everything broadcasts: array-valued Costs give array-valued Estimates.
 """
 
