@@ -118,6 +118,7 @@ class ModelAnalysis:
     hidden_comm_s: Num = 0.0  # communication that overlapped with compute
     bubble_fraction: float = 0.0  # the pipeline's idle slots per micro-batch
     flops_by_dtype: dict[str, Num] = field(default_factory=dict)  # tensor-core FLOPs
+    comm_streams: tuple[str, ...] = ()  # the parallel groups whose collectives the step has
 
     @property
     def pipeline(self) -> dict[str, Any]:
@@ -160,7 +161,8 @@ class ModelAnalysis:
                                 if f.name not in skip}
         data["phase"], data["parallel"] = asdict(self.phase), asdict(self.parallel)
         data["precision"] = asdict(self.precision)
-        data["schedule"] = {**asdict(self.schedule), "overlaps": self.schedule.describe()}
+        data["schedule"] = {**asdict(self.schedule),
+                            "overlaps": self.schedule.describe(self.comm_streams)}
         data["pipeline"] = self.pipeline
         data["ops"] = [{f.name: getattr(op, f.name) for f in fields(op) if f.name != "cost"}
                        for op in self.ops]
@@ -309,6 +311,7 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
         hidden_comm_s=unwrap(times.hidden_comm_s),
         bubble_fraction=times.bubble_fraction,
         flops_by_dtype={k: unwrap(v) for k, v in total.flops.items()},
+        comm_streams=tuple(dict.fromkeys(r.stream for r in rows if r.stream)),
     )
 
 

@@ -74,21 +74,23 @@ class Schedule:
             held *= 1 + (pp - 1) / (pp * self.vpp)
         return held
 
-    def describe(self) -> str:
-        """The overlaps assumed, in words."""
+    def describe(self, streams: tuple[str, ...] = ("tp", "ep", "dp", "fsdp", "pp", "cp")
+                 ) -> str:
+        """The overlaps assumed for the collectives a step has (`streams`), in words."""
+        words = {"dp": "data-parallel gradient sync (but its last bucket)",
+                 "fsdp": "FSDP / ZeRO weight gathers (but the first layer's)",
+                 "pp": "pipeline hand-offs", "cp": "context-parallel K/V exchange (but 1/cp "
+                 "of it)", "tp": "TP collectives", "ep": "EP all-to-alls"}
+        present = [s for s in words if s in streams]
+        if not present:
+            return "no collectives"
         if not self.overlap:
             return "no overlap: every collective in series with compute"
-        hidden = ["data-parallel gradient sync (but its last bucket)",
-                  "FSDP / ZeRO weight gathers (but the first layer's)", "pipeline hand-offs",
-                  "context-parallel K/V exchange (but 1/cp of it)"]
-        if self.tp_overlap:
-            hidden.append("TP collectives (comm-GEMM overlap)")
-        if self.ep_overlap:
-            hidden.append("EP all-to-alls (two-micro-batch overlap)")
-        serial = [n for n, on in (("TP collectives", self.tp_overlap),
-                                  ("EP all-to-alls", self.ep_overlap)) if not on]
-        return ("overlapped with compute: " + ", ".join(hidden)
-                + ("; in series: " + ", ".join(serial) if serial else ""))
+        hidden = [words[s] for s in present if self.hidden(s)]
+        serial = [words[s] for s in present if not self.hidden(s)]
+        parts = ([f"overlapped with compute: {', '.join(hidden)}"] if hidden else []) + (
+            [f"in series: {', '.join(serial)}"] if serial else [])
+        return "; ".join(parts)
 
     def hidden(self, stream: str) -> bool:
         """Whether a collective of this parallel group overlaps with compute."""

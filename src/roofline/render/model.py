@@ -113,7 +113,7 @@ def summary_lines(a: ModelAnalysis) -> list[str]:
     if a.link_bytes:
         lines.append(f"communication: {seconds(a.exposed_comm_s)} exposed (in series with "
                      f"compute or not hidden), {seconds(a.hidden_comm_s)} hidden; "
-                     f"{a.schedule.describe()}")
+                     f"{a.schedule.describe(a.comm_streams)}")
     if a.parallel.pp > 1:
         lines.append(f"pipeline: {a.schedule.pipeline}"
                      + (f" with {a.schedule.vpp} virtual stages" if a.schedule.vpp > 1 else "")
