@@ -343,8 +343,8 @@ def plot_model(analysis: Any, top: int = 20, title: str | None = None) -> Figure
     bars, memory = fig.subplots(2, 1, height_ratios=[max(len(rows), 1), 3])
     p = analysis.phase
     plot_breakdown(rows, ax=bars, title=title or (
-        f"{analysis.model} on {analysis.hardware}, {p.kind} batch {p.batch}: step >= "
-        f"{format_time(float(analysis.t_lower_s))}, {analysis.bound}-bound"))
+        f"{analysis.model} on {analysis.hardware}, {p.kind} batch {p.batch}: step lower "
+        f"bound {format_time(float(analysis.t_lower_s))}, {analysis.bound}-bound"))
     m = analysis.memory
     items = {"weights": m.weights_bytes, "KV cache": float(m.kv_cache_bytes),
              "activations": float(m.activations_bytes)}

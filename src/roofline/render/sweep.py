@@ -18,7 +18,8 @@ def sweep_text(result: Any, frontier: dict[str, Any], max_latency_s: float | Non
         return (f"{r['hardware']} x{r['chips']} (tp {r['tp']}, pp {r['pp']}, dp {r['dp']}, "
                 f"ep {r['ep']}), weights {r['weight_dtype']}, KV {r['kv_dtype']}, batch "
                 f"{r['batch']:g}, length {r['length']:g}: {format_si(r['tokens_per_s'])} "
-                f"tokens/s, {ft(r['t_lower_s'])} per step, {r['bound']}-bound")
+                f"tokens/s (upper bound), {ft(r['t_lower_s'])} per step (lower bound), "
+                f"{r['bound']}-bound")
 
     target = f" within {ft(max_latency_s)} per step" if max_latency_s else ""
     # every answer says which constraints it meets: memory, and the latency target if given
@@ -35,7 +36,7 @@ def sweep_text(result: Any, frontier: dict[str, Any], max_latency_s: float | Non
         lines += ["", "Pareto frontier (no other point is both faster per step and higher in "
                   "tokens/s):",
                   table(["hardware", "chips", "tp", "weights", "kv", "batch", "length",
-                         "t_lower", "tokens/s", "bound"],
+                         "step (lower bound)", "tokens/s", "bound"],
                         [[r["hardware"], str(r["chips"]), str(r["tp"]), r["weight_dtype"],
                           r["kv_dtype"], f"{r['batch']:g}", f"{r['length']:g}",
                           ft(r["t_lower_s"]), format_si(r["tokens_per_s"]), r["bound"]]
