@@ -15,9 +15,7 @@ from ..ops.collectives import (
 )
 from ..ops.params import dtype_params
 from ..quant import quant_table
-from ..report import (
-    table,
-)
+from ..render.text import table
 from ..solve import (
     critical_batch,
     critical_batch_term,

@@ -12,10 +12,8 @@ from ..argtypes import emit, typed
 from ..errors import RooflineError
 from ..files import write_csv
 from ..ops.params import OpDecl
-from ..report import (
-    sweep_text,
-    table,
-)
+from ..render.sweep import sweep_text
+from ..render.text import table
 from ..units import (
     parse_bytes,
     parse_count,

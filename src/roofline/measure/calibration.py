@@ -41,7 +41,8 @@ from ..errors import RooflineError
 from ..evaluate import COMPUTE, LATENCY, Estimate, evaluate
 from ..files import read_toml, write_text
 from ..hardware import Chip, System, load_chip
-from ..report import jsonable, table
+from ..render.text import table
+from ..serialize import jsonable
 from ..units import format_si, format_time
 
 if TYPE_CHECKING:

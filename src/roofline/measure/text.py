@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 
 from ..hardware import Chip
-from ..report import table
+from ..render.text import table
 from ..units import format_bytes, format_si, format_time
 from .bandwidth import BandwidthSweep, best_per_size
 from .chipfile import MeasuredMachine

@@ -57,7 +57,8 @@ def load_function(target: str) -> Any:
 
 
 def _cmd_trace(args: argparse.Namespace) -> None:
-    from ..report import jsonable, table
+    from ..render.text import table
+    from ..serialize import jsonable
     from ..units import format_bytes, format_si, format_time
     from .torch_trace import _torch, trace
 

@@ -9,7 +9,7 @@ from ..cost import Cost
 from ..dtypes import dtype as lookup_dtype
 from ..evaluate import evaluate
 from ..hardware import Chip, load_chip
-from ..report import jsonable
+from ..serialize import jsonable
 
 
 @dataclass
