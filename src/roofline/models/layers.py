@@ -1,0 +1,293 @@
+"""The ops of one decoder layer (and the model's edges) on one chip: the token mixer
+(attention, MLA, chunked or sliding-window attention, linear attention), the MLP or MoE block,
+the TP / CP / EP collectives between them, and the embedding, final norm and LM head.
+`graph.build` counts them per layer kind and per step."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..cost import Cost
+from ..dtypes import dtype as lookup_dtype
+from ..ops.attention import attention, mla_attention
+from ..ops.attention_backward import attention_backward
+from ..ops.elementwise import elementwise
+from ..ops.embedding import embedding_lookup
+from ..ops.linear_attention import linear_attention
+from ..ops.matmul import matmul
+from ..ops.moe import batched_matmul, grouped_matmul
+from .spec import ModelSpec
+from .step import Parallel, Phase, Placement, Precision, kv_bytes_per_token_per_layer
+
+# Layer collectives are named "<block> <group> <kind>" (tp_all_reduce, the CP gather, the EP
+# all-to-alls): the group is the stream the schedule overlaps (or not).
+LAYER_STREAMS = ("tp", "cp", "ep")
+BACKWARD = " backward"  # a training row that is the backward pass of the row before it
+SPLIT_BACKWARD = ("attention", "mla attention")  # their backward is a row of its own
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """Everything a layer needs, computed once."""
+
+    spec: ModelSpec
+    phase: Phase
+    par: Parallel
+    prec: Precision
+    place: Placement
+    impl: str
+    sram_bytes: float | None
+    block_q: int | None
+    vector_dtype: str  # dtype whose peak vector-unit work (the optimizer) is charged to
+    l2_bytes: float | None = None  # flash: the L2 that catches K/V re-reads (flash_tiling)
+    concurrent_blocks: int | None = None  # flash: query blocks in flight (one per SM)
+    gemm_dtype: str | None = None  # the weight GEMMs' compute dtype (gemm_dtype())
+
+    @property
+    def seqs(self) -> float:  # sequences on this chip
+        return self.phase.batch / self.par.dp
+
+    @property
+    def q_local(self) -> float:
+        return self.phase.q_len / self.par.cp
+
+    @property
+    def chunk_tokens(self) -> float:  # chunked-prefill prompt tokens on this chip (decode)
+        return self.phase.prefill_tokens / (self.par.dp * self.par.microbatches)
+
+    @property
+    def chunk_prompts(self) -> float:  # prompts' worth of prefill they are (fractional)
+        return self.chunk_tokens / self.phase.prefill_q_len
+
+    @property
+    def tokens(self) -> float:  # tokens through this chip's layers per step
+        return self.seqs * self.q_local + self.chunk_tokens
+
+    @property
+    def act_bytes(self) -> float:
+        return lookup_dtype(self.prec.activations).bytes
+
+    @property
+    def heads_local(self) -> float:
+        return self.spec.heads / self.par.tp
+
+    @property
+    def kv_heads_local(self) -> float:  # fewer KV heads than TP ranks: each keeps one
+        return max(1.0, self.spec.kv_heads / self.par.tp)
+
+    def mm(self, m: float, k: float, n: float, name: str) -> Cost:
+        """A weight GEMM: activations in, the weights' dtype, the GEMM compute dtype's peak
+        (fp8 training runs these in fp8; attention and elementwise stay in bf16)."""
+        return matmul(m, k, n, self.prec.activations, self.prec.weights,
+                      compute_dtype=self.gemm_dtype or self.prec.gemm, name=name)
+
+    def tp_all_reduce(self, block: str, kind: str = "all-reduce") -> list[tuple[str, Cost]]:
+        """The TP group's collective closing a block: an all-reduce of partial sums, or an
+        all-gather where the ranks hold disjoint tokens (EP'd experts, sequence-split)."""
+        if self.par.tp == 1:
+            return []
+        nbytes = self.tokens * self.spec.hidden * self.act_bytes
+        return [(f"{block} tp {kind}", self.place.comm(kind, nbytes, "tp", self.par.tp))]
+
+
+def _attention_ops(c: Ctx, window: int | None, kind: str = "window"
+                   ) -> list[tuple[str, Cost]]:
+    """The token mixer's ops: attention (full, sliding `window`, or chunked local with chunk
+    `window` when kind is "chunk"), or a linear-attention mixer (kind "linear")."""
+    s, T, kv_len = c.spec, c.tokens, c.phase.kv_len
+    if kind == "linear":
+        return _linear_ops(c)
+    common: dict[str, Any] = dict(dtype=c.prec.activations, kv_dtype=c.prec.kv,
+                                  sram_bytes=c.sram_bytes, block_q=c.block_q,
+                                  l2_bytes=c.l2_bytes, concurrent_blocks=c.concurrent_blocks)
+    ops: list[tuple[str, Cost]] = []
+    if c.par.cp > 1:  # ring / all-gather context parallelism: every chip needs all K/V
+        kv_bytes = c.seqs * c.phase.kv_len * kv_bytes_per_token_per_layer(c.spec, c.par,
+                                                                          c.prec)
+        ops.append(("cp k/v all-gather", c.place.comm("all-gather", kv_bytes, "cp", c.par.cp)))
+    if s.mla is None:
+        d = s.head_dim
+        gate = c.heads_local if s.attn_output_gate else 0  # Qwen3-Next: a gate per head
+        ops.append(("qkv projection", c.mm(T, s.hidden, (c.heads_local + 2 * c.kv_heads_local
+                                                         + gate) * d, "qkv projection")))
+        chunked = kind == "chunk"
+        ops.append(("attention", _cp_share(c, attention(
+            c.seqs, c.phase.q_len, kv_len, c.heads_local, c.kv_heads_local, d, impl=_impl(c),
+            window=None if chunked else window, chunk=window if chunked else None,
+            **common))))
+        ops += _attention_backward(c, c.heads_local, c.kv_heads_local, d, d,
+                                   window=None if chunked else window,
+                                   chunk=window if chunked else None)
+        ops.append(("attention output", c.mm(T, c.heads_local * d, s.hidden, "attention output")))
+        return ops
+    m = s.mla
+    qk = m.qk_nope_dim + m.qk_rope_dim
+    if m.q_lora_rank:
+        ops.append(("q down projection", c.mm(T, s.hidden, m.q_lora_rank, "q down projection")))
+        ops.append(("q up projection", c.mm(T, m.q_lora_rank, c.heads_local * qk,
+                                            "q up projection")))
+    else:
+        ops.append(("q projection", c.mm(T, s.hidden, c.heads_local * qk, "q projection")))
+    ops.append(("kv down projection", c.mm(T, s.hidden, m.kv_lora_rank + m.qk_rope_dim,
+                                           "kv down projection")))
+    mla: dict[str, Any] = dict(heads=c.heads_local, kv_lora_rank=m.kv_lora_rank,
+                               qk_rope_dim=m.qk_rope_dim, qk_nope_dim=m.qk_nope_dim,
+                               v_head_dim=m.v_head_dim, **common)
+    if c.phase.kind == "decode":  # absorbed: attention runs on the 576-wide latent cache
+        act, w = c.prec.activations, c.prec.weights
+        ops.append(("q absorb (W_UK)", batched_matmul(c.heads_local, T, m.qk_nope_dim,
+                                                      m.kv_lora_rank, act, w)))
+        ops.append(("mla attention", mla_attention(c.seqs, c.q_local, kv_len, form="absorbed",
+                                                   **mla)))
+        ops.append(("v absorb (W_UV)", batched_matmul(c.heads_local, T, m.kv_lora_rank,
+                                                      m.v_head_dim, act, w)))
+    else:  # expanded: decompress K and V per head, then ordinary attention
+        ops.append(("kv up projection", c.mm(T, m.kv_lora_rank, c.heads_local *
+                                             (m.qk_nope_dim + m.v_head_dim), "kv up projection")))
+        ops.append(("mla attention", _cp_share(c, mla_attention(
+            c.seqs, c.phase.q_len, kv_len, form="expanded", impl=_impl(c), **mla))))
+        ops += _attention_backward(c, c.heads_local, c.heads_local, qk, m.v_head_dim,
+                                   name="mla attention")
+    ops.append(("attention output", c.mm(T, c.heads_local * m.v_head_dim, s.hidden,
+                                         "attention output")))
+    return ops
+
+
+def _attention_backward(c: Ctx, heads: float, kv_heads: float, d: float, dv: float,
+                        window: int | None = None, chunk: int | None = None,
+                        name: str = "attention") -> list[tuple[str, Cost]]:
+    """Training: attention's backward as its own row (FlashAttention-2's, which recomputes S
+    and P: 2.5x the forward's GEMMs with its own IO), not "2x the forward"."""
+    if c.phase.kind != "train":
+        return []
+    return [(name + BACKWARD, _cp_share(c, attention_backward(
+        c.seqs, c.phase.q_len, c.phase.kv_len, heads, kv_heads, d, dv, window=window,
+        chunk=chunk, dtype=c.prec.activations, sram_bytes=c.sram_bytes, block_kv=c.block_q,
+        l2_bytes=c.l2_bytes, concurrent_blocks=c.concurrent_blocks)))]
+
+
+def _linear_ops(c: Ctx) -> list[tuple[str, Cost]]:
+    """A Gated DeltaNet mixer on this chip (TP splits its heads): the fused input projection
+    (q, k, v, output gate z; beta and decay a per value head), the chunked recurrence over a
+    fixed-size state (ops.linear_attention), the output projection."""
+    s, T, m = c.spec, c.tokens, c.spec.linear
+    assert m is not None
+    hv, hk = m.heads / c.par.tp, m.key_heads / c.par.tp
+    width = 2 * hk * m.key_dim + 2 * hv * m.value_dim + 2 * hv
+    return [("linear qkvz projection", c.mm(T, s.hidden, width, "linear qkvz projection")),
+            ("linear attention", linear_attention(
+                c.seqs, c.phase.q_len, c.phase.kv_len, hv, hk, m.key_dim, m.value_dim, m.kind,
+                conv_kernel=m.conv_kernel, dtype=c.prec.activations)),
+            ("linear output", c.mm(T, hv * m.value_dim, s.hidden, "linear output"))]
+
+
+def _chunk_attention(c: Ctx, window: int | None, kind: str = "window"
+                     ) -> list[tuple[str, Cost]]:
+    """The prefill attention of a decode step's chunked-prefill tokens (Phase.prefill_tokens):
+    the same attention op as a prefill's, for chunk_prompts prompts (MLA: the expanded form,
+    as a prefill runs it; its projections are the step's token-wise GEMMs)."""
+    if not np.any(c.phase.prefill_tokens):
+        return []
+    p, s = c.phase, c.spec
+    if kind == "linear":  # the recurrence: a prefill of chunk_prompts sequences
+        m = s.linear
+        assert m is not None
+        return [("chunked prefill linear attention", linear_attention(
+            c.chunk_prompts, p.prefill_q_len, p.prefill_kv_len, m.heads / c.par.tp,
+            m.key_heads / c.par.tp, m.key_dim, m.value_dim, m.kind, conv_kernel=m.conv_kernel,
+            dtype=c.prec.activations))]
+    common: dict[str, Any] = dict(dtype=c.prec.activations, kv_dtype=c.prec.kv,
+                                  sram_bytes=c.sram_bytes, block_q=c.block_q)
+    if s.mla is not None:
+        m2 = s.mla
+        return [("chunked prefill attention", mla_attention(
+            c.chunk_prompts, p.prefill_q_len, p.prefill_kv_len, form="expanded", impl=c.impl,
+            heads=c.heads_local, kv_lora_rank=m2.kv_lora_rank, qk_rope_dim=m2.qk_rope_dim,
+            qk_nope_dim=m2.qk_nope_dim, v_head_dim=m2.v_head_dim, **common))]
+    chunked = kind == "chunk"
+    return [("chunked prefill attention", attention(
+        c.chunk_prompts, p.prefill_q_len, p.prefill_kv_len, c.heads_local, c.kv_heads_local,
+        s.head_dim, impl=c.impl, window=None if chunked else window,
+        chunk=window if chunked else None, **common))]
+
+
+def _cp_share(c: Ctx, cost: Cost) -> Cost:
+    """One CP rank's share of the sequence's attention: load-balanced (zigzag) chunks give
+    every rank 1/cp of the causal score pairs, not the last chunk's."""
+    return cost if c.par.cp == 1 else cost.scaled(1 / c.par.cp, "1/cp")
+
+
+def _impl(c: Ctx) -> str:
+    return "decode" if c.phase.kind == "decode" and c.impl == "flash" else c.impl
+
+
+def _mlp_ops(c: Ctx, moe_layer: bool) -> list[tuple[str, Cost]]:
+    s, T, act = c.spec, c.tokens, c.prec.activations
+    gate = 2 if s.gated_mlp else 1
+    kind = "swiglu" if s.gated_mlp else "gelu"
+    if not moe_layer:
+        f = s.ffn / c.par.tp
+        return [("mlp up/gate", c.mm(T, s.hidden, gate * f, "mlp up/gate")),
+                ("mlp activation", elementwise(T * f, kind, act)),
+                ("mlp down", c.mm(T, f, s.hidden, "mlp down"))]
+    m = s.moe
+    assert m is not None
+    ep, tp = c.par.ep, c.par.tp
+    # Without EP every chip holds 1/tp of each expert (tensor-parallel experts) and all its
+    # tokens. With EP a chip holds E/ep whole experts and serves what the EP group routes to
+    # them; TP ranks hold the same tokens, so each dispatches 1/tp of them.
+    f = m.expert_ffn / (tp if ep == 1 else 1)
+    group_tokens = T if ep == 1 else T * ep / tp
+    dispatch = T / tp * m.top_k * s.hidden * c.act_bytes
+    ops: list[tuple[str, Cost]] = [("router", c.mm(T, s.hidden, m.experts, "router"))]
+    if ep > 1:
+        ops.append(("ep dispatch all-to-all", c.place.comm("all-to-all", dispatch, "ep", ep)))
+    ops += [
+        ("experts up/gate", grouped_matmul(group_tokens, s.hidden, gate * f, m.experts, m.top_k,
+                                           dtype=act, weight_dtype=c.prec.experts).scaled(
+            1 / ep, "1/ep")),
+        ("experts activation", elementwise(group_tokens / ep * m.top_k * f, kind, act)),
+        ("experts down", grouped_matmul(group_tokens, f, s.hidden, m.experts, m.top_k,
+                                        dtype=act, weight_dtype=c.prec.experts).scaled(
+            1 / ep, "1/ep")),
+    ]
+    if ep > 1:
+        ops.append(("ep combine all-to-all", c.place.comm("all-to-all", dispatch, "ep", ep)))
+    if m.shared_experts:
+        fs = m.shared_experts * m.shared_ffn / c.par.tp
+        ops += [("shared experts up/gate", c.mm(T, s.hidden, gate * fs, "shared up/gate")),
+                ("shared experts activation", elementwise(T * fs, kind, act)),
+                ("shared experts down", c.mm(T, fs, s.hidden, "shared down"))]
+    return ops
+
+
+def layer_ops(c: Ctx, moe_layer: bool, window: int | None, kind: str = "window"
+              ) -> list[tuple[str, Cost]]:
+    """One decoder layer's forward ops on this chip (pre-norm residual blocks)."""
+    s, T, act = c.spec, c.tokens, c.prec.activations
+    norm = elementwise(T * s.hidden, s.norm, act)
+    add = elementwise(T * s.hidden, "add", act)
+    return [("attention norm", norm), *_attention_ops(c, window, kind),
+            *_chunk_attention(c, window, kind),
+            *c.tp_all_reduce("attention"),
+            ("attention residual", add), ("mlp norm", norm), *_mlp_ops(c, moe_layer),
+            *c.tp_all_reduce("mlp", "all-gather" if moe_layer and c.par.ep > 1 else "all-reduce"),
+            ("mlp residual", add)]
+
+
+def edge_ops(c: Ctx) -> list[tuple[str, Cost]]:
+    """Embedding lookup, final norm and LM head (one pipeline stage each, averaged)."""
+    s, act = c.spec, c.prec.activations
+    # serving needs logits only for the newest token(s), which one CP rank holds; training
+    # needs them everywhere
+    # (chunked-prefill prompts: one logit each)
+    logits_tokens = c.tokens - c.chunk_tokens + c.chunk_prompts \
+        if c.phase.kind != "prefill" else c.seqs / c.par.cp
+    # the tables keep their own dtype (Precision.tables): quantization leaves them out
+    return [("embedding", embedding_lookup(c.tokens, s.hidden, c.prec.tables, act)),
+            ("final norm", elementwise(logits_tokens * s.hidden, s.norm, act)),
+            ("lm head", matmul(logits_tokens, s.hidden, s.vocab / c.par.tp, act, c.prec.tables,
+                               name="lm head"))]
