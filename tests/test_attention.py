@@ -10,10 +10,9 @@ from roofline.ops.attention import (
     SOFTMAX_FLOPS_PER_SCORE,
     attention,
     kv_cache_bytes,
-    mla_attention,
-    mla_cache_elements,
     score_pairs,
 )
+from roofline.ops.mla import mla_attention, mla_cache_elements
 
 H100 = load_chip("h100")
 M_H100 = H100.level("sram").unit_capacity_bytes

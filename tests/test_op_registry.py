@@ -11,13 +11,8 @@ import pytest
 from roofline import load_chip
 from roofline.errors import RooflineError
 from roofline.ops import OPS, op_decl, resolve_op, run_op
-from roofline.ops.attention import (
-    DEFAULT_BLOCK_Q,
-    attention,
-    flash_tiling,
-    mla_attention,
-    mla_form,
-)
+from roofline.ops.attention import DEFAULT_BLOCK_Q, attention, flash_tiling
+from roofline.ops.mla import mla_attention, mla_form
 from roofline.ops.params import Param
 
 H100 = load_chip("h100")

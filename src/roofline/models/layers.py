@@ -12,12 +12,13 @@ import numpy as np
 
 from ..cost import Cost
 from ..dtypes import dtype as lookup_dtype
-from ..ops.attention import attention, mla_attention
+from ..ops.attention import attention
 from ..ops.attention_backward import attention_backward
 from ..ops.elementwise import elementwise
 from ..ops.embedding import embedding_lookup
 from ..ops.linear_attention import linear_attention
 from ..ops.matmul import matmul
+from ..ops.mla import mla_attention
 from ..ops.moe import batched_matmul, grouped_matmul
 from .spec import ModelSpec
 from .step import Parallel, Phase, Placement, Precision, kv_bytes_per_token_per_layer

@@ -13,8 +13,9 @@ from ..cost import Cost
 from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError
 from ..hardware import Chip, System
-from ..ops.attention import kv_cache_bytes, mla_cache_elements
+from ..ops.attention import kv_cache_bytes
 from ..ops.collectives import collective
+from ..ops.mla import mla_cache_elements
 from .spec import ModelSpec
 
 PHASES = ("prefill", "decode", "train")

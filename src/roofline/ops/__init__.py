@@ -4,11 +4,12 @@ Each op module also declares its ops' parameters (`params.Param`); `registry` ma
 to those declarations and `run_op("matmul", "h100", m=128, k=8192, n=8192)` evaluates one.
 """
 
-from .attention import attention, kv_cache_bytes, mla_attention, mla_cache_elements
+from .attention import attention, kv_cache_bytes
 from .elementwise import KINDS as ELEMENTWISE_KINDS
 from .elementwise import elementwise
 from .linear_attention import linear_attention, recurrent_state_bytes
 from .matmul import dot, gemv, matmul
+from .mla import mla_attention, mla_cache_elements
 from .registry import OPS, op_cost, op_decl, resolve_op, run_op
 
 __all__ = ["ELEMENTWISE_KINDS", "OPS", "attention", "dot", "elementwise", "gemv",

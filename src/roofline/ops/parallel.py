@@ -26,7 +26,8 @@ from ..dtypes import DType, operand_dtypes
 from ..errors import RooflineError
 from ..hardware import Chip
 from ._common import shown, size, whole
-from .attention import IMPLEMENTATIONS, flash_defaults
+from .attention import IMPLEMENTATIONS
+from .attention_decls import flash_defaults
 from .collectives import PLACEMENT_PARAMS, collective, placement
 from .matmul import matmul
 from .params import OpDecl, Param, chain, dtype_params

@@ -17,7 +17,7 @@ from ..cost import Cost
 from ..errors import RooflineError, unknown
 from ..evaluate import Estimate, evaluate
 from ..hardware import Chip, load_chip
-from .attention import ATTENTION, MLA
+from .attention_decls import ATTENTION, MLA
 from .collectives import COLLECTIVE_OPS
 from .elementwise import ELEMENTWISE
 from .linear_attention import LINEAR_ATTENTION
