@@ -28,7 +28,8 @@ from ..hardware import Chip
 from ._common import shown, size, whole
 from .attention import IMPLEMENTATIONS
 from .attention_decls import flash_defaults
-from .collectives import PLACEMENT_PARAMS, collective, placement
+from .collective_decls import PLACEMENT_PARAMS, placement
+from .collectives import collective
 from .matmul import matmul
 from .params import OpDecl, Param, chain, dtype_params
 

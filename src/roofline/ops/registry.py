@@ -18,7 +18,7 @@ from ..errors import RooflineError, unknown
 from ..evaluate import Estimate, evaluate
 from ..hardware import Chip, load_chip
 from .attention_decls import ATTENTION, MLA
-from .collectives import COLLECTIVE_OPS
+from .collective_decls import COLLECTIVE_OPS
 from .elementwise import ELEMENTWISE
 from .linear_attention import LINEAR_ATTENTION
 from .matmul import DOT, GEMV, MATMUL
