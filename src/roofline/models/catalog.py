@@ -12,14 +12,21 @@ from typing import Any
 
 from ..errors import RooflineError, unknown
 from ..files import read_json
-from .spec import ModelSpec, parse_config
+from .hf_config import parse_config
+from .spec import ModelSpec
 
 CATALOG_DIR = Path(__file__).with_name("catalog")
 
 
 def list_models() -> list[str]:
     """Ids of the embedded model configs."""
-    return sorted(p.stem for p in CATALOG_DIR.glob("*.json"))
+    return list(_catalog_ids())
+
+
+@cache
+def _catalog_ids() -> tuple[str, ...]:
+    # listed once per process: a directory scan per analyze cost more than the analysis
+    return tuple(sorted(p.stem for p in CATALOG_DIR.glob("*.json")))
 
 
 @cache
@@ -38,7 +45,7 @@ def load_model(name: str | ModelSpec) -> ModelSpec:
     if isinstance(name, ModelSpec):
         return name
     text = str(name).strip()
-    if text.lower() in list_models():
+    if text.lower() in _catalog_ids():
         return _catalog_model(text.lower())
     path = Path(text)
     try:

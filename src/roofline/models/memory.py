@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,7 @@ def _replicated_attention(spec: ModelSpec) -> float:
     return q_down + spec.hidden * (m.kv_lora_rank + m.qk_rope_dim) + m.kv_lora_rank
 
 
+@cache  # frozen inputs; a sum over every layer, asked for by the graph and the memory
 def local_param_split(spec: ModelSpec, par: Parallel) -> tuple[float, float]:
     """(replicated-over-DP parameters, routed-expert parameters) held by one chip of the
     largest pipeline stage: its share of the layers plus the embedding or the LM head."""
@@ -83,7 +85,8 @@ def weight_bytes(spec: ModelSpec, par: Parallel, prec: Precision) -> float:
         experts * lookup_dtype(prec.experts).bytes + tables * lookup_dtype(prec.tables).bytes
 
 
-def _kv_layers(spec: ModelSpec, par: Parallel) -> list[tuple[float, float]]:
+@cache  # frozen inputs; a walk over every layer
+def _kv_layers(spec: ModelSpec, par: Parallel) -> tuple[tuple[float, float], ...]:
     """(attention layers on one chip, the most tokens their cache keeps: inf for the whole
     context, W for a sliding window, C for chunked attention), fewest kept first.
     Linear-attention layers keep no KV cache (their state: `state_bytes_per_sequence`)."""
@@ -93,7 +96,7 @@ def _kv_layers(spec: ModelSpec, par: Parallel) -> list[tuple[float, float]]:
         if kind != "linear":
             cap = math.inf if span is None else float(span)
             caps[cap] = caps.get(cap, 0) + 1
-    return [(n / par.pp, cap) for cap, n in sorted(caps.items())]
+    return tuple((n / par.pp, cap) for cap, n in sorted(caps.items()))
 
 
 def kv_bytes_per_token(spec: ModelSpec, par: Parallel, prec: Precision,

@@ -8,6 +8,7 @@ published 671B is the main model).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 from .spec import ModelSpec
 
@@ -89,6 +90,7 @@ def layer_params(spec: ModelSpec, i: int) -> LayerParams:
                        m.top_k * one_expert, spec.hidden * m.experts, norms)
 
 
+@cache  # a ModelSpec is frozen (hashable); the graph, memory and summary all ask for it
 def param_counts(spec: ModelSpec) -> ParamCount:
     layers = tuple(layer_params(spec, i) for i in range(spec.layers))
     embedding = spec.vocab * spec.hidden + spec.learned_positions * spec.hidden
