@@ -18,7 +18,7 @@ from roofline.models import (
     prefill,
 )
 from roofline.models.catalog import CATALOG_DIR
-from roofline.models.spec import parse_config
+from roofline.models.hf_config import parse_config
 from test_models import PUBLISHED  # the older models' table (tests/ is on sys.path)
 
 # name -> (what the card counts, its figure as printed, source). A figure is checked within 1%,

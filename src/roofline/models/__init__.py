@@ -3,9 +3,10 @@
 from .analysis import STEP_TIMES, ModelAnalysis, StepLayer, StepOp, analyze
 from .catalog import list_models, load_model
 from .graph import tp_layer
+from .hf_config import parse_config
 from .memory import MemoryFootprint, footprint, kv_bytes_per_token, local_params
 from .params import ParamCount, param_counts
-from .spec import MLA, ModelSpec, MoE, parse_config
+from .spec import MLA, ModelSpec, MoE
 from .step import Parallel, Phase, Precision, decode, model_precision, prefill, train
 
 __all__ = [

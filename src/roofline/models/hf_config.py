@@ -1,0 +1,320 @@
+"""A Hugging Face config.json read into a ModelSpec. Every supported `model_type` maps its
+config keys onto the same fields, so the graph builder never looks at a raw config. The
+config is data: it is parsed as JSON, validated field by field, never executed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..dtypes import dtype as lookup_dtype
+from ..errors import RooflineError, brief
+from ..files import check_text
+from .spec import MLA, LinearAttention, ModelSpec, MoE
+
+SUPPORTED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma",
+             "gemma2", "gemma3_text", "gemma3", "deepseek_v2", "deepseek_v3", "gpt2", "opt",
+             "phi3", "llama4", "llama4_text", "gpt_oss", "kimi_k2", "qwen3_next")
+_DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2")  # Kimi K2 is DeepSeek-V3's architecture
+
+
+MAX_LAYERS = 10_000  # the largest models have a few hundred
+_LAYER_KEYS = ("num_hidden_layers", "n_layer")
+
+
+class _Config:
+    """Typed reads from a config dict; errors name the file and the key."""
+
+    def __init__(self, data: dict[str, Any], origin: str) -> None:
+        self.data, self.origin = data, origin
+
+    def error(self, key: str, message: str) -> RooflineError:
+        return RooflineError(f"{self.origin}: field '{key}': {message}")
+
+    def integer(self, *keys: str, default: int | None = None) -> int:
+        for key in keys:
+            value = self.data.get(key)
+            if value is not None:
+                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                    raise self.error(key, f"must be a positive integer, got {value!r}")
+                # layers are walked one by one; every size must stay an exact float
+                limit = MAX_LAYERS if key in _LAYER_KEYS else 2**53
+                if value > limit:
+                    raise self.error(key, f"must be at most {limit}, got {brief(value)}")
+                return value
+        if default is None:
+            raise self.error(keys[0], "required")
+        return default
+
+    def number(self, key: str) -> float:
+        value = self.data.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                not 0 < value < 2**53:
+            raise self.error(key, f"must be a positive number, got {brief(value)}")
+        return float(value)
+
+    def opt_int(self, key: str) -> int | None:
+        return self.integer(key) if self.data.get(key) is not None else None
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.data.get(key, default)
+        if not isinstance(value, bool):
+            raise self.error(key, f"must be true or false, got {value!r}")
+        return value
+
+
+def parse_config(data: Any, name: str, origin: str) -> ModelSpec:
+    """Validate a Hugging Face config dict and normalise it into a ModelSpec."""
+    if not isinstance(data, dict):
+        raise RooflineError(f"{origin}: a config.json must hold a JSON object")
+    check_text(name, f"{origin}: model name", name=True)  # it heads every table
+    if isinstance(data.get("_source"), str):
+        check_text(data["_source"], f"{origin}: field '_source'", name=True)
+    if isinstance(data.get("text_config"), dict):  # multimodal wrappers (Gemma 3): the LM part
+        data = {**data["text_config"], "model_type": data["text_config"].get(
+            "model_type", data.get("model_type")), **{  # the wrapper's source and quantization
+                k: data[k] for k in ("_source", "quantization_config") if k in data}}
+    model_type = data.get("model_type")
+    if model_type not in SUPPORTED:
+        raise RooflineError(f"{origin}: unsupported model_type {model_type!r} (supported: "
+                            f"{', '.join(SUPPORTED)})")
+    c = _Config(data, origin)
+    if model_type in ("gpt2",):
+        return _gpt2(c, name)
+    if model_type == "opt":
+        return _opt(c, name)
+
+    hidden = c.integer("hidden_size")
+    heads = c.integer("num_attention_heads")
+    layers = c.integer("num_hidden_layers")
+    if "head_dim" not in data and heads > hidden:
+        raise c.error("num_attention_heads", f"{heads} heads exceed hidden_size {hidden} "
+                      "(give head_dim)")
+    common: dict[str, Any] = dict(
+        name=name, model_type=model_type, hidden=hidden, layers=layers, heads=heads,
+        kv_heads=c.integer("num_key_value_heads", default=heads),
+        head_dim=c.integer("head_dim", default=hidden // heads),
+        ffn=c.integer("intermediate_size"), vocab=c.integer("vocab_size"),
+        tied_embeddings=c.flag("tie_word_embeddings", model_type.startswith("gemma")),
+        source=str(data.get("_source") or origin),
+    )
+    common["max_context"], common["trained_context"] = _context(c)
+    common["weight_dtype"], common["quantization"] = _quantization(c)
+    if model_type in ("qwen2", "qwen2_moe"):
+        common["bias"] = "qkv"
+    if model_type in ("qwen3", "qwen3_moe", "gemma3_text", "gemma3", "qwen3_next"):
+        common["qk_norm"] = True
+    common.update(_layer_patterns(c, model_type, layers))
+    if model_type.startswith("gemma") and model_type != "gemma":
+        common["extra_norms"] = 2
+
+    window = _window(c, model_type, layers)
+    if window:
+        common["sliding_window"], common["sliding_layers"] = window
+    moe = _moe(c, model_type)
+    if moe:
+        common["moe"] = moe
+    if model_type in _DEEPSEEK:
+        common["mla"] = MLA(kv_lora_rank=c.integer("kv_lora_rank"),
+                            qk_rope_dim=c.integer("qk_rope_head_dim"),
+                            qk_nope_dim=c.integer("qk_nope_head_dim"),
+                            v_head_dim=c.integer("v_head_dim"),
+                            q_lora_rank=c.opt_int("q_lora_rank"))
+        common["head_dim"] = c.integer("qk_nope_head_dim") + c.integer("qk_rope_head_dim")
+        common["kv_heads"] = heads  # expanded form: every head has its own K and V
+    return ModelSpec(**common)
+
+
+# RoPE scalings whose factor stretches the trained context (Hugging Face: the original is
+# rope_scaling's original_max_position_embeddings, else max_position_embeddings): the longest
+# context is factor x original. llama3 and longrope configs give the stretched maximum as
+# max_position_embeddings already (Llama 3.1: 131072 = the original 8192 stretched).
+_STRETCHING_ROPE = ("linear", "dynamic", "yarn")
+
+
+def _context(c: _Config) -> tuple[int | None, int | None]:
+    """(the longest context the model supports, the context it was trained at before RoPE
+    scaling)."""
+    positions = c.opt_int("max_position_embeddings")
+    key = "rope_scaling" if c.data.get("rope_scaling") is not None else "rope_parameters"
+    rope = c.data.get(key)
+    if rope is None:
+        return positions, c.opt_int("original_max_position_embeddings") or positions
+    if not isinstance(rope, dict):
+        raise c.error(key, f"must be an object, got {type(rope).__name__}")
+    r = _Config(rope, f"{c.origin}: {key}")
+    original = r.opt_int("original_max_position_embeddings") or \
+        c.opt_int("original_max_position_embeddings")
+    kind = rope.get("rope_type", rope.get("type"))
+    limit = positions
+    if kind in _STRETCHING_ROPE and rope.get("factor") is not None and (original or positions):
+        stretched = int(r.number("factor") * (original or positions or 0))
+        limit = max(positions or 0, stretched)
+    return limit, original or positions
+
+
+def _quantization(c: _Config) -> tuple[str | None, str]:
+    """(the weight dtype a quantized checkpoint stores its linear layers in, the config's
+    quant_method) from quantization_config; (None, method) for a method not read here, whose
+    weights then default to the activation dtype and the output says so."""
+    q = c.data.get("quantization_config")
+    if q is None:
+        return None, ""
+    if not isinstance(q, dict):
+        raise c.error("quantization_config", f"must be an object, got {type(q).__name__}")
+    method = q.get("quant_method")
+    if not isinstance(method, str) or not 0 < len(method.strip()) <= 40:
+        raise c.error("quantization_config", "needs a quant_method (a name of at most 40 "
+                      "characters, e.g. fp8, awq, gptq)")
+    method = check_text(method, f"{c.origin}: field 'quantization_config.quant_method'",
+                        name=True).strip().lower()
+    name: str | None = None
+    if method in ("fp8", "mxfp4"):  # DeepSeek-V3 / Qwen3-FP8 (128x128 blocks), gpt-oss
+        name = method
+    elif method in ("awq", "gptq"):  # int weights with one scale per group of inputs
+        bits = q.get("bits", q.get("w_bit"))
+        group = q.get("group_size", q.get("q_group_size"))
+        if isinstance(bits, int) and isinstance(group, int):
+            name = f"int{bits}" + (f"-g{group}" if group > 0 else "")  # -1: per channel
+    elif method == "modelopt":  # NVIDIA ModelOpt
+        algo = q.get("quant_algo")
+        name = {"FP8": "fp8", "NVFP4": "nvfp4"}.get(algo) if isinstance(algo, str) else None
+    if name is not None:
+        try:
+            lookup_dtype(name)
+        except RooflineError:  # e.g. 3-bit GPTQ: no such dtype here
+            name = None
+    return name, method
+
+
+def _window(c: _Config, model_type: str, layers: int) -> tuple[int, tuple[bool, ...]] | None:
+    window = c.data.get("sliding_window")
+    if window is None or (model_type.startswith("qwen") and not c.flag("use_sliding_window",
+                                                                         False)):
+        return None
+    size = c.integer("sliding_window")
+    kinds = _layer_types(c, layers)
+    if kinds:  # newer configs list every layer (gpt-oss, Gemma 3)
+        return size, tuple(k == "sliding_attention" for k in kinds)
+    if model_type == "gemma2":  # local and global layers alternate, local first
+        return size, tuple(i % 2 == 0 for i in range(layers))
+    if model_type in ("gemma3_text", "gemma3"):  # 5 local : 1 global
+        pattern = c.integer("sliding_window_pattern", default=6)
+        return size, tuple((i + 1) % pattern != 0 for i in range(layers))
+    return size, ()  # Mistral, Phi-3: every layer
+
+
+def _layer_types(c: _Config, layers: int) -> list[str]:
+    kinds = c.data.get("layer_types")
+    if kinds is None:
+        return []
+    if not isinstance(kinds, list) or len(kinds) != layers or \
+            not all(isinstance(k, str) for k in kinds):
+        raise c.error("layer_types", f"must list one name per layer ({layers} layers, "
+                      "num_hidden_layers)")
+    return kinds
+
+
+def _layer_patterns(c: _Config, model_type: str, layers: int) -> dict[str, Any]:
+    """What Llama 4, gpt-oss and Qwen3-Next change per layer, and what gpt-oss quantizes."""
+    out: dict[str, Any] = {}
+    if model_type == "llama4_text":
+        out["ffn"] = c.integer("intermediate_size_mlp")  # dense layers; experts: intermediate
+        # chunked attention with RoPE; every no_rope_layer_interval-th layer global, NoPE
+        rope = c.data.get("no_rope_layers")
+        if rope is not None and (not isinstance(rope, list) or len(rope) != layers):
+            raise c.error("no_rope_layers", f"must list 0 or 1 per layer ({layers} layers)")
+        every = c.integer("no_rope_layer_interval", default=4)
+        out["attention_chunk"] = c.integer("attention_chunk_size")
+        out["chunked_layers"] = tuple(bool(r) for r in rope) if rope is not None else \
+            tuple((i + 1) % every != 0 for i in range(layers))
+    if model_type == "gpt_oss":
+        out["bias"] = "all"  # attention, expert and router biases
+        out["attention_sinks"] = True
+    if model_type == "qwen3_next":
+        out["attn_output_gate"] = True
+        out["linear"] = LinearAttention(
+            "gated_deltanet", c.integer("linear_num_value_heads"),
+            c.integer("linear_num_key_heads"), c.integer("linear_key_head_dim"),
+            c.integer("linear_value_head_dim"), c.integer("linear_conv_kernel_dim", default=4))
+        kinds = _layer_types(c, layers)
+        every = c.integer("full_attention_interval", default=4)
+        out["linear_layers"] = tuple(k == "linear_attention" for k in kinds) if kinds else \
+            tuple((i + 1) % every != 0 for i in range(layers))
+    q = c.data.get("quantization_config")
+    if isinstance(q, dict) and isinstance(q.get("modules_to_not_convert"), list):
+        # gpt-oss keeps attention, router, embedding and LM head in bf16: experts only
+        out["quantized_experts_only"] = any(
+            isinstance(m, str) and "self_attn" in m for m in q["modules_to_not_convert"])
+    return out
+
+
+def _moe(c: _Config, model_type: str) -> MoE | None:
+    if model_type == "mixtral":
+        return MoE(c.integer("num_local_experts"), c.integer("num_experts_per_tok"), c.integer(
+            "intermediate_size"))
+    if model_type == "llama4_text":  # a shared expert beside every routed set
+        step = c.integer("interleave_moe_layer_step", default=1)
+        moe_layers = c.data.get("moe_layers")
+        if moe_layers is not None and moe_layers != list(range(step - 1, c.integer(
+                "num_hidden_layers"), step)):
+            raise c.error("moe_layers", "only the interleaved pattern (every "
+                          "interleave_moe_layer_step-th layer) is supported")
+        ffn = c.integer("intermediate_size")
+        return MoE(c.integer("num_local_experts"), c.integer("num_experts_per_tok"), ffn, 1, ffn,
+                   first_dense_layers=step - 1, every=step)
+    if model_type == "gpt_oss":
+        return MoE(c.integer("num_local_experts"),
+                   c.integer("num_experts_per_tok", "experts_per_token"),
+                   c.integer("intermediate_size"))
+    if model_type in ("qwen2_moe", "qwen3_moe", "qwen3_next"):
+        shared = c.opt_int("shared_expert_intermediate_size")
+        return MoE(c.integer("num_experts"), c.integer("num_experts_per_tok"),
+                   c.integer("moe_intermediate_size"), 1 if shared else 0, shared or 0,
+                   every=c.integer("decoder_sparse_step", default=1))
+    if model_type in _DEEPSEEK:
+        shared = c.integer("n_shared_experts", default=1)
+        return MoE(c.integer("n_routed_experts"), c.integer("num_experts_per_tok"),
+                   c.integer("moe_intermediate_size"), shared, c.integer("moe_intermediate_size"),
+                   first_dense_layers=_first_dense(c), every=c.integer("moe_layer_freq", default=1))
+    return None
+
+
+def _first_dense(c: _Config) -> int:
+    if c.data.get("first_k_dense_replace") == 0:  # every layer MoE
+        return 0
+    first = c.integer("first_k_dense_replace", default=1)
+    layers = c.integer("num_hidden_layers")
+    if first > layers:  # every layer dense: an MoE config without an MoE layer
+        raise c.error("first_k_dense_replace", f"{first} dense layers exceed the {layers} "
+                      "layers (num_hidden_layers); at most that many")
+    return first
+
+
+def _gpt2(c: _Config, name: str) -> ModelSpec:
+    hidden = c.integer("n_embd")
+    heads = c.integer("n_head")
+    return ModelSpec(
+        name=name, model_type="gpt2", hidden=hidden, layers=c.integer("n_layer"), heads=heads,
+        kv_heads=heads, head_dim=hidden // heads, ffn=c.integer("n_inner", default=4 * hidden),
+        vocab=c.integer("vocab_size"), gated_mlp=False, tied_embeddings=True,
+        learned_positions=c.integer("n_positions"), norm="layernorm", bias="all",
+        max_context=c.integer("n_positions"), trained_context=c.integer("n_positions"),
+        source=str(c.data.get("_source") or c.origin))
+
+
+def _opt(c: _Config, name: str) -> ModelSpec:
+    hidden = c.integer("hidden_size")
+    heads = c.integer("num_attention_heads")
+    if c.integer("word_embed_proj_dim", default=hidden) != hidden:
+        raise c.error("word_embed_proj_dim", "OPT with a projected embedding (opt-350m) is "
+                      "not supported")
+    positions = c.integer("max_position_embeddings")
+    return ModelSpec(
+        name=name, model_type="opt", hidden=hidden, layers=c.integer("num_hidden_layers"),
+        heads=heads, kv_heads=heads, head_dim=hidden // heads, ffn=c.integer("ffn_dim"),
+        vocab=c.integer("vocab_size"), gated_mlp=False,
+        tied_embeddings=c.flag("tie_word_embeddings", True),
+        learned_positions=positions + 2,  # OPT's position table carries an offset of 2
+        norm="layernorm", bias="all", max_context=positions, trained_context=positions,
+        source=str(c.data.get("_source") or c.origin))
