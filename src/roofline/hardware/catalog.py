@@ -14,14 +14,15 @@ from ..cost import LINKS, MEMORY_LEVELS
 from ..dtypes import dtype_names
 from ..errors import RooflineError, brief, unknown
 from ..files import check_text, read_toml
-from .model import Chip, Link, MemoryLevel, Peak
+from .model import EFFICIENCY_KINDS, Chip, Efficiency, Link, MemoryLevel, Peak
 
 CATALOG_DIR = Path(__file__).with_name("catalog")
 SCHEMA_VERSION = 1
 
 _TOP_KEYS = {"schema_version", "id", "name", "vendor", "aliases", "form_factor", "tdp_w",
              "notes", "peak", "vector", "special", "peak_clock_mhz", "clock_source", "memory",
-             "link"}
+             "link", "efficiency"}
+_EFFICIENCY_KEYS = {"value", "source", "fitted"}
 _SPECIAL_KEYS = {"ops_per_s", "source", "estimated"}
 TOPOLOGIES = ("switch", "mesh", "torus")
 _PEAK_KEYS = {"flops_per_s", "source", "estimated"}
@@ -33,7 +34,7 @@ _LINK_KEYS = {"name", "bandwidth_Bps", "latency_s", "domain_size", "in_switch_re
 
 
 # prose may span lines; every other string is a name
-_PROSE = {"notes", "source", "latency_source", "base_latency_source", "clock_source"}
+_PROSE = {"notes", "source", "latency_source", "base_latency_source", "clock_source", "fitted"}
 # The sane range of each figure: outside it a figure is a typo (a unit slip of 1e3 and more),
 # and arithmetic on it underflows to 0 or overflows to inf. The ceilings leave room for a
 # thousand times today's largest chips (a wafer-scale die: 2e16 B/s of SRAM bandwidth).
@@ -234,14 +235,48 @@ def parse_chip(data: dict[str, Any], path: str) -> Chip:
         )
 
     tdp = top.number("tdp_w", required=False)
+    efficiency = _efficiencies(path, data.get("efficiency", {}))
     return Chip(
         id=chip_id, name=top.string("name"), vendor=top.string("vendor"), peaks=peaks,
         memory=tuple(memory), links=links, aliases=tuple(a.lower() for a in aliases),
         form_factor=top.string("form_factor", required=False), tdp_w=tdp,
         notes=top.string("notes", required=False), origin=path, vector=vector,
         special=special, peak_clock_mhz=clock,
-        clock_source=top.string("clock_source", required=False),
+        clock_source=top.string("clock_source", required=False), efficiency=efficiency,
     )
+
+
+def _efficiencies(path: str, table: Any) -> dict[str, Efficiency]:
+    """[efficiency.<kind>] or [efficiency.<kind>.<variant>] tables: a value with its source
+    (or `fitted`: the rows it was fitted to); kinds in EFFICIENCY_KINDS."""
+    top = _Reader(path, "efficiency", table, set(EFFICIENCY_KINDS))
+    leaves: list[tuple[str, Any]] = []
+    for kind, entry in top.table.items():
+        if isinstance(entry, dict) and "value" not in entry:  # variants: matmul.bf16, ...
+            leaves += [(f"{kind}.{sub}", leaf) for sub, leaf in entry.items()]
+        else:
+            leaves.append((kind, entry))
+    out: dict[str, Efficiency] = {}
+    for key, entry in leaves:
+        r = _Reader(path, f"efficiency.{key}", entry, _EFFICIENCY_KEYS)
+        kind, _, variant = key.partition(".")
+        if kind == "matmul" and variant not in dtype_names():
+            raise r.error("", f"matmul needs a dtype (allowed: {', '.join(dtype_names())})")
+        if variant and (kind.endswith("_s") or kind in ("hbm", "scale-up", "scale-out")):
+            raise r.error("", f"{kind} takes one value, no variants")
+        value = r.table.get("value")
+        seconds = key.endswith("_s")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                0 <= value <= 1 if seconds else 0 < value <= 1):
+            allowed = "seconds in [0, 1]" if seconds else "a fraction in (0, 1]"
+            raise r.error("value", f"must be {allowed}, got {value!r}")
+        source = r.string("source", required=False)
+        fitted = r.string("fitted", required=False)
+        if not source and not fitted:
+            raise r.error("source", "required: where the figure comes from (or `fitted`: the "
+                          "rows it was fitted to)")
+        out[key] = Efficiency(float(value), source or "fitted", fitted)
+    return out
 
 
 def load_chip_file(path: str | Path) -> Chip:

@@ -56,6 +56,31 @@ class Link:
     base_latency_source: str = ""
 
 
+# What an [efficiency] entry may name (issue 16: the expected time, `roofline.expect`):
+# fractions of a roof in (0, 1], except the `_s` kinds, which are overheads in seconds.
+EFFICIENCY_KINDS = {
+    "matmul": "achievable tensor-core fraction of a large GEMM, per dtype (matmul.<dtype>)",
+    "attention": "a forward attention kernel's fraction of the tensor peak at long sequences "
+                 "(attention: the chip's default kernel; attention.<kernel>: another)",
+    "attention_bwd": "the same for the attention backward (attention_bwd[.<kernel>])",
+    "hbm": "achievable streaming fraction of the HBM bandwidth",
+    "scale-up": "achievable bus bandwidth of large collectives over the scale-up link",
+    "scale-out": "achievable bus bandwidth of large collectives over the scale-out link",
+    "launch_s": "seconds a kernel costs beyond its roof (launch, prologue, epilogue, tail)",
+    "collective_call_s": "seconds of software latency per collective call (NCCL / RCCL)",
+}
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """One figure of the expected-time model: a fraction of a roof (or, for `_s` kinds, an
+    overhead in seconds), with its source; `fitted` names the rows it was fitted to."""
+
+    value: float
+    source: str
+    fitted: str = ""
+
+
 @dataclass(frozen=True)
 class Chip:
     """One accelerator SKU (or an empirical, measured machine)."""
@@ -75,6 +100,7 @@ class Chip:
     special: Peak | None = None  # special-function units: transcendentals (exp) per second
     peak_clock_mhz: float | None = None  # the clock the peaks are quoted at
     clock_source: str = ""
+    efficiency: dict[str, Efficiency] = field(default_factory=dict)  # expected-time figures
 
     def peak_flops(self, compute_dtype: str) -> float:
         """Dense peak FLOP/s for a compute dtype (a dtype name or alias)."""

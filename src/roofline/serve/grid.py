@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from .iteration import Engine, step_time, time_by_resource
+from .iteration import Engine, time_by_resource
 from .queueing import md1_wait_s
 from .workload import Workload
 
@@ -73,7 +73,7 @@ def aggregated(e: Engine, w: Workload, running: Any, chunks: Any,
     own = dp * Lu / pieces + 0 * B  # each replica runs one prompt's even share
     full = dp * chunk + 0 * B
     a = e.iteration(np.broadcast_to(B, (3, *steady.shape)), w, np.stack([steady, own, full]))
-    t = np.asarray(step_time(a))
+    t = np.asarray(e.step_time(a))
     t_it, t_own, t_full = t[0], t[1], t[2]
     capacity = B / (D * t_it)  # requests/s at this running batch
     load = capacity
@@ -132,8 +132,8 @@ def disaggregated(d: Pools, p: Pools, w: Workload, chunks: Any, rate: float | No
     chunk = np.asarray(chunks, dtype=float)[None, :, None]
     rho = RHO[None, None, :]
     s, D = w.tokens_per_step, w.decode_steps
-    t_dec = np.asarray(step_time(d.decode)) + 0 * d.running
-    t_p = np.asarray(step_time(p.prefill))[None, :, None] + 0 * B * rho
+    t_dec = np.asarray(d.engine.step_time(d.decode)) + 0 * d.running
+    t_p = np.asarray(p.engine.step_time(p.prefill))[None, :, None] + 0 * B * rho
     pe = p.engine
     # service per request: a pass of dp·prompts, pp passes in flight
     per_prompt = t_p / (pe.par.dp * pe.par.pp * p.prompts[None, :, None])

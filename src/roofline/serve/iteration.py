@@ -1,8 +1,9 @@
 """The one place the serving model gets a step's time from, and the steps it times.
 
-`step_time` is the hook: today the lower bound (`t_lower_s`: ops one after another, each op's
-resources overlapped); an expected time (issue 16) replaces or joins it here and every
-serving figure follows. The steps are the model graph's own phases (`models.step`): a
+`step_time` is the hook: the lower bound (`t_lower_s`: ops one after another, each op's
+resources overlapped), or with `expect` the expected time (`roofline.expect.expected_step`:
+each op at its achievable efficiency, plus launches), and every serving figure follows.
+The steps are the model graph's own phases (`models.step`): a
 continuous-batching iteration is `mixed` (the decode step of the running batch carrying
 chunked-prefill tokens through the same weight reads), a disaggregated decode pool runs
 `decode`, a prefill pool runs prefill phases.
@@ -25,8 +26,13 @@ from ..ops.collectives import collective
 from .workload import Workload
 
 
-def step_time(a: ModelAnalysis) -> Any:
-    """Seconds per step: the analysis' lower bound (the hook for an expected time)."""
+def step_time(a: ModelAnalysis, expect: bool = False, chip: Chip | None = None) -> Any:
+    """Seconds per step: the analysis' lower bound, or its expected time (`chip`: the chip
+    it was analysed on, where that is not a catalog chip)."""
+    if expect:
+        from ..expect import expected_step
+
+        return expected_step(a, chip).t_s
     return a.t_lower_s
 
 
@@ -59,6 +65,10 @@ class Engine:
     prec: Precision
     budget: MemoryBudget
     impl: str = "flash"
+    expect: bool = False  # step times are expected times, not bounds
+
+    def step_time(self, a: ModelAnalysis) -> Any:
+        return step_time(a, self.expect, self.chip)
 
     @property
     def chips(self) -> int:

@@ -1,0 +1,478 @@
+"""Published measurements turned into the tool's predictions: one path per kind, shared by the
+tests that hold the bound (tests/test_published_*.py, tests/test_serve_published.py) and by
+check.py, which scores the expected time.
+
+Every row of ops.csv and systems.csv becomes a `Case`: its measured figure against the same
+work built with the tool on the row's chip. `ratio(expect)` is measured speed over predicted
+speed (= predicted time / measured time): for the bound (`expect=False`) it must stay <= 1;
+for the expected time (`expect=True`) it should be near 1. Rows the tool cannot model (chip or
+model not in the catalog, size not published) carry the reason in `skip`.
+
+Import it from a test as `import cases` after putting this folder on sys.path (`load()`).
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import math
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from roofline import RooflineError, evaluate, load_chip
+from roofline.cost import Cost
+from roofline.dtypes import dtype
+from roofline.expect import expected, expected_step
+from roofline.hardware import Chip
+from roofline.ops.attention import attention, flash_tiling
+from roofline.ops.collectives import busbw_factor
+from roofline.ops.matmul import matmul
+from roofline.ops.registry import run_op
+
+HERE = Path(__file__).resolve().parent
+OPS_CSV = HERE / "ops.csv"
+SYSTEMS_CSV = HERE / "systems.csv"
+
+
+# --- rows ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    kind: str
+    chip: str
+    params: dict[str, str]
+    metric: str
+    value: float
+    source: str
+    notes: str
+    n_chips: int = 1
+
+
+def rows(kinds: tuple[str, ...], path: Path = OPS_CSV) -> list[Row]:
+    out = []
+    with path.open(newline="") as f:
+        for r in csv.DictReader(f):
+            if r["kind"] in kinds:
+                params = dict(p.split("=", 1) for p in r["params"].split(";") if "=" in p)
+                out.append(Row(r["id"], r["kind"], r["chip"], params, r["metric"],
+                               float(r["value"]), r["source"], r["notes"],
+                               int(r["n_chips"] or 1)))
+    return out
+
+
+class Unbounded(Exception):
+    """A row the tool cannot bound: unknown chip, shape not stated."""
+
+
+def _int(row: Row, name: str) -> int:
+    try:
+        return int(row.params[name])
+    except (KeyError, ValueError):
+        raise Unbounded(f"{name} not stated ({row.params.get(name, 'missing')})") from None
+
+
+def _time(cost: Cost, chip: Chip, expect: bool, kernel: str | None = None) -> float:
+    """The bound's t_lower or the expected time of a Cost on a chip, seconds."""
+    if expect:
+        return float(expected(cost, chip, kernel=kernel).t_s)
+    return float(evaluate(cost, chip).t_lower_s)
+
+
+# --- kernels: gemm, attention_fwd, attention_bwd, hbm --------------------------------------
+
+KERNEL_KINDS = ("gemm", "attention_fwd", "attention_bwd", "hbm")
+BACKWARD_FACTOR = 2.5  # FlashAttention: backward FLOPs = 2.5x forward (5 GEMMs against 2)
+
+# What a row's own columns do not say, from its notes (the reason is the note's wording).
+READINGS: dict[str, dict[str, Any]] = {
+    # "aiter does NOT halve causal FLOPs"; "kv_heads=8 (GQA)"
+    "aiter-mi355x-d128-s8k-gqa-causal-bwd": {"causal_flops_halved": False, "kv_heads": 8},
+}
+SKUS = {"b200": ("b200", "gb200")}  # FA4 rows: "exact SKU (B200 vs GB200) not printed"
+
+
+def kernel_chips(row: Row) -> list[Chip]:
+    chips = []
+    for name in SKUS.get(row.chip, (row.chip,)):
+        try:
+            chips.append(load_chip(name))
+        except RooflineError:
+            continue
+    if not chips:
+        raise Unbounded(f"chip {row.chip!r} is not in the catalog")
+    return chips
+
+
+def _gemm(row: Row, chip: Chip, expect: bool) -> Iterator[float]:
+    """Every reading of the row (the first: as printed, MxNxK with bf16 out)."""
+    m, n, k = _int(row, "m"), _int(row, "n"), _int(row, "k")
+    groups = int(row.params.get("groups", 1))
+    dt = row.params["dtype"]
+    measured_s = groups * 2 * m * n * k / (row.value * 1e12)
+    outs = ["bf16"] if "BF16 out" in row.notes else sorted({dt, "bf16"})
+    shapes = [(m, k, n), (m, n, k)] if "ordering ambiguity" in row.notes else [(m, k, n)]
+    for (a, b, c) in shapes:  # MxNxK as printed, or MxKxN as the README text has it
+        for out in outs:
+            yield _time(groups * matmul(a, b, c, dt, out_dtype=out), chip, expect) / measured_s
+
+
+def attention_shape(row: Row) -> dict[str, Any]:
+    p, extra = row.params, READINGS.get(row.id, {})
+    dt = p["dtype"] if p["dtype"] != "not_stated" else "bf16"  # FA4's benchmark default
+    return dict(batch=_int(row, "batch"), q_len=_int(row, "seqlen"), kv_len=_int(row, "seqlen"),
+                heads=_int(row, "heads"), kv_heads=extra.get("kv_heads", _int(row, "heads")),
+                head_dim=_int(row, "head_dim"), causal=p["causal"] == "1", dtype=dt)
+
+
+def fa_forward_flops(row: Row) -> float:
+    """FlashAttention's convention: 4·B·N²·H·d, halved when causal (unless the row says its
+    source did not halve it)."""
+    s = attention_shape(row)
+    flops = 4.0 * s["batch"] * s["q_len"] ** 2 * s["heads"] * s["head_dim"]
+    halved = READINGS.get(row.id, {}).get("causal_flops_halved", True)
+    return flops / 2 if s["causal"] and halved else flops
+
+
+def _attention_fwd(row: Row, chip: Chip, expect: bool) -> Iterator[float]:
+    measured_s = fa_forward_flops(row) / (row.value * 1e12)
+    cost = attention(**attention_shape(row), impl="flash", **flash_tiling(chip))
+    yield _time(cost, chip, expect, row.params.get("impl")) / measured_s
+
+
+def backward_cost(row: Row, chip: Chip) -> Cost:
+    """The backward op on the chip's tiling: SRAM K/V blocks, L2 reuse of the query side."""
+    from roofline.ops.attention_backward import attention_backward
+
+    shape, tiling = attention_shape(row), flash_tiling(chip)
+    return attention_backward(**shape, sram_bytes=tiling["sram_bytes"],
+                              block_kv=tiling["block_q"], l2_bytes=tiling["l2_bytes"],
+                              concurrent_blocks=tiling["concurrent_blocks"])
+
+
+def _attention_bwd(row: Row, chip: Chip, expect: bool) -> Iterator[float]:
+    measured_s = BACKWARD_FACTOR * fa_forward_flops(row) / (row.value * 1e12)
+    yield _time(backward_cost(row, chip), chip, expect, row.params.get("impl")) / measured_s
+
+
+def _hbm(row: Row, chip: Chip, expect: bool) -> Iterator[float]:
+    roof = chip.level("hbm").bandwidth_Bps  # GB/s achieved over the roof (or the expected)
+    yield row.value * 1e9 / (roof * (_figure(chip, "hbm") if expect else 1.0))
+
+
+def _figure(chip: Chip, kind: str) -> float:
+    from roofline.expect import figures
+
+    return figures(chip)[kind].value
+
+
+KERNELS: dict[str, Callable[[Row, Chip, bool], Iterator[float]]] = {
+    "gemm": _gemm, "attention_fwd": _attention_fwd, "attention_bwd": _attention_bwd,
+    "hbm": _hbm}
+
+
+def kernel_ratio(row: Row, expect: bool = False) -> float:
+    """Measured speed over predicted: the bound at the loosest reading of the row (it must
+    hold whatever the row meant); the expected time at the row's first reading and SKU."""
+    if expect:
+        return next(KERNELS[row.kind](row, kernel_chips(row)[0], True))
+    return min(r for chip in kernel_chips(row) for r in KERNELS[row.kind](row, chip, False))
+
+
+# --- collectives and DeepEP -----------------------------------------------------------------
+
+COLLECTIVE_KINDS = ("collective", "moe_dispatch")
+COLLECTIVE_OP = {"allreduce": "all-reduce", "allgather": "all-gather",
+                 "reducescatter": "reduce-scatter", "alltoall": "all-to-all",
+                 "sendrecv": "send-recv", "broadcast": "broadcast", "dispatch": "all-to-all",
+                 "combine": "all-to-all"}
+
+
+@dataclass(frozen=True)
+class Collective:
+    id: str
+    chip: str
+    op: str  # the collective
+    ranks: int
+    nodes: int
+    metric: str
+    measured: float
+    nbytes: float = 0.0
+    algo: str = ""
+    skip: str = ""  # why the row is not checked
+    ratio: float = float("nan")  # measured/bound (bandwidths) or bound/measured (times)
+    bound_name: str = ""
+    expected_ratio: float = float("nan")  # the same against the expected time
+
+
+def collective_case(row: Row) -> Collective:
+    p = row.params
+    base = Collective(row.id, row.chip, COLLECTIVE_OP[p["op"]], int(p["ranks"]),
+                      int(p.get("nodes", 1)), row.metric, row.value)
+    try:
+        chip = load_chip(row.chip)
+    except RooflineError:
+        return replace(base, skip=f"chip {row.chip!r} is not in the catalog")
+    if row.kind == "moe_dispatch":
+        nbytes = int(p["tokens"]) * int(p["hidden"]) * int(p["topk"]) * dtype(p["dtype"]).bits / 8
+        algo = "direct"
+    elif p.get("bytes", "unknown") == "unknown":
+        return replace(base, skip="message size not published")
+    else:
+        nbytes, algo = float(p["bytes"]), p.get("algo", "auto")
+    placed = {"domain_size": base.ranks // base.nodes} if base.nodes > 1 else {}
+    est = run_op(base.op.replace("-", ""), chip, nbytes=nbytes, ranks=base.ranks, algo=algo,
+                 **placed)
+    t_expected = float(expected(est.cost, chip).t_s)
+    return replace(base, nbytes=nbytes, algo=algo,
+                   ratio=_collective_ratio(base, nbytes, float(est.t_lower_s)),
+                   expected_ratio=_collective_ratio(base, nbytes, t_expected),
+                   bound_name=est.cost.name)
+
+
+def _collective_ratio(case: Collective, nbytes: float, t_predicted: float) -> float:
+    """measured/predicted: <= 1 when a bound holds."""
+    if case.metric == "time_us":
+        return t_predicted / (case.measured * 1e-6)
+    algbw = nbytes / t_predicted
+    if case.metric == "busbw_GBps":
+        return case.measured * 1e9 / (algbw * float(busbw_factor(case.op, case.ranks)))
+    if case.metric in ("algbw_GBps", "GBps"):
+        return case.measured * 1e9 / algbw
+    raise AssertionError(f"{case.id}: unknown metric {case.metric!r}")
+
+
+# --- training ----------------------------------------------------------------------------
+
+TRAIN_MODELS = {
+    "meta-llama/Llama-3.1-405B": "llama-3.1-405b", "meta-llama/Meta-Llama-3-8B": "llama-3-8b",
+    "meta-llama/Meta-Llama-3-70B": "llama-3-70b", "meta-llama/Llama-3.1-8B": "llama-3.1-8b",
+    "meta-llama/Llama-3.1-70B": "llama-3.1-70b", "openai/gpt-oss-120b": "gpt-oss-120b",
+    "Qwen/Qwen3-235B-A22B": "qwen3-235b-a22b", "meta-llama/Llama-2-70b-hf": "llama-2-70b",
+    "deepseek-ai/DeepSeek-V3 (w/o MTP)": "deepseek-v3"}
+# torchtitan's Grand Teton H100 (96 GB HBM2e, 2.4 TB/s, 500 W) is slower than the catalog's
+# H100 SXM: the SXM bound is looser there, and still a bound
+TRAIN_CHIPS = {"h100-hbm2e-96gb": "h100-sxm"}
+FP8 = ("fp8", "fp8-cs", "mxfp8", "fp8-linear")
+
+
+@dataclass(frozen=True)
+class Training:
+    id: str
+    source: str
+    ratio: float = float("nan")  # measured / bound
+    skip: str = ""
+    expected_ratio: float = float("nan")  # measured / expected
+
+
+def _pint(p: dict[str, str], key: str, default: int) -> int:
+    value = p.get(key, "")
+    return int(value) if value.isdigit() else default
+
+
+def training_case(row: Row) -> Training:
+    from roofline.models import Parallel, analyze, load_model, model_precision, param_counts, train
+    from roofline.models.schedule import Schedule
+
+    p = row.params
+    base = Training(row.id, row.source)
+    model = TRAIN_MODELS.get(p.get("model", ""))
+    if model is None:
+        return replace(base, skip=f"model {p.get('model')!r} is not in the catalog")
+    try:
+        chip = load_chip(TRAIN_CHIPS.get(row.chip, row.chip))
+    except RooflineError:
+        return replace(base, skip=f"chip {row.chip!r} is not in the catalog")
+    tp, pp, cp, ep = (_pint(p, k, 1) for k in ("tp", "pp", "cp", "ep"))
+    seq = _pint(p, "seq_len", 0)
+    dp = _pint(p, "dp", row.n_chips // (tp * pp * cp))
+    if "global_batch" in p and p["global_batch"].isdigit():
+        batch = int(p["global_batch"])
+    elif "batch_per_dp" in p:
+        batch = int(p["batch_per_dp"]) * dp
+    else:
+        batch = _pint(p, "micro_batch", 1) * dp
+    # torchtitan's table prints the local (per-DP-rank) batch, which its pipeline splits into
+    # micro-batches of one sequence; Megatron / NeMo print the micro-batch size itself
+    micro = 1 if p.get("framework") == "torchtitan" else _pint(p, "micro_batch", 1)
+    m = max(1, batch // (dp * micro))
+    vpp = _pint(p, "vpp", 1)
+    if vpp > 1 and m % pp:
+        m = pp * -(-m // pp)  # interleaving needs multiples of pp: round up (a smaller bubble)
+    dt = p.get("dtype", "bf16").split("(")[0]
+    spec = load_model(model)
+    prec = model_precision(spec, "bf16")
+    if dt in FP8 or dt.startswith("fp8"):
+        prec = replace(prec, matmul="fp8")
+    elif dt == "nvfp4":
+        prec = replace(prec, matmul="fp4")
+    par = Parallel(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, microbatches=m, fsdp=p.get("fsdp") == "1")
+    schedule = Schedule("interleaved" if vpp > 1 and pp > 1 else "1f1b", vpp if pp > 1 else 1,
+                        tp_overlap=True, ep_overlap=True)
+    recompute = p.get("recompute", "").startswith("full")
+    try:
+        a = analyze(spec, chip, train(batch, seq, recompute), par, prec, schedule=schedule)
+    except RooflineError as exc:
+        return replace(base, skip=f"layout not analysable: {exc}")
+    bound = float(a.tokens_per_s) / par.chips  # tokens/s per GPU at the lower bound
+    forecast = float(expected_step(a, chip).tokens_per_s) / par.chips
+    if row.metric == "tokens_per_s_per_gpu":
+        measured = row.value
+    else:  # TFLOP/s or MFU: the largest FLOPs per token of the convention (full attention)
+        counts = param_counts(spec)
+        per_token = 6 * counts.active + 12 * spec.layers * spec.heads * spec.head_dim * seq
+        achieved = row.value * 1e12 if row.metric == "tflops_per_gpu" else \
+            row.value * chip.peak_flops("bf16")
+        measured = achieved / per_token
+    return replace(base, ratio=measured / bound, expected_ratio=measured / forecast)
+
+
+# --- serving -----------------------------------------------------------------------------
+
+ENGINES = ("vllm", "sglang", "tensorrt")  # serving engines (not gpt-fast / torchao generate)
+THROUGHPUT = {"output_tokens_per_s": "output_tokens_per_s",
+              "output_tokens_per_s_per_gpu": "output_tokens_per_s_per_chip",
+              "total_tokens_per_s": "total_tokens_per_s"}
+LATENCY = {"ttft_ms": ("ttft_s", 1e-3), "tpot_ms": ("tpot_s", 1e-3),
+           "e2e_latency_s": ("e2e_s", 1.0)}
+# checkpoint name -> catalog id (an explicit table: a wrong guess must not pass silently)
+SERVE_MODELS = [(r"llama-3\.1-8b", "llama-3.1-8b"), (r"llama-3\.3-70b", "llama-3.3-70b"),
+                (r"llama-3\.1-405b", "llama-3.1-405b"), (r"llama-2-70b", "llama-2-70b"),
+                (r"deepseek-r1", "deepseek-r1"), (r"deepseek-v3(?!\.)", "deepseek-v3"),
+                (r"gpt-oss-120b", "gpt-oss-120b"), (r"qwen3-235b-a22b", "qwen3-235b-a22b"),
+                (r"kimi-k2", "kimi-k2")]
+
+
+def _serve_dtype(text: str) -> str | None:
+    """The narrowest dtype named (a mixed checkpoint's narrowest keeps the bound a bound)."""
+    text = text.lower()
+    for name in ("nvfp4", "mxfp4", "int4", "fp8", "float8", "int8", "fp16", "bf16"):
+        if name in text:
+            return {"float8": "fp8"}.get(name, name)
+    return None
+
+
+def serving_case(row: Row) -> tuple[dict[str, Any] | None, str]:
+    """(deployment, "") or (None, why it is skipped)."""
+    from roofline.models import list_models, load_model, model_precision
+
+    p = row.params
+    fw = p.get("framework", "").lower()
+    if not fw.startswith(ENGINES):
+        return None, f"{fw or 'no framework'}: not a serving engine run"
+    model = next((cid for pat, cid in SERVE_MODELS
+                  if re.search(pat, p.get("model", "").lower())), None)
+    if model is None or model not in list_models():
+        return None, f"model {p.get('model')!r} is not in the catalog"
+    try:
+        chip = load_chip(row.chip).id
+    except RooflineError:
+        return None, f"chip {row.chip!r} is not in the catalog"
+    ins, outs = p.get("input_len", p.get("prompt_len")), p.get("output_len")
+    if ins is None or outs is None:
+        return None, "input or output length not stated"
+    if row.metric not in THROUGHPUT and row.metric not in LATENCY and \
+            row.metric != "tokens_per_s":
+        return None, f"metric {row.metric} is not a serving figure"
+    pp, tp = int(p.get("pp", 1)), int(p.get("tp", 1))
+    # unstated data parallelism: the row's chips (MoE: attention DP with experts over all)
+    dp = int(p.get("attention_dp", p.get("dp", max(1, row.n_chips // (tp * pp)))))
+    spec = load_model(model)
+    ep = int(p["ep"]) if p.get("ep", "").isdigit() else (tp * dp if spec.moe else 1)
+    mtp = int(p.get("mtp", p.get("speculate_k", 0)) or 0)
+    stated = _serve_dtype(p.get("weight_dtype", "")) or _serve_dtype(p.get("dtype", "")) \
+        or "bf16"
+    # the engine loads the checkpoint: its own dtype where it is narrower (Kimi-K2 ships fp8)
+    weights = min(stated, model_precision(spec).weights, key=lambda d: dtype(d).bits)
+    load = p.get("concurrency", p.get("batch"))
+    return dict(model=model, chip=chip, input_len=float(ins), output_len=float(outs), tp=tp,
+                pp=pp, dp=dp, ep=ep, weights=weights,
+                kv=_serve_dtype(p.get("kv_dtype", "")) or "fp8", spec_k=mtp,
+                concurrency=int(load) if load else None,
+                disagg="disagg" in fw, metric=row.metric, value=row.value), ""
+
+
+@functools.cache
+def serve_plan(model: str, chip: str, input_len: float, output_len: float, tp: int, pp: int,
+               dp: int, ep: int, weights: str, kv: str, spec_k: int, concurrency: int | None,
+               disagg: bool, expect: bool = False) -> Any:
+    from roofline.serve import Load, Space, Workload, plan
+
+    w = Workload.from_lengths(input_len, output_len, spec_k=spec_k, accept=1.0 if spec_k else 0)
+    space = Space(tp=(tp,), pp=(pp,), dp=(dp,), ep=(ep,), weight_dtypes=(weights,),
+                  kv_dtypes=(kv,), chunks=(512, 2048, 8192, 32768), max_chips=4096,
+                  modes=("disaggregated",) if disagg else ("aggregated",))
+    return plan(model, [chip], w, space=space, load=Load(concurrency=concurrency),
+                expect=expect)
+
+
+def serving_ratio(case: dict[str, Any], expect: bool = False) -> float:
+    """measured / predicted for a throughput, predicted / measured for a latency: <= 1 is
+    consistent with a bound."""
+    key = {k: case[k] for k in ("model", "chip", "input_len", "output_len", "tp", "pp", "dp",
+                                "ep", "weights", "kv", "spec_k", "concurrency", "disagg")}
+    c = serve_plan(**key, expect=expect).columns
+    ok = c["fits"] & c["feasible"]
+    if not ok.any():
+        return math.inf
+    m, v = case["metric"], case["value"]
+    if m in THROUGHPUT:
+        col = c[THROUGHPUT[m]]
+        if case["disagg"] and m == "output_tokens_per_s_per_gpu":  # the decode pool's GPUs
+            col = c["output_tokens_per_s"] / c["decode_chips"]
+        return float(v / col[ok].max())
+    if m == "tokens_per_s":  # tokens/s of one user: 1 / TPOT
+        return float(v * c["tpot_s"][ok].min())
+    column, scale = LATENCY[m]
+    return float(c[column][ok].min() / (v * scale))
+
+
+# --- every kind together (check.py) ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One row, scored: measured/bound and measured/expected (as speeds)."""
+
+    id: str
+    kind: str
+    chip: str
+    bound: float
+    expected: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def scored() -> tuple[list[Scored], dict[str, str]]:
+    """Every row the tool can model, and the skipped ones with their reason."""
+    out: list[Scored] = []
+    skipped: dict[str, str] = {}
+    for row in rows(KERNEL_KINDS):
+        try:
+            out.append(Scored(row.id, row.kind, row.chip, kernel_ratio(row),
+                              kernel_ratio(row, True)))
+        except Unbounded as why:
+            skipped[row.id] = str(why)
+    for row in rows(COLLECTIVE_KINDS):
+        c = collective_case(row)
+        if c.skip:
+            skipped[row.id] = c.skip
+        else:
+            out.append(Scored(row.id, row.kind, row.chip, c.ratio, c.expected_ratio))
+    for row in rows(("train",), SYSTEMS_CSV):
+        t = training_case(row)
+        if t.skip:
+            skipped[row.id] = t.skip
+        else:
+            out.append(Scored(row.id, "train", row.chip, t.ratio, t.expected_ratio))
+    for row in rows(("serving", "decode"), SYSTEMS_CSV):
+        case, why = serving_case(row)
+        if case is None:
+            skipped[row.id] = why
+        else:
+            out.append(Scored(row.id, row.kind, row.chip, serving_ratio(case),
+                              serving_ratio(case, True)))
+    return out, skipped

@@ -1,0 +1,151 @@
+"""The expected time of one op: its Cost on the chip derated to achievable efficiencies (the
+one evaluator), plus the overheads a roofline leaves out.
+
+    t_expected = evaluate(cost, chip.derated(efficiency)).t_lower + launch + calls · call
+
+Per resource the efficiency is a sourced figure of the chip (`table.figures`): tensor cores
+at the achievable GEMM fraction for the dtype (the attention kernel's fraction for attention)
+times the wave utilization of the op's tiles (`physics`); HBM at its streaming fraction;
+each link at its achievable bus bandwidth. Every efficiency is in (0, 1] and every overhead
+>= 0, so the expected time is never below the bound, which stays beside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..cost import LINKS, Cost
+from ..derivation import Num, unwrap
+from ..dtypes import dtype as lookup_dtype
+from ..evaluate import COMPUTE, Estimate, evaluate
+from ..hardware import Chip, System, load_chip
+from ..hardware.model import Efficiency
+from ..serialize import jsonable
+from .physics import tile_utilization
+from .table import figures, lookup
+
+if TYPE_CHECKING:
+    from ..measure.calibration import Calibration
+
+LABEL = "expected"
+WHAT = "a forecast with efficiencies from"  # the text label: what the expected time is
+
+
+@dataclass(frozen=True, eq=False)
+class Expected:
+    """An expected time beside its bound (both per chip). `derated` is the evaluator's
+    estimate on the derated chip; `overhead_s` what is added to its t_lower."""
+
+    t_s: Num
+    bound: Estimate
+    derated: Estimate
+    overhead_s: Num
+    efficiency: Mapping[str, Num]  # resource -> achievable / roof applied to it
+    sources: Mapping[str, str]  # figure -> its source (or what it was fitted to)
+
+    @property
+    def flops_per_s(self) -> Num:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return unwrap(np.asarray(self.bound.flops, dtype=float) / np.asarray(self.t_s))
+
+    @property
+    def slowdown(self) -> Num:
+        """expected / bound (>= 1)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            b = np.asarray(self.bound.t_lower_s, dtype=float)
+            return unwrap(np.where(b > 0, np.asarray(self.t_s) / b, 1.0))
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"t_s": self.t_s, "bound_t_s": self.bound.t_lower_s,
+                                "overhead_s": self.overhead_s,
+                                "efficiency": dict(self.efficiency),
+                                "sources": dict(self.sources), "bound": self.derated.bound}
+        if self.bound.cost.has_arithmetic:
+            data["flops_per_s"] = self.flops_per_s
+        return dict(jsonable(data))
+
+
+def describe(sources: Mapping[str, str]) -> str:
+    """'the chip file (matmul.bf16, hbm), fitted defaults (launch_s)': the label's tail."""
+    fitted = [k for k, s in sources.items() if s.startswith("fitted")]
+    measured = [k for k, s in sources.items() if s.startswith("measured")]
+    cited = [k for k in sources if k not in fitted and k not in measured]
+    parts = ([f"published measurements ({', '.join(cited)})"] if cited else []) + (
+        [f"a local calibration ({', '.join(measured)})"] if measured else []) + (
+        [f"fitted factors ({', '.join(fitted)})"] if fitted else [])
+    return "; ".join(parts) or "none"
+
+
+def _source(e: Efficiency) -> str:
+    return f"fitted to {e.fitted}" if e.source == "fitted" else e.source
+
+
+def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | None = None,
+             kernel: str | None = None) -> Expected:
+    """The expected time of one op on one chip (per chip; arrays broadcast like evaluate).
+
+    `kernel` names the attention kernel measured against (fa2, fa3, cudnn, ...; default: the
+    chip's own figure). `calibration` (a `measure` file) overrides the chip's figures.
+
+    >>> from roofline.ops.matmul import matmul
+    >>> e = expected(matmul(4096, 4096, 4096), "h100")
+    >>> bool(e.t_s >= e.bound.t_lower_s)
+    True
+    """
+    chip = load_chip(hw)
+    figs = figures(chip, calibration)
+    used: dict[str, str] = {}
+
+    def take(kind: str, variant: str | None = None) -> float:
+        key, fig = lookup(figs, kind, variant)
+        used[key] = _source(fig)
+        return fig.value
+
+    derate: dict[str, Any] = {}
+    applied: dict[str, Num] = {}
+    if cost.flops:
+        util = tile_utilization(cost, chip)
+        attention = "attention" in cost.name
+        kind = "attention_bwd" if attention and "backward" in cost.name else (
+            "attention" if attention else "matmul")
+        for dt in cost.flops:
+            peak = lookup_dtype(dt).peak
+            base = take(kind, kernel if attention else peak)
+            derate[f"compute.{peak}"] = base * util
+        applied[COMPUTE] = unwrap(np.mean([np.asarray(v) for v in derate.values()], axis=0))
+    if "hbm" in cost.bytes:
+        applied["hbm"] = derate["hbm"] = take("hbm")
+    for link in LINKS:
+        if link in cost.link_bytes or link in cost.link_calls:
+            applied[link] = derate[link] = take(link)
+    base_est = evaluate(cost, chip)
+    scalar = {k: v for k, v in derate.items() if np.ndim(v) == 0}
+    arrays = {k: np.asarray(v) for k, v in derate.items() if np.ndim(v)}
+    if arrays:  # a per-point efficiency (tile utilization over a sweep): scale the times
+        derated = _evaluate_pointwise(cost, chip, scalar, arrays)
+    else:
+        derated = evaluate(cost, chip.derated({k: float(v) for k, v in scalar.items()},
+                                              label=LABEL))
+    overhead: Any = 0.0
+    if cost.has_arithmetic or cost.bytes:
+        overhead = take("launch_s")
+    calls = sum((np.asarray(c) for c in cost.link_calls.values()), np.asarray(0.0))
+    if cost.link_calls:
+        overhead = overhead + calls * take("collective_call_s")
+    t = np.asarray(derated.t_lower_s) + overhead
+    return Expected(unwrap(t), base_est, derated, unwrap(np.asarray(overhead)), applied, used)
+
+
+def _evaluate_pointwise(cost: Cost, chip: Chip, scalar: Mapping[str, float],
+                        arrays: Mapping[str, Any]) -> Estimate:
+    """Array-valued efficiencies: the chip derated by the scalar ones and, per point, the
+    Cost's FLOPs of each dtype divided by its array efficiency (the same time as a peak
+    times that efficiency: FLOPs / (peak · e)). Only tensor FLOPs take array efficiencies."""
+    flops = {dt: np.asarray(f) / arrays[f"compute.{lookup_dtype(dt).peak}"]
+             if f"compute.{lookup_dtype(dt).peak}" in arrays else f
+             for dt, f in cost.flops.items()}
+    return evaluate(replace(cost, flops=flops), chip.derated(dict(scalar), label=LABEL))

@@ -1,0 +1,87 @@
+"""What the roofline leaves out, from first principles: how whole tiles fill the machine.
+
+A GEMM runs as CTA tiles (e.g. 128x128 or 128x256 outputs) over the SMs: ceil(M/tm)·ceil(N/tn)
+tiles run in waves of `units` at once, and the last, partial wave keeps the whole machine for
+a full tile's time. cuBLAS / CUTLASS heuristics pick the tile that wastes least; so does this.
+A FlashAttention forward runs one tile per (batch, head, 128-query block), alike.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..cost import Cost
+from ..derivation import Expr, Sym
+from ..hardware import Chip
+
+GEMM_TILES = ((128, 128), (128, 256), (256, 128))  # CUTLASS / cuBLAS Hopper defaults
+ATTENTION_BLOCK_Q = 128  # FA2 / FA3 query rows per tile (FA3 d <= 128; d = 256 uses 128 too)
+
+
+def waves(tiles: Any, units: int) -> Any:
+    """Waves of `units` tiles at once: ceil(tiles / units)."""
+    return np.ceil(np.asarray(tiles, dtype=float) / units)
+
+
+def wave_utilization(tiles: Any, units: int) -> Any:
+    """Share of the machine's tile slots doing work: tiles / (waves · units), in (0, 1]."""
+    t = np.maximum(np.asarray(tiles, dtype=float), 1.0)
+    return t / (waves(t, units) * units)
+
+
+def gemm_tiles(m: Any, n: Any, tile: tuple[int, int], batch: Any = 1) -> Any:
+    """Output tiles of a (batched) M x N product: batch · ceil(M/tm) · ceil(N/tn)."""
+    tm, tn = tile
+    return np.asarray(batch) * np.ceil(np.asarray(m) / tm) * np.ceil(np.asarray(n) / tn)
+
+
+def gemm_utilization(m: Any, n: Any, units: int, batch: Any = 1) -> Any:
+    """The best wave utilization over the tile shapes (the heuristic's pick)."""
+    return np.maximum.reduce([wave_utilization(gemm_tiles(m, n, t, batch), units)
+                              for t in GEMM_TILES])
+
+
+def units(chip: Chip) -> int | None:
+    """SMs / CUs: the units of the innermost level that names them."""
+    for level in reversed(chip.memory):
+        if level.units:
+            return level.units
+    return None
+
+
+def symbols(cost: Cost) -> dict[str, Any]:
+    """The named quantities of a Cost's derivation (M, N, K; B, H, Lq, ...): first seen."""
+    found: dict[str, Any] = {}
+
+    def walk(e: Expr) -> None:
+        if isinstance(e, Sym):
+            found.setdefault(e.name, e.value)
+        for child in ("left", "right", "arg"):
+            if hasattr(e, child):
+                walk(getattr(e, child))
+
+    for term in cost.terms:
+        walk(term.expr)
+    return found
+
+
+def tile_utilization(cost: Cost, chip: Chip) -> Any:
+    """Wave utilization of the op's tiles on the chip's SMs (1 where it has no tile shape:
+    not a GEMM or attention, or a chip that does not count its units)."""
+    n_units = units(chip)
+    sym = symbols(cost)
+    if not n_units or not cost.flops:
+        return 1.0
+    if {"M", "N", "K"} <= set(sym):  # a (grouped / batched / repeated) GEMM
+        m, n, k = (np.asarray(sym[x], dtype=float) for x in "MNK")
+        total = sum(np.asarray(f, dtype=float) for f in cost.flops.values())
+        with np.errstate(divide="ignore", invalid="ignore"):
+            batch = np.where(m * n * k > 0, total / (2 * m * n * k), 1.0)
+        return gemm_utilization(m, n, n_units, np.maximum(np.round(batch), 1.0))
+    if "attention" in cost.name and {"B", "H", "Lq"} <= set(sym):
+        tiles = (np.asarray(sym["B"]) * np.asarray(sym["H"])
+                 * np.ceil(np.asarray(sym["Lq"], dtype=float) / ATTENTION_BLOCK_Q))
+        return wave_utilization(tiles, n_units)
+    return 1.0

@@ -1,0 +1,118 @@
+"""The expected time of a whole step: each op of the bound's schedule at its own expected
+pace (`op.expected`: derated roofs, tile waves, its launch), on the same critical path.
+
+The bound's step (models.analysis / models.schedule) already places every op: in series,
+overlapped (only its exposed share counts) or in the pipeline's bubble. Each op's share of
+that path is stretched by its own expected / bound ratio, so exposed communication, the
+pipeline bubble and kernel launches all follow the schedule the bound assumed; a line for
+communication the path could not hide is stretched by its link's efficiency.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..cost import LINKS
+from ..derivation import Num, unwrap
+from ..hardware import Chip, System, load_chip
+from ..models import ModelAnalysis
+from ..models.schedule import NOT_HIDDEN
+from ..serialize import jsonable
+from .op import expected
+from .table import figures, lookup
+
+if TYPE_CHECKING:
+    from ..measure.calibration import Calibration
+
+
+@dataclass(frozen=True, eq=False)
+class ExpectedStep:
+    """A step's expected time beside its bound (per chip, like the analysis)."""
+
+    analysis: ModelAnalysis
+    t_s: Num
+    launch_s: Num  # overheads on the critical path (launches, collective calls)
+    efficiency: dict[str, Num]  # resource -> achievable / roof (time-weighted over the step)
+    sources: dict[str, str]
+
+    @property
+    def ttft_s(self) -> Num | None:
+        return self.t_s if self.analysis.phase.kind == "prefill" else None
+
+    @property
+    def tpot_s(self) -> Num | None:
+        a = self.analysis
+        return unwrap(np.asarray(self.t_s) / a.phase.q_len) if a.phase.kind == "decode" \
+            else None
+
+    @property
+    def tokens_per_s(self) -> Num:
+        a = self.analysis
+        return unwrap(a.phase.batch * a.phase.q_len / np.asarray(self.t_s))
+
+    @property
+    def flops_per_s(self) -> Num:
+        return unwrap(np.asarray(self.analysis.flops) / np.asarray(self.t_s))
+
+    @property
+    def mfu(self) -> Num:
+        a = self.analysis
+        return unwrap(np.asarray(a.mfu) * np.asarray(a.t_lower_s) / np.asarray(self.t_s))
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(jsonable({
+            "t_s": self.t_s, "bound_t_s": self.analysis.t_lower_s, "ttft_s": self.ttft_s,
+            "tpot_s": self.tpot_s, "tokens_per_s": self.tokens_per_s,
+            "flops_per_s": self.flops_per_s, "mfu": self.mfu, "overhead_s": self.launch_s,
+            "efficiency": self.efficiency, "sources": self.sources}))
+
+
+def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
+                  calibration: Calibration | None = None) -> ExpectedStep:
+    """The expected time of the analysed step (`hw`: the chip it was analysed on, needed
+    when that is a chip file rather than a catalog chip).
+
+    >>> from roofline.models import analyze, decode
+    >>> e = expected_step(analyze("llama-3-8b", "h100", decode(batch=1, context=1024)))
+    >>> bool(e.t_s >= e.analysis.t_lower_s)
+    True
+    """
+    chip = load_chip(hw if hw is not None else a.hardware)
+    sources: dict[str, str] = {}
+    total: Any = np.asarray(0.0)
+    overhead: Any = np.asarray(0.0)
+    by_resource: dict[str, list[Any]] = {}
+    for op in a.ops:
+        if op.name == NOT_HIDDEN:  # a link busier than the path: at the link's pace
+            figs = figures(chip, calibration)
+            link = str(op.bound) if str(op.bound) in LINKS else min(
+                LINKS, key=lambda k: figs[k].value)  # the link per point: the slower figure
+            key, fig = lookup(figs, link)
+            sources[key] = fig.source
+            total = total + np.asarray(op.t_lower_s) / fig.value
+            continue
+        one = expected(op.cost, chip, calibration)
+        sources.update(one.sources)
+        bound_one = np.asarray(one.bound.t_lower_s, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(bound_one > 0, np.asarray(one.t_s) / bound_one, 1.0)
+            share = np.where(bound_one > 0, np.asarray(one.overhead_s) / bound_one, 0.0)
+        total = total + np.asarray(op.t_lower_s) * ratio
+        overhead = overhead + np.asarray(op.t_lower_s) * share
+        for resource, eff in one.efficiency.items():
+            by_resource.setdefault(resource, []).append(
+                (np.asarray(op.t_lower_s), np.asarray(eff)))
+    efficiency = {}
+    for resource, pairs in by_resource.items():  # weighted by each op's share of the path
+        weight = sum(w for w, _ in pairs)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            efficiency[resource] = unwrap(np.where(
+                weight > 0, sum(w * e for w, e in pairs) / weight, pairs[0][1]))
+    t = np.maximum(total, np.asarray(a.t_lower_s))  # never faster than the bound
+    return ExpectedStep(a, unwrap(t), unwrap(overhead), efficiency, sources)
+
+
+
