@@ -48,11 +48,11 @@ class Ctx:
     gemm_dtype: str | None = None  # the weight GEMMs' compute dtype (gemm_dtype())
 
     @property
-    def seqs(self) -> float:  # sequences on this chip
+    def seqs(self) -> Any:  # sequences on this chip (an array over a sweep)
         return self.phase.batch / self.par.dp
 
     @property
-    def q_local(self) -> float:
+    def q_local(self) -> Any:
         return self.phase.q_len / self.par.cp
 
     @property

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..derivation import unwrap
+from ..derivation import Num, unwrap
 from ..dtypes import dtype as lookup_dtype
 from ..ops.linear_attention import recurrent_state_bytes
 from .params import param_counts
@@ -150,18 +150,18 @@ class MemoryFootprint:
     """Bytes per chip; fields are arrays when the phase's sizes are."""
 
     weights_bytes: float
-    kv_cache_bytes: Any
+    kv_cache_bytes: Num
     kv_bytes_per_token: float  # per sequence token, on this chip, all its layers
-    activations_bytes: Any
+    activations_bytes: Num
     optimizer_bytes: float
     capacity_bytes: float
-    max_batch: Any  # largest batch (all DP replicas) that fits; 0 if not even one
-    max_context: Any  # longest context that fits at this batch (inference; None in training)
+    max_batch: Num  # largest batch (all DP replicas) that fits; 0 if not even one
+    max_context: Num | None  # longest context that fits at this batch (None in training)
     context_limit: int | None = None  # the model's own maximum context, which caps it
-    state_bytes: Any = 0.0  # linear-attention layers' recurrent state (not a KV cache)
+    state_bytes: Num = 0.0  # linear-attention layers' recurrent state (not a KV cache)
 
     @property
-    def total_bytes(self) -> Any:
+    def total_bytes(self) -> Num:
         return self.weights_bytes + self.kv_cache_bytes + self.activations_bytes + \
             self.optimizer_bytes + self.state_bytes
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..cost import Cost
 from ..dtypes import dtype as lookup_dtype
+from ..derivation import Num
 from ..errors import RooflineError
 from ..hardware import Chip, System
 from ..ops.attention import kv_cache_bytes
@@ -26,9 +27,9 @@ class Phase:
     """One step. The sizes may be numpy arrays: a whole batch x context grid is one analysis."""
 
     kind: str
-    batch: Any  # sequences in the step (all DP replicas together)
-    q_len: Any  # new tokens per sequence
-    kv_len: Any  # keys each new token can see (context including the new tokens)
+    batch: Num  # sequences in the step (all DP replicas together)
+    q_len: Num  # new tokens per sequence
+    kv_len: Num  # keys each new token can see (context including the new tokens)
     recompute: bool = False
     # decode only: prompt tokens of chunked prefill riding in the same step (continuous
     # batching); they share the step's weight reads. 0: none; else positive everywhere
