@@ -44,11 +44,11 @@ def op_decl(name: str | OpDecl) -> OpDecl:
     return found
 
 
-def resolve_op(op: str | OpDecl, chip: Chip | str, **given: Any) -> dict[str, Any]:
+def resolve_op(op: str | OpDecl, hw: Chip | str, **given: Any) -> dict[str, Any]:
     """The op function's keyword arguments: what was given (None: not given), then declared
     defaults, values that follow another parameter, and defaults from the chip. These are the
     inputs `roofline op ... --json` echoes."""
-    decl, hw = op_decl(op), load_chip(chip)
+    decl, chip = op_decl(op), load_chip(hw)
     params = {p.name: p for p in decl.params}
     for key in given:
         if key not in params:
@@ -66,18 +66,18 @@ def resolve_op(op: str | OpDecl, chip: Chip | str, **given: Any) -> dict[str, An
         if p.follows and p.name not in kwargs:
             kwargs[p.name] = kwargs[p.follows]
     if decl.prepare:
-        kwargs = decl.prepare(kwargs, hw)
+        kwargs = decl.prepare(kwargs, chip)
     order = {name: i for i, name in enumerate(params)}  # declared order; chip extras last
     return dict(sorted(kwargs.items(), key=lambda kv: order.get(kv[0], len(order))))
 
 
-def op_cost(op: str | OpDecl, chip: Chip | str, **given: Any) -> Cost:
+def op_cost(op: str | OpDecl, hw: Chip | str, **given: Any) -> Cost:
     """The op's Cost with every default applied (chip-dependent ones too)."""
     decl = op_decl(op)
-    return decl.function(**resolve_op(decl, chip, **given))
+    return decl.function(**resolve_op(decl, hw, **given))
 
 
-def run_op(op: str | OpDecl, chip: Chip | str, **given: Any) -> Estimate:
+def run_op(op: str | OpDecl, hw: Chip | str, **given: Any) -> Estimate:
     """Evaluate an op by name on a chip, as `roofline op NAME` does."""
-    hw = load_chip(chip)
-    return evaluate(op_cost(op, hw, **given), hw)
+    chip = load_chip(hw)
+    return evaluate(op_cost(op, chip, **given), chip)
