@@ -38,7 +38,8 @@ from .step import MemoryBudget, Parallel, Phase, Precision, context_warning, mod
 # What each time of a step is: every output names them so.
 STEP_TIMES = {
     "t_floor_s": "floor: every resource of the whole step overlapped",
-    "t_lower_s": "lower bound: ops one after another, each op's resources overlapped",
+    "t_lower_s": "lower bound: what the schedule overlaps overlapped, the rest in series (ops "
+                 "one after another, each op's resources overlapped)",
     "t_upper_s": "no-overlap sum: nothing overlapped",
 }
 
@@ -83,7 +84,8 @@ class ModelAnalysis:
     """One step of a model on one chip (per-chip figures; arrays when the phase's sizes are).
 
     The step's times: `t_floor_s` every resource of the whole step overlapped;
-    `t_lower_s` the lower bound with ops one after another, each op's resources overlapped
+    `t_lower_s` the schedule-aware lower bound: ops one after another, each op's resources
+    overlapped, collectives overlapped as the schedule allows (models/schedule.py)
     (pipeline slots included); `t_upper_s` nothing overlapped.
     """
 

@@ -84,7 +84,7 @@ def key_figures(a: ModelAnalysis) -> list[tuple[str, str, str]]:
     out: list[tuple[str, str, str]] = []
     if p.kind == "prefill":
         out.append(("TTFT (lower bound)", seconds(a.t_lower_s), "time to first token: the prefill "
-                    "step, ops one after another"))
+                    "step"))
     elif p.kind == "decode":
         out.append(("TPOT (lower bound)", seconds(a.tpot_s), "time per output token of one "
                     "sequence"))

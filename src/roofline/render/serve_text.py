@@ -10,9 +10,9 @@ from ..units import format_si, format_time
 from .text import table
 
 NOTES = (
-    "Bounds, not forecasts: every step time is the model's lower bound (ops one after another, "
-    "each op's resources overlapped), so throughput is an upper bound and TTFT / TPOT lower "
-    "bounds.",
+    "Bounds, not forecasts: every step time is the model's schedule-aware lower bound (ops one "
+    "after another, each op's resources overlapped, collectives as the schedule overlaps them), "
+    "so throughput is an upper bound and TTFT / TPOT lower bounds.",
     "Continuous batching: each iteration runs the batch's decode tokens plus chunked-prefill "
     "tokens; TTFT = the request's own prefill + an M/D/1 wait for the prefill budget (none in a "
     "closed loop); E2E = TTFT + (n-1) x TPOT.",
@@ -69,7 +69,8 @@ def serve_text(data: dict[str, Any]) -> str:
     for key, label in (("frontier_tpot", "TPOT"), ("frontier_ttft", "TTFT")):
         for hw, rows in data[key].items():
             if rows:
-                shown = rows[::max(1, -(-len(rows) // 12))][:11] + rows[-1:]  # spread, ends
+                spread = rows[::max(1, -(-len(rows) // 12))][:11]  # spread over it, both ends
+                shown = spread + [r for r in rows[-1:] if r is not spread[-1]]
                 lines += ["", f"{hw}: output tokens/s per chip vs {label} (Pareto frontier, "
                           f"{len(shown)} of {len(rows)} points):",
                           table(HEADERS, [row_cells(r) for r in shown])]
