@@ -64,7 +64,7 @@ def test_the_page_names_each_time_for_what_it_is():
     page = pages.model_html(a, "h100")
     assert "perfect overlap" not in page  # a step's t_lower is not the all-overlapped floor
     for phrase in ("floor: every resource of the whole step overlapped",
-                   "lower bound: ops one after another", "no-overlap sum"):
+                   "lower bound: what the schedule overlaps overlapped", "no-overlap sum"):
         assert phrase in page
     summary = page.index('id="summary"')
     assert summary < page.index('id="roofline"') < page.index('id="ops"')
