@@ -85,7 +85,7 @@ def _source(e: Efficiency) -> str:
 
 
 def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | None = None,
-             kernel: str | None = None) -> Expected:
+             kernel: str | None = None, cuda_graphs: bool = False) -> Expected:
     """The expected time of one op on one chip (per chip; arrays broadcast like evaluate).
 
     `kernel` names the attention kernel measured against (fa2, fa3, cudnn, ...; default: the
@@ -119,9 +119,10 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
         applied[COMPUTE] = unwrap(np.mean([np.asarray(v) for v in derate.values()], axis=0))
     if "hbm" in cost.bytes:
         applied["hbm"] = derate["hbm"] = take("hbm")
+    algo = cost.name.partition("(")[2].split(",")[0].split(")")[0].strip() or None
     for link in LINKS:
         if link in cost.link_bytes or link in cost.link_calls:
-            applied[link] = derate[link] = take(link)
+            applied[link] = derate[link] = take(link, algo)
     base_est = evaluate(cost, chip)
     scalar = {k: v for k, v in derate.items() if np.ndim(v) == 0}
     arrays = {k: np.asarray(v) for k, v in derate.items() if np.ndim(v)}
@@ -132,10 +133,10 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
                                               label=LABEL))
     overhead: Any = 0.0
     if cost.has_arithmetic or cost.bytes:
-        overhead = take("launch_s")
+        overhead = take("graph_launch_s" if cuda_graphs else "launch_s")
     calls = sum((np.asarray(c) for c in cost.link_calls.values()), np.asarray(0.0))
     if cost.link_calls:
-        overhead = overhead + calls * take("collective_call_s")
+        overhead = overhead + calls * take("collective_call_s", algo)
     t = np.asarray(derated.t_lower_s) + overhead
     return Expected(unwrap(t), base_est, derated, unwrap(np.asarray(overhead)), applied, used)
 

@@ -21,7 +21,7 @@ from ..hardware import Chip, System, load_chip
 from ..models import ModelAnalysis
 from ..models.schedule import NOT_HIDDEN
 from ..serialize import jsonable
-from .op import expected
+from .op import _source, expected
 from .table import figures, lookup
 
 if TYPE_CHECKING:
@@ -71,9 +71,12 @@ class ExpectedStep:
 
 
 def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
-                  calibration: Calibration | None = None) -> ExpectedStep:
+                  calibration: Calibration | None = None, cuda_graphs: bool | None = None
+                  ) -> ExpectedStep:
     """The expected time of the analysed step (`hw`: the chip it was analysed on, needed
-    when that is a chip file rather than a catalog chip).
+    when that is a chip file rather than a catalog chip). `cuda_graphs` (default: for decode
+    steps, as vLLM, SGLang and TensorRT-LLM capture them) sets the per-kernel launch cost;
+    `framework.<phase>` the share of the step the framework leaves to the kernels.
 
     >>> from roofline.models import analyze, decode
     >>> e = expected_step(analyze("llama-3-8b", "h100", decode(batch=1, context=1024)))
@@ -81,20 +84,22 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
     True
     """
     chip = load_chip(hw if hw is not None else a.hardware)
+    kind = a.phase.kind  # train, prefill, decode, mixed (a continuous-batching iteration)
+    graphs = kind in ("decode", "mixed") if cuda_graphs is None else cuda_graphs
+    figs = figures(chip, calibration)
     sources: dict[str, str] = {}
     total: Any = np.asarray(0.0)
     overhead: Any = np.asarray(0.0)
     by_resource: dict[str, list[Any]] = {}
     for op in a.ops:
         if op.name == NOT_HIDDEN:  # a link busier than the path: at the link's pace
-            figs = figures(chip, calibration)
             link = str(op.bound) if str(op.bound) in LINKS else min(
                 LINKS, key=lambda k: figs[k].value)  # the link per point: the slower figure
             key, fig = lookup(figs, link)
             sources[key] = fig.source
             total = total + np.asarray(op.t_lower_s) / fig.value
             continue
-        one = expected(op.cost, chip, calibration)
+        one = expected(op.cost, chip, calibration, cuda_graphs=graphs)
         sources.update(one.sources)
         bound_one = np.asarray(one.bound.t_lower_s, dtype=float)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -111,7 +116,10 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
         with np.errstate(divide="ignore", invalid="ignore"):
             efficiency[resource] = unwrap(np.where(
                 weight > 0, sum(w * e for w, e in pairs) / weight, pairs[0][1]))
-    t = np.maximum(total, np.asarray(a.t_lower_s))  # never faster than the bound
+    key, framework = lookup(figs, "framework", kind)
+    sources[key] = _source(framework)
+    efficiency["framework"] = framework.value
+    t = np.maximum(total / framework.value, np.asarray(a.t_lower_s))  # never below the bound
     return ExpectedStep(a, unwrap(t), unwrap(overhead), efficiency, sources)
 
 

@@ -28,7 +28,17 @@ DEFAULTS: dict[str, Efficiency] = {
     "scale-out": Efficiency(0.75, "fitted", _FIT + "the multi-node collective rows"),
     "launch_s": Efficiency(4e-6, "fitted", _FIT + "the short-sequence attention and small "
                            "GEMM rows (launch, prologue, epilogue, tail)"),
-    "collective_call_s": Efficiency(10e-6, "fitted", _FIT + "the small-message collective "
+    "graph_launch_s": Efficiency(1e-6, "fitted", _FIT + "the batch-1 decode rows of serving "
+                                 "engines (CUDA graphs)"),
+    "framework": Efficiency(0.75, "fitted", _FIT + "the train, decode and serving rows"),
+    "framework.decode": Efficiency(0.70, "fitted", _FIT + "the decode rows (batch 1-256 "
+                                   "decode steps of serving engines)"),
+    "scale-up.nvls": Efficiency(0.60, "fitted", _FIT + "the NVLS all-reduce rows (H200, "
+                                "B200); NCCL's own tuning derates NVLS too (tuning.cc: 0.85 "
+                                "Hopper, 0.74 Blackwell)"),
+    "collective_call_s.direct": Efficiency(5e-6, "fitted", _FIT + "the DeepEP dispatch / "
+                                           "combine rows (its own kernels, no NCCL call)"),
+    "collective_call_s": Efficiency(20e-6, "fitted", _FIT + "the small-message collective "
                                     "rows (NCCL / RCCL software latency)"),
 }
 

@@ -262,7 +262,7 @@ def _efficiencies(path: str, table: Any) -> dict[str, Efficiency]:
         kind, _, variant = key.partition(".")
         if kind == "matmul" and variant not in dtype_names():
             raise r.error("", f"matmul needs a dtype (allowed: {', '.join(dtype_names())})")
-        if variant and (kind.endswith("_s") or kind in ("hbm", "scale-up", "scale-out")):
+        if variant and kind == "hbm":
             raise r.error("", f"{kind} takes one value, no variants")
         value = r.table.get("value")
         seconds = key.endswith("_s")

@@ -64,9 +64,14 @@ EFFICIENCY_KINDS = {
                  "(attention: the chip's default kernel; attention.<kernel>: another)",
     "attention_bwd": "the same for the attention backward (attention_bwd[.<kernel>])",
     "hbm": "achievable streaming fraction of the HBM bandwidth",
-    "scale-up": "achievable bus bandwidth of large collectives over the scale-up link",
-    "scale-out": "achievable bus bandwidth of large collectives over the scale-out link",
+    "scale-up": "achievable bus bandwidth of large collectives over the scale-up link "
+                "(scale-up.<algorithm>: for one algorithm, e.g. nvls)",
+    "scale-out": "the same over the scale-out link",
     "launch_s": "seconds a kernel costs beyond its roof (launch, prologue, epilogue, tail)",
+    "graph_launch_s": "the same when the step is replayed as a CUDA graph (serving decode)",
+    "framework": "share of a whole step the framework keeps the chip on its kernels "
+                 "(framework.<phase>: train, prefill, decode; optimizer, data loading, "
+                 "scheduler, sampling, host gaps)",
     "collective_call_s": "seconds of software latency per collective call (NCCL / RCCL)",
 }
 

@@ -1,0 +1,142 @@
+"""The expected time (issue 16): physics by hand, never below the bound, and its error against
+every published measurement (benchmarks/validation, fit and held-out halves)."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from roofline import RooflineError, evaluate, load_chip
+from roofline.expect import expected, expected_step
+from roofline.expect.physics import gemm_tiles, wave_utilization, waves
+from roofline.expect.table import figures, lookup
+from roofline.hardware import parse_chip
+from roofline.models import analyze, decode, train
+from roofline.ops.matmul import matmul
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "validation"))
+import cases  # noqa: E402
+import check  # noqa: E402
+
+GOAL_ALL, GOAL_KIND = 0.15, 0.25
+# kinds whose median error misses GOAL_KIND today, and why (strict: passing turns it red)
+MISSES = {"decode": "batch-1 MoE decode (gist B200 rows) runs ~1.8x faster than its per-op "
+                    "launches predict, while quantized 8B decode (torchao vLLM rows) runs ~2x "
+                    "slower: one framework factor cannot fit both"}
+
+
+def test_wave_quantization_by_hand() -> None:
+    # 4096x4096 output in 128x256 tiles: 32·16 = 512 tiles over H100's 132 SMs = 3.88 -> 4
+    # waves; 512 of 528 slots busy
+    tiles = gemm_tiles(4096, 4096, (128, 256))
+    assert tiles == 512
+    assert waves(tiles, 132) == 4
+    assert wave_utilization(tiles, 132) == pytest.approx(512 / 528)
+    # 133 tiles on 132 SMs: a second, nearly empty wave halves the utilization
+    assert wave_utilization(133, 132) == pytest.approx(133 / 264)
+
+
+def test_expected_gemm_on_h100_by_hand() -> None:
+    chip = load_chip("h100")
+    e = expected(matmul(4096, 4096, 4096), chip)
+    frac = lookup(figures(chip), "matmul", "bf16")[1].value
+    util = 1024 / 1056  # 128x128 tiles: 1024 over 132 SMs, 8 waves (as good as 128x256)
+    t_compute = 2 * 4096**3 / (chip.peak_flops("bf16") * frac * util)
+    assert e.t_s == pytest.approx(t_compute + float(e.overhead_s), rel=1e-9)
+    assert e.t_s > e.bound.t_lower_s
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_expected_never_below_the_bound(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    m, k, n = (rng.integers(1, 20000, 200) for _ in range(3))
+    for chip in ("h100", "mi300x", "b200", "a100"):
+        cost = matmul(m, k, n, "bf16")
+        assert np.all(np.asarray(expected(cost, chip).t_s)
+                      >= np.asarray(evaluate(cost, chip).t_lower_s))
+
+
+def test_whole_steps_never_below_the_bound() -> None:
+    for phase in (decode(8, 2048), train(16, 4096)):
+        a = analyze("llama-3-8b", "h100", phase)
+        e = expected_step(a)
+        assert e.t_s >= a.t_lower_s
+        assert e.tokens_per_s <= a.tokens_per_s
+        assert any(k.startswith("framework") for k in e.sources)
+
+
+def test_cuda_graphs_cut_the_launch_cost() -> None:
+    a = analyze("llama-3-8b", "h100", decode(1, 1024))
+    assert expected_step(a, cuda_graphs=True).t_s < expected_step(a, cuda_graphs=False).t_s
+
+
+def test_efficiency_table_is_validated() -> None:
+    base = {"schema_version": 1, "id": "x", "name": "X", "vendor": "V",
+            "peak": {"bf16": {"flops_per_s": 1e15, "source": "s"}},
+            "memory": [{"name": "hbm", "technology": "HBM3", "bandwidth_Bps": 3e12,
+                        "capacity_bytes": 8e10, "source": "s"}]}
+    ok = parse_chip({**base, "efficiency": {"hbm": {"value": 0.9, "source": "stream"},
+                                            "matmul": {"bf16": {"value": 0.8, "fitted":
+                                                                "rows a, b"}}}}, "x.toml")
+    assert ok.efficiency["matmul.bf16"].value == 0.8
+    assert expected(matmul(64, 64, 64), ok).sources["matmul.bf16"] == "fitted to rows a, b"
+    bad = [({"hbm": {"value": 1.2, "source": "s"}}, "fraction in (0, 1]"),
+           ({"hbm": {"value": 0.9}}, "source"),
+           ({"speed": {"value": 0.9, "source": "s"}}, "unknown field"),
+           ({"matmul": {"bf17": {"value": 0.9, "source": "s"}}}, "needs a dtype")]
+    for table, why in bad:
+        with pytest.raises(RooflineError, match=why.replace("(", r"\(").replace(")", r"\)")):
+            parse_chip({**base, "efficiency": table}, "x.toml")
+
+
+def test_a_calibration_overrides_the_catalog() -> None:
+    from roofline.measure.calibration import Calibration
+
+    cal = Calibration({"bf16": 0.5}, {"hbm": 0.5}, "dev", "2026-01-01", "test", "h100-sxm")
+    plain, calibrated = (expected(matmul(8192, 8192, 8192), "h100", c) for c in (None, cal))
+    assert calibrated.t_s > plain.t_s
+    assert calibrated.sources["matmul.bf16"].startswith("measured: dev")
+
+
+@cache
+def _scored() -> list[cases.Scored]:
+    return cases.scored()[0]
+
+
+def test_no_published_measurement_beats_the_bound() -> None:
+    worst = max(_scored(), key=lambda r: r.bound)
+    assert worst.bound <= check.BOUND_LIMIT, worst
+
+
+def test_median_error_overall_and_held_out() -> None:
+    rows = _scored()
+    assert len(rows) >= 300
+    for half in (rows, [r for r in rows if check.held_out(r.id)]):
+        assert statistics.median(map(check.error, half)) <= GOAL_ALL
+
+
+KINDS = ("gemm", "hbm", "attention_fwd", "attention_bwd", "collective", "moe_dispatch",
+         "train", "decode", "serving")
+
+
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=pytest.mark.xfail(
+    strict=True, reason=MISSES[k])) if k in MISSES else k for k in KINDS])
+def test_median_error_per_kind(kind: str) -> None:
+    rows = [r for r in _scored() if r.kind == kind]
+    assert len(rows) >= 5
+    held = [r for r in rows if check.held_out(r.id)]
+    assert statistics.median(map(check.error, rows)) <= GOAL_KIND
+    assert statistics.median(map(check.error, held)) <= GOAL_KIND
+
+
+def test_the_split_is_fixed_and_even() -> None:
+    ids = [r.id for r in _scored()]
+    share = sum(map(check.held_out, ids)) / len(ids)
+    assert 0.4 < share < 0.6
+    assert check.held_out("fa3-h100-d128-s512-nc-fwd-fp16") == check.held_out(
+        "fa3-h100-d128-s512-nc-fwd-fp16")
