@@ -438,3 +438,10 @@ def test_plot_model_and_sweep_cli(tmp_path, capsys):
     assert main(["sweep", "model", "llama-3-8b", "--batch", "1:64:x4", "--context", "1k",
                  "--plot", str(png)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_two_points_with_one_name_get_distinct_labels():
+    ests = [evaluate(matmul(128, 8192, 8192), H100), evaluate(matmul(4096, 8192, 8192), H100)]
+    ax = plot_roofline(H100, ests)
+    labels = [t.get_text() for t in ax.texts if t.get_gid() and t.get_gid().startswith("label:")]
+    assert labels == ["matmul", "matmul (2)"]

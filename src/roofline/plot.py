@@ -38,6 +38,7 @@ from .render.geometry import (
     roof_at,
     roofline_geometry,
 )
+from .render.labels import distinct
 from .units import format_bytes, format_si, format_time
 
 if TYPE_CHECKING:
@@ -128,6 +129,8 @@ def plot_roofline(hw: Chip | str, estimates: Iterable[Estimate | OpPoint] = (),
             raise RooflineError(f"op {name!r} was evaluated on {item.hardware!r}, not on "
                                 f"{chip.id!r}")
     series = [_series(item, level) for item in estimates]
+    names = distinct([name for name, *_ in series])  # two ops of one name: (2), (3), ...
+    series = [(n, xs, ys, bounds) for n, (_, xs, ys, bounds) in zip(names, series, strict=True)]
     measured = [(str(n), float(x), float(y)) for n, x, y in measured]
     points = [(float(x), float(y)) for _, xs, ys, _ in series for x, y in zip(xs, ys, strict=True)]
     geo = roofline_geometry(chip, dtypes or default_dtypes(chip, estimates), levels, level,
