@@ -16,6 +16,7 @@ from ..ops.attention import IMPLEMENTATIONS
 from ..render.model import mfu_text, model_text, model_what_if_text
 from ..render.text import table
 from ..units import MAX_COUNT, parse_bytes, parse_count, parse_duration
+from .expect import add_expect_option, step_expected
 
 
 def _cmd_model(args: argparse.Namespace) -> None:
@@ -85,6 +86,9 @@ def _model_step(args: argparse.Namespace) -> None:
     if args.explain:
         data["what_if"] = [vars(r) for r in changes]
         text += "\n\n" + model_what_if_text(changes)
+    if args.expect or args.calibrated:  # beside the bound, never in place of it
+        data["expected"], more = step_expected(result, chip_from(args), args)
+        text += "\n\n" + more
     emit(data, args.json, text)
 
 
@@ -246,6 +250,7 @@ def register(sub: Any) -> None:
     mp.add_argument("--csv", help="write the per-op table to this CSV file")
     mp.add_argument("--markdown", help="write the per-op table to this Markdown file")
     mp.add_argument("--html", help="write the step as a standalone HTML report")
+    add_expect_option(mp, calibrated=True)
     mp.set_defaults(func=_cmd_model)
 
     mf = sub.add_parser("mfu", help="MFU / HFU of a measured training step")

@@ -18,6 +18,7 @@ from ..ops.registry import op_decl, resolve_op
 from ..render.estimate import estimate_text, extra_text, what_if_text
 from ..units import parse_bytes, parse_count, parse_number
 from ._base import _Parser
+from .expect import add_expect_option
 
 OPS = list(REGISTRY.values())  # every declared op, in the order `roofline op --help` lists
 
@@ -80,10 +81,16 @@ def _cmd_op(args: argparse.Namespace) -> None:
         record = calibrate(est, load_calibration(args.calibrated), chip=chip)
         data["calibrated"] = record.to_dict()
         text += "\n\n" + calibrated_text(record)
+    extra: dict[str, Any] = {}
     if decl.extras:
         extra = decl.extras(kwargs, est)
         data.update(extra)
         text += "\n" + extra_text(extra)
+    if args.expect:  # beside the bound, never in place of it
+        from .expect import op_expected
+
+        data["expected"], more = op_expected(cost, chip, args, extra)
+        text += "\n\n" + more
     levers = levers_for(decl.name)
     if args.explain and levers:
         rows = what_if(decl.function, kwargs, chip, levers, est)
@@ -108,4 +115,5 @@ def register(sub: Any) -> None:
         q.add_argument("--calibrated", metavar="FILE", help="also give an estimate calibrated "
                        "with measured efficiencies (from roofline measure ... "
                        "--calibration-out)")
+        add_expect_option(q)
         q.set_defaults(func=_cmd_op, decl=decl)

@@ -231,3 +231,21 @@ def derivation_lines(r: OpPoint) -> list[str]:
     return [*r.derivation, *times,
             f"t_lower = max = {format_time(r.t_lower_s)} ({r.bound}: {bound_kind(r.bound)}); "
             f"t_upper = sum = {format_time(r.t_upper_s)}"]
+
+
+def expected_text(e: Any, extra: dict[str, Any] | None = None) -> str:
+    """The bound and the expected time side by side (roofline.expect.Expected); `extra` the
+    op's own rates (algbw / busbw) at the bound, shown at both."""
+    from ..expect import WHAT, describe
+
+    rows = [["time", seconds(e.bound.t_lower_s), seconds(e.t_s)]]
+    if e.bound.cost.has_arithmetic:
+        rows.append(["FLOP/s", _num(e.bound.attainable_flops_per_s, "FLOP/s"),
+                     _num(e.flops_per_s, "FLOP/s")])
+    for key, value in (extra or {}).items():
+        rows.append([key, _num(value, "B/s"), _num(value / float(e.slowdown), "B/s")])
+    effs = ", ".join(f"{k} {100 * float(v):.1f}%" for k, v in e.efficiency.items())
+    return "\n".join([f"bound and expected ({WHAT} {describe(e.sources)})",
+                      text.table(["", "bound", "expected"], rows),
+                      f"efficiency applied: {effs or 'none'}; overhead "
+                      f"{seconds(e.overhead_s)} (launch, collective calls)"])

@@ -211,3 +211,21 @@ def mfu_text(r: MFUResult) -> str:
              f"MFU {100 * r.mfu:.1f}%  HFU {100 * r.hfu:.1f}%", *r.notes]
     return "\n".join(lines)  # the plausibility warning goes to stderr, once (cli)
 
+
+
+def expected_lines(e: Any) -> list[str]:
+    """The step's bound and expected time side by side (roofline.expect.ExpectedStep)."""
+    from ..expect import WHAT, describe
+
+    a = e.analysis
+    rows = [["step time", seconds(a.t_lower_s), seconds(e.t_s)],
+            ["tokens/s", si()(a.tokens_per_s), si()(e.tokens_per_s)],
+            ["MFU", f"{100 * float(a.mfu):.1f}%", f"{100 * float(e.mfu):.1f}%"]]
+    if e.ttft_s is not None:
+        rows.append(["TTFT", seconds(a.ttft_s), seconds(e.ttft_s)])
+    if e.tpot_s is not None:
+        rows.append(["TPOT", seconds(a.tpot_s), seconds(e.tpot_s)])
+    effs = ", ".join(f"{k} {100 * float(np.mean(v)):.1f}%" for k, v in e.efficiency.items())
+    return [f"bound and expected ({WHAT} {describe(e.sources)})",
+            text.table(["", "bound", "expected"], rows),
+            f"efficiency (time-weighted over the step): {effs}"]

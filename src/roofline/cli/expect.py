@@ -1,0 +1,52 @@
+"""`--expect` (and `--calibrated` for a step) shared by `op`, `model`, `sweep` and `serve`:
+the expected time beside the bound (roofline.expect), never in place of it."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..hardware import Chip
+
+EXPECT_HELP = ("also give the expected time beside the bound: a forecast with efficiencies "
+               "from published measurements (the chip file's [efficiency] tables; fitted "
+               "defaults where it has none; --calibrated FILE overrides them)")
+
+
+def add_expect_option(parser: argparse.ArgumentParser, calibrated: bool = False) -> None:
+    parser.add_argument("--expect", action="store_true", help=EXPECT_HELP)
+    if calibrated:
+        parser.add_argument("--calibrated", metavar="FILE", help="a calibration from roofline "
+                            "measure ... --calibration-out: its efficiencies override the "
+                            "chip file's in the expected time (implies --expect)")
+
+
+def calibration(args: argparse.Namespace) -> Any:
+    path = getattr(args, "calibrated", None)
+    if not path:
+        return None
+    from ..measure.calibration import load_calibration
+
+    return load_calibration(path)
+
+
+def op_expected(cost: Any, chip: Chip, args: argparse.Namespace, extra: dict[str, Any]
+                ) -> tuple[dict[str, Any], str]:
+    """The op's `expected` JSON object and its text (algbw / busbw scaled alike)."""
+    from ..expect import expected
+    from ..render.estimate import expected_text
+
+    e = expected(cost, chip, calibration(args), kernel=getattr(args, "kernel", None))
+    rates = {k: v for k, v in extra.items() if k in ("algbw_Bps", "busbw_Bps") and v}
+    data = e.to_dict()
+    data.update({k: v / float(e.slowdown) for k, v in rates.items()})
+    return data, expected_text(e, rates)
+
+
+def step_expected(analysis: Any, chip: Chip, args: argparse.Namespace
+                  ) -> tuple[dict[str, Any], str]:
+    from ..expect import expected_step
+    from ..render.model import expected_lines
+
+    e = expected_step(analysis, chip, calibration(args))
+    return e.to_dict(), "\n".join(expected_lines(e))
