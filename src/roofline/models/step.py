@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
-from ..dtypes import dtype as lookup_dtype
 from ..derivation import Num
+from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError
 from ..hardware import Chip, System
 from ..ops.attention import kv_cache_bytes
