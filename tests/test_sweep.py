@@ -167,6 +167,6 @@ def test_sweep_op_cli_vectorizes_ops_and_collectives(capsys):
 def test_sweep_refuses_more_points_than_memory_allows():
     from roofline.sweep import MAX_POINTS
 
-    with pytest.raises(RooflineError, match="more than 4e\\+06 points"):
+    with pytest.raises(RooflineError, match="more than 2e\\+07 points to keep in memory"):
         sweep_model("llama-3-8b", ["h100"], "decode", np.arange(1, MAX_POINTS // 2), [1024, 2048,
                                                                                     4096])

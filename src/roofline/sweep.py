@@ -10,22 +10,25 @@ marked `fits = False`, never dropped.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from .errors import RooflineError
-from .hardware import Chip, load_chip
-from .models import Parallel, Precision, analyze, decode, prefill, train
-from .models.catalog import load_model
+from .hardware import load_chip
+from .model_sweep import ModelSweep, configurations
 from .ops.params import OpDecl
 from .ops.registry import op_decl, resolve_op
+from .sweep_frame import Frontier, SweepResult, pareto_front
 from .units import parse_number
 
+__all__ = ["Frontier", "ModelSweep", "SweepResult", "configurations", "pareto_front",
+           "parse_axis", "parse_list", "sweep_model", "sweep_op"]
+
 MAX_AXIS = 10_000_000  # points on one axis
-MAX_POINTS = 4_000_000  # points in one sweep: about 1.5 kB of working memory each
+MAX_POINTS = 20_000_000  # points a SweepResult keeps in memory (about 70 B each); a
+# streamed sweep (`ModelSweep`, the CLI) has no limit: it works chunk by chunk
 
 
 def parse_axis(text: str, what: str, number: Callable[[str, str], float] = parse_number,
@@ -61,8 +64,9 @@ def parse_axis(text: str, what: str, number: Callable[[str, str], float] = parse
 
 def _check_points(points: int) -> None:
     if points > MAX_POINTS:
-        raise RooflineError(f"the sweep has more than {MAX_POINTS:.0e} points (about 1.5 kB of "
-                            "memory each); narrow an axis or split the sweep")
+        raise RooflineError(f"the sweep has more than {MAX_POINTS:.0e} points to keep in memory "
+                            "(about 70 B each); stream it (roofline sweep model --csv, or "
+                            "roofline.sweep.ModelSweep) or narrow an axis")
 
 
 def parse_list(text: str, what: str = "list") -> list[str]:
@@ -70,102 +74,6 @@ def parse_list(text: str, what: str = "list") -> list[str]:
     if not values:
         raise RooflineError(f"{what}: give at least one value, got {text!r}")
     return values
-
-
-@dataclass(frozen=True)
-class SweepResult:
-    """Column arrays, one entry per point (all configurations concatenated), and where the
-    bound changes along the batch axis of each configuration."""
-
-    phase: str
-    columns: dict[str, np.ndarray[Any, Any]]
-    bound_changes: list[dict[str, Any]]
-
-    def __len__(self) -> int:
-        return len(next(iter(self.columns.values())))
-
-    def frontier(self, max_latency_s: float | None = None) -> dict[str, Any]:
-        """Best throughput per chip kind (within a latency target, fitting in memory) and
-        the fewest chips that fit."""
-        c = self.columns
-        ok = c["fits"].astype(bool)
-        if max_latency_s is not None:
-            ok &= c["t_lower_s"] <= max_latency_s
-        best = {}
-        for hw in np.unique(c["hardware"]):
-            mask = ok & (c["hardware"] == hw)
-            if mask.any():
-                best[str(hw)] = self.row(int(np.flatnonzero(mask)[np.argmax(
-                    c["tokens_per_s"][mask])]))
-        per_chip = c["tokens_per_s"] / c["chips"]
-        best_per_chip = self.row(int(np.flatnonzero(ok)[np.argmax(per_chip[ok])])) \
-            if ok.any() else None
-        # fewest chips meeting the same constraints (the latency target too), the fastest
-        # such point on a tie
-        feasible = np.flatnonzero(ok)
-        fewest = self.row(int(feasible[np.lexsort((-c["tokens_per_s"][feasible],
-                                                   c["chips"][feasible]))[0]])) \
-            if feasible.size else None
-        return {"best_tokens_per_s": best, "best_tokens_per_s_per_chip": best_per_chip,
-                "fewest_chips_that_fit": fewest, "bound_changes": self.bound_changes,
-                "constraint": "fits in memory" + (
-                    f", t_lower per step <= {max_latency_s:g} s" if max_latency_s else ""),
-                "points": len(self), "feasible_points": int(ok.sum()),
-                "pareto": [self.row(i) for i in self.pareto(max_latency_s)]}
-
-    def pareto(self, max_latency_s: float | None = None) -> list[int]:
-        """Points no other feasible point beats on both latency and throughput."""
-        c = self.columns
-        ok = c["fits"].astype(bool)
-        if max_latency_s is not None:
-            ok &= c["t_lower_s"] <= max_latency_s
-        return pareto_front(c["t_lower_s"], c["tokens_per_s"], ok)
-
-    def row(self, i: int) -> dict[str, Any]:
-        return {k: v[i].item() for k, v in self.columns.items()}
-
-
-def _bound_changes(config: dict[str, Any], batch: Any, length: Any, bound: Any
-                   ) -> list[dict[str, Any]]:
-    """For each length, the first batch whose bound differs from the smallest batch's."""
-    bound = np.asarray(bound)
-    differs = bound != bound[:1, :]
-    first = differs.argmax(axis=0)
-    return [{**config, "length": float(length[0, j]), "batch": float(batch[first[j], 0]),
-             "from": str(bound[0, j]), "to": str(bound[first[j], j])}
-            for j in np.flatnonzero(differs.any(axis=0))]
-
-
-def pareto_front(latency: Any, throughput: Any, ok: Any) -> list[int]:
-    """Indices of the points (where `ok`) that no other such point beats on both lower
-    latency and higher throughput, fastest first."""
-    latency, throughput = np.asarray(latency), np.asarray(throughput)
-    idx = np.flatnonzero(np.asarray(ok, dtype=bool))
-    if idx.size == 0:
-        return []
-    order = idx[np.lexsort((-throughput[idx], latency[idx]))]
-    best = np.maximum.accumulate(throughput[order])
-    improves = np.r_[True, best[1:] > best[:-1]]
-    return [int(i) for i in order[improves]]
-
-
-def configurations(hardware: Sequence[str], tp: Sequence[int] = (1,), pp: Sequence[int] = (1,),
-                   dp: Sequence[int] = (1,), ep: Sequence[int] = (1,),
-                   weight_dtypes: Sequence[str] = ("bf16",),
-                   kv_dtypes: Sequence[str] = ("bf16",),
-                   precision: Callable[[Chip, str, str], Precision] | None = None,
-                   microbatches: int = 1) -> Iterator[tuple[Chip, Parallel, Precision,
-                                                            dict[str, Any]]]:
-    """Every combination of the categorical axes: the chip, its parallelism and dtypes, and
-    the configuration's columns. `precision(chip, weights, kv)` builds the dtypes (default:
-    bf16 activations)."""
-    make = precision or (lambda chip, w, kv: Precision(weights=w, activations="bf16",
-                                                       kv_cache=kv))
-    for chip, t, p, d, e, w, kv in itertools.product([load_chip(h) for h in hardware], tp, pp,
-                                                     dp, ep, weight_dtypes, kv_dtypes):
-        par = Parallel(tp=t, pp=p, dp=d, ep=e, microbatches=microbatches)
-        yield chip, par, make(chip, w, kv), {"hardware": chip.id, "tp": t, "pp": p, "dp": d,
-                                             "ep": e, "weight_dtype": w, "kv_dtype": kv}
 
 
 def sweep_model(model: str, hardware: Sequence[str], phase: str, batch: Any, length: Any,
@@ -176,51 +84,12 @@ def sweep_model(model: str, hardware: Sequence[str], phase: str, batch: Any, len
     """Analyse every combination; `length` is the context (decode), prompt length (prefill)
     or sequence length (train). `batch` is the total over data-parallel replicas, as in
     `analyze` (a configuration skips the batches its dp does not divide); with
-    `batch_per_replica` it is per replica (the total is batch x dp)."""
-    spec = load_model(model)
-    configs = len(hardware) * len(tp) * len(pp) * len(dp) * len(ep) * len(weight_dtypes) * len(
-        kv_dtypes)
-    _check_points(configs * np.size(batch) * np.size(length))
-    n = np.asarray(length, dtype=float)[None, :]
-    steps = {"decode": lambda b: decode(b, n, k), "prefill": lambda b: prefill(b, n),
-             "train": lambda b: train(b, n)}
-    if phase not in steps:
-        raise RooflineError(f"unknown phase {phase!r} (allowed: {', '.join(steps)})")
-    parts: dict[str, list[np.ndarray[Any, Any]]] = {}
-    changes: list[dict[str, Any]] = []
-    given = np.asarray(batch, dtype=float)
-    for chip, par, prec, config in configurations(
-            hardware, tp, pp, dp, ep, weight_dtypes, kv_dtypes,
-            lambda chip, w, kv: Precision(weights=w, activations=dtype, kv_cache=kv),
-            microbatches):
-        d = par.dp
-        total = given * d if batch_per_replica else given[np.mod(given, d) == 0]
-        if total.size == 0:
-            raise RooflineError(f"--batch: no value is divisible by dp {d} (the batch is the "
-                                "total over replicas; --batch-per-replica gives it per "
-                                "replica)")
-        b = total[:, None]
-        bb, nn = np.broadcast_arrays(b, n)
-        a = analyze(spec, chip, steps[phase](b), par, prec)
-        changes += _bound_changes(config, bb, nn, np.broadcast_to(a.bound, bb.shape))
-        size = bb.size
-        column = {
-            "hardware": np.full(size, chip.id), "tp": np.full(size, par.tp),
-            "pp": np.full(size, par.pp), "dp": np.full(size, d), "ep": np.full(size, par.ep),
-            "chips": np.full(size, par.chips),
-            "weight_dtype": np.full(size, prec.weights), "kv_dtype": np.full(size, prec.kv),
-            "batch": bb.ravel(), "length": nn.ravel(),
-            "t_lower_s": np.broadcast_to(a.t_lower_s, bb.shape).ravel(),
-            "t_upper_s": np.broadcast_to(a.t_upper_s, bb.shape).ravel(),
-            "tokens_per_s": np.broadcast_to(a.tokens_per_s, bb.shape).ravel(),
-            "bound": np.broadcast_to(a.bound, bb.shape).ravel(),
-            "mfu": np.broadcast_to(a.mfu, bb.shape).ravel(),
-            "memory_bytes": np.broadcast_to(a.memory.total_bytes, bb.shape).ravel(),
-            "fits": np.broadcast_to(a.memory.fits, bb.shape).ravel(),
-        }
-        for key, value in column.items():
-            parts.setdefault(key, []).append(np.asarray(value))
-    return SweepResult(phase, {k: np.concatenate(v) for k, v in parts.items()}, changes)
+    `batch_per_replica` it is per replica (the total is batch x dp). Every point is kept in
+    memory (about 70 B each); `ModelSweep` streams a sweep of any size chunk by chunk."""
+    sweep = ModelSweep(model, hardware, phase, batch, length, tp, pp, dp, ep, weight_dtypes,
+                       kv_dtypes, dtype, k, microbatches, batch_per_replica)
+    _check_points(sweep.points)
+    return sweep.collect()
 
 
 def sweep_op(op: str | OpDecl, hardware: Sequence[str], numeric: dict[str, np.ndarray[Any, Any]],

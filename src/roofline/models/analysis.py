@@ -21,19 +21,17 @@ import numpy as np
 from ..cost import Cost
 from ..derivation import Num, unwrap
 from ..errors import RooflineError
-from ..evaluate import Estimate, evaluate, max_sum_argmax
-from ..hardware import Chip, System, load_chip
-from ..ops.attention import flash_tiling
+from ..hardware import Chip, System
 from ..serialize import jsonable
 from ..solve import decode_critical_batch
 from ..units import format_si, format_time
-from .catalog import load_model
-from .graph import OpCost, build
+from .graph import OpCost
 from .memory import MemoryFootprint, footprint
 from .params import param_counts
-from .schedule import NOT_HIDDEN, Row, Schedule, check_schedule, step_times
+from .schedule import NOT_HIDDEN, Schedule, check_schedule
 from .spec import ModelSpec
-from .step import MemoryBudget, Parallel, Phase, Precision, context_warning, model_precision
+from .step import MemoryBudget, Parallel, Phase, Precision, context_warning
+from .summary import dominant_index, load_step, step_core
 
 # What each time of a step is: every output names them so.
 STEP_TIMES = {
@@ -189,16 +187,8 @@ class ModelAnalysis:
 
 def _dominant(times: dict[str, Any]) -> Any:
     """Per point, the resource with the most time."""
-    _, _, index = max_sum_argmax(list(times.values()))
-    return unwrap(np.asarray(list(times))[index])
-
-
-def _add_by_bound(acc: dict[str, Any], est: Estimate, time: Any) -> None:
-    """Credit `time` to the resource that bounds the op, point by point."""
-    index = np.asarray(est.bound_index)
-    for i, resource in enumerate(est.time_s):
-        if np.any(index == i):
-            acc[resource] = acc.get(resource, 0.0) + np.where(index == i, time, 0.0)
+    names, index = dominant_index(times)
+    return unwrap(np.asarray(names)[index])
 
 
 def analyze(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
@@ -213,54 +203,24 @@ def analyze(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
     >>> round(a.tpot_s * 1e3, 1), a.bound
     (41.5, 'hbm')
     """
-    spec, chip, par, prec, rows = _step(model, hw, phase, parallel, precision, impl,
-                                        sram_bytes, block_q)
+    spec, chip, par, prec, rows = load_step(model, hw, phase, parallel, precision, impl,
+                                            sram_bytes, block_q)
     return _summarise(spec, chip, phase, par, prec, rows, budget or MemoryBudget(),
                       check_schedule(schedule or Schedule(), par))
 
 
-def _step(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
-          parallel: Parallel | None, precision: Precision | None, impl: str,
-          sram_bytes: float | None, block_q: int | None
-          ) -> tuple[ModelSpec, Chip, Parallel, Precision, list[OpCost]]:
-    spec = load_model(model)
-    chip = load_chip(hw)  # a System keeps its own domain size for placement below
-    par = parallel or Parallel()
-    prec = precision or model_precision(spec)  # the checkpoint's own weight dtype
-    if impl == "flash":  # the tiling given, else the chip's (ops.attention.flash_tiling)
-        tiling = flash_tiling(chip, sram_bytes, block_q)
-        sram_bytes, block_q = tiling["sram_bytes"], tiling["block_q"]
-    rows = build(spec, phase, par, prec, hw if isinstance(hw, System) else chip, impl,
-                 sram_bytes, block_q)
-    return spec, chip, par, prec, rows
-
-
 def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: Precision,
                rows: list[OpCost], budget: MemoryBudget, schedule: Schedule) -> ModelAnalysis:
-    # A pipeline of m micro-batches over pp stages takes m micro-batch slots of the slowest
-    # stage plus the schedule's bubble; every micro-batch re-reads the stage's weights.
-    # Per-step ops (gradient sync, optimizer) run once, outside the pipeline. What overlaps
-    # with what is the schedule's (models/schedule.py).
-    m = par.microbatches
-    slots = m + schedule.bubble_slots(par.pp)
-    ests = [evaluate(r.cost, chip) for r in rows]
-    total = sum((r.cost * (r.count * (1 if r.per_step else m)) for r in rows), Cost())
-    floor = evaluate(total, chip, serial_comm=False)  # everything overlapped: the floor
-    times = step_times([Row(r.stream, r.count, r.per_step, e) for r, e in zip(rows, ests,
-                                                                              strict=True)],
-                       schedule, m, par.pp, spec.layers / par.pp, par.cp, floor.t_lower_s)
+    core = step_core(spec, chip, par, rows, schedule)  # the times (models/summary.py)
+    m, slots, ests, total, floor, times = (core.m, core.slots, core.ests, core.total,
+                                           core.floor, core.times)
     t_lower: Any = times.t_lower_s
     ops = []
-    op_times: list[dict[str, Any]] = []  # per op: its time credited to its bounding resource
-    by_resource: dict[str, Any] = {}
     with np.errstate(divide="ignore", invalid="ignore"):
         for r, e, lower in zip(rows, ests, times.critical_s, strict=True):
             n = r.count * (1 if r.per_step else m)  # occurrences per step
             hbm = np.asarray(e.bytes.get("hbm", 0.0))
             links = sum((np.asarray(v) for v in e.link_bytes.values()), np.asarray(0.0))
-            per_op: dict[str, Any] = {}
-            _add_by_bound(per_op, e, lower)
-            op_times.append(per_op)
             scale = r.count * (1 if r.per_step else slots)  # occurrences and idle slots
             ops.append(StepOp(
                 r.group, r.name, n, unwrap(n * np.asarray(e.flops)), unwrap(n * hbm),
@@ -268,17 +228,11 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
                 unwrap(lower), unwrap(scale * np.asarray(e.t_upper_s)),
                 e.bound, unwrap(lower / t_lower),
                 {k: unwrap(scale * np.asarray(v)) for k, v in e.time_s.items()}, r.cost))
-            for resource, t in per_op.items():
-                by_resource[resource] = by_resource.get(resource, 0.0) + t
-        if np.any(np.asarray(times.not_hidden_s) > 0):  # a link busier than the critical path
-            link = times.not_hidden_link
+        if len(core.op_times) > len(rows):  # a link busier than the critical path
             ops.append(StepOp("model", NOT_HIDDEN, 1, 0.0, 0.0, 0.0, np.inf,
-                              unwrap(times.not_hidden_s), 0.0, link,
+                              unwrap(times.not_hidden_s), 0.0, times.not_hidden_link,
                               unwrap(np.asarray(times.not_hidden_s) / t_lower)))
-            op_times.append({link: np.asarray(times.not_hidden_s)})
-            by_resource[link] = by_resource.get(link, 0.0) + np.asarray(times.not_hidden_s)
-    model_flops = sum((r.model_share if r.model_share is not None else r.count)
-                      * (1 if r.per_step else m) * np.asarray(r.model_flops) for r in rows)
+    op_times, by_resource, model_flops = core.op_times, core.by_resource, core.model_flops
     flops = np.asarray(total.total_flops)
     peak = chip.peak_flops(prec.activations)
     counts = param_counts(spec)
@@ -295,7 +249,7 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
         bytes={k: unwrap(v) for k, v in total.bytes.items()},
         link_bytes={k: unwrap(v) for k, v in total.link_bytes.items()},
         t_lower_s=unwrap(t_lower),
-        t_upper_s=unwrap(sum(np.asarray(op.t_upper_s) for op in ops)),
+        t_upper_s=unwrap(core.t_upper_s),
         t_floor_s=unwrap(floor.t_lower_s),
         bound=_dominant(by_resource),
         mfu=unwrap(model_flops / (t_lower * peak)),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,13 @@ def shown(value: Any) -> str:
 def size(symbol: str, value: Any, what: str | None = None) -> Sym:
     """A positive size as a derivation symbol; arrays are checked element by element."""
     label = what or symbol
+    if type(value) is float or type(value) is int:  # the common scalar: no numpy round trip
+        try:
+            v = float(value)
+        except OverflowError:
+            v = math.nan  # the array path below says what was wrong
+        if 0 < v < math.inf:
+            return Sym(symbol, v)
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
@@ -35,6 +43,8 @@ def size(symbol: str, value: Any, what: str | None = None) -> Sym:
 def whole(symbol: str, value: Any, what: str | None = None) -> Sym:
     """A positive whole number (a count of tokens, experts, ...) as a derivation symbol."""
     count = size(symbol, value, what)
+    if type(count.value) is float and count.value.is_integer():
+        return count
     arr = np.asarray(count.value)
     if not np.all(arr == np.round(arr)):
         raise RooflineError(f"{what or symbol}: must be a whole number, got {shown(arr)}")

@@ -1,0 +1,203 @@
+"""A model sweep evaluated chunk by chunk: any number of points in bounded memory.
+
+Each configuration (chip, TP/PP/DP/EP, dtypes) is a batch x length grid; the grid is cut
+into chunks of at most CHUNK_POINTS points along the batch rows (one row is cut along the
+length when it alone is larger), each chunk one vectorized `step_summary` (the step's times
+without the per-op tables). Chunks come out in point order, so the same points in one piece
+or in many give the same columns, frontier and bound changes.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .errors import RooflineError
+from .hardware import Chip, load_chip
+from .models import Parallel, Precision, decode, prefill, train
+from .models.catalog import load_model
+from .models.summary import StepSummary, step_summary
+from .sweep_frame import Array, Columns, SweepResult
+
+CHUNK_POINTS = 1 << 18  # points per vectorized call: ~150 MB of working memory, while the
+# per-call overhead (~5 ms) stays a few percent of the chunk's work
+CONFIG_COLUMNS = ("hardware", "tp", "pp", "dp", "ep", "chips", "weight_dtype", "kv_dtype")
+POINT_COLUMNS = ("batch", "length", "t_lower_s", "t_upper_s", "tokens_per_s", "mfu",
+                 "memory_bytes", "fits")
+ORDER = [*CONFIG_COLUMNS, "batch", "length", "t_lower_s", "t_upper_s", "tokens_per_s",
+         "bound", "mfu", "memory_bytes", "fits"]
+
+
+def configurations(hardware: Sequence[str], tp: Sequence[int] = (1,), pp: Sequence[int] = (1,),
+                   dp: Sequence[int] = (1,), ep: Sequence[int] = (1,),
+                   weight_dtypes: Sequence[str] = ("bf16",),
+                   kv_dtypes: Sequence[str] = ("bf16",),
+                   precision: Callable[[Chip, str, str], Precision] | None = None,
+                   microbatches: int = 1) -> Iterator[tuple[Chip, Parallel, Precision,
+                                                            dict[str, Any]]]:
+    """Every combination of the categorical axes: the chip, its parallelism and dtypes, and
+    the configuration's columns. `precision(chip, weights, kv)` builds the dtypes (default:
+    bf16 activations)."""
+    make = precision or (lambda chip, w, kv: Precision(weights=w, activations="bf16",
+                                                       kv_cache=kv))
+    for chip, t, p, d, e, w, kv in itertools.product([load_chip(h) for h in hardware], tp, pp,
+                                                     dp, ep, weight_dtypes, kv_dtypes):
+        par = Parallel(tp=t, pp=p, dp=d, ep=e, microbatches=microbatches)
+        yield chip, par, make(chip, w, kv), {"hardware": chip.id, "tp": t, "pp": p, "dp": d,
+                                             "ep": e, "weight_dtype": w, "kv_dtype": kv}
+
+
+@dataclass(frozen=True)
+class _Config:
+    chip: Chip
+    par: Parallel
+    prec: Precision
+    columns: dict[str, Any]  # the configuration's own columns
+    batch: Array  # the total batches this configuration runs
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One chunk's points: rows batch[i0:i1] x length[j0:j1] of configuration `config`."""
+
+    config: int
+    batch: Array  # (rows, 1)
+    length: Array  # (1, cols)
+    summary: StepSummary
+    bound: Array  # codes into ModelSweep.bound_names, broadcastable to the grid
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.batch.shape[0], self.length.shape[1]
+
+    @property
+    def size(self) -> int:
+        return self.shape[0] * self.shape[1]
+
+    def values(self) -> dict[str, Any]:
+        s = self.summary
+        return {"batch": self.batch, "length": self.length, "t_lower_s": s.t_lower_s,
+                "t_upper_s": s.t_upper_s, "tokens_per_s": s.tokens_per_s, "mfu": s.mfu,
+                "memory_bytes": s.memory_bytes, "fits": s.fits}
+
+
+class ModelSweep:
+    """`sweep_model`'s points, computed on iteration as SweepResult chunks in point order
+    (`bound_changes` is complete once iterated); `collect()` keeps them all."""
+
+    def __init__(self, model: str, hardware: Sequence[str], phase: str, batch: Any,
+                 length: Any, tp: Sequence[int] = (1,), pp: Sequence[int] = (1,),
+                 dp: Sequence[int] = (1,), ep: Sequence[int] = (1,),
+                 weight_dtypes: Sequence[str] = ("bf16",),
+                 kv_dtypes: Sequence[str] = ("bf16",), dtype: str = "bf16", k: int = 1,
+                 microbatches: int = 1, batch_per_replica: bool = False,
+                 chunk_points: int = CHUNK_POINTS) -> None:
+        self.spec = load_model(model)
+        self.length = np.asarray(length, dtype=float).ravel()
+        if phase not in ("decode", "prefill", "train"):
+            raise RooflineError(f"unknown phase {phase!r} (allowed: decode, prefill, train)")
+        self.phase, self.k, self.chunk_points = phase, k, max(1, int(chunk_points))
+        given = np.asarray(batch, dtype=float).ravel()
+        self.configs: list[_Config] = []
+        for chip, par, prec, config in configurations(
+                hardware, tp, pp, dp, ep, weight_dtypes, kv_dtypes,
+                lambda chip, w, kv: Precision(weights=w, activations=dtype, kv_cache=kv),
+                microbatches):
+            d = par.dp
+            total = given * d if batch_per_replica else given[np.mod(given, d) == 0]
+            if total.size == 0:
+                raise RooflineError(f"--batch: no value is divisible by dp {d} (the batch is "
+                                    "the total over replicas; --batch-per-replica gives it "
+                                    "per replica)")
+            self.configs.append(_Config(chip, par, prec, {**config, "chips": par.chips}, total))
+        self.points = sum(c.batch.size for c in self.configs) * self.length.size
+        # the configuration columns as lookup tables, indexed by the configuration's code
+        self.tables = {key: np.array([c.columns[key] for c in self.configs])
+                       for key in CONFIG_COLUMNS}
+        self.bound_names: list[str] = []  # grows as chunks meet new bounds
+        self.bound_changes: list[dict[str, Any]] = []
+
+    def _phase(self, b: Array, n: Array) -> Any:
+        if self.phase == "decode":
+            return decode(b, n, self.k)
+        return prefill(b, n) if self.phase == "prefill" else train(b, n)
+
+    def _codes(self, names: tuple[str, ...]) -> Array:
+        for name in names:
+            if name not in self.bound_names:
+                self.bound_names.append(name)
+        return np.array([self.bound_names.index(n) for n in names], dtype=np.uint8)
+
+    def pieces(self) -> Iterator[Piece]:
+        """Every chunk, in point order; records the bound changes as it goes."""
+        self.bound_changes = []
+        n_len = self.length.size
+        for ci, cfg in enumerate(self.configs):
+            rows = max(1, self.chunk_points // n_len)
+            cols = n_len if rows > 1 or n_len <= self.chunk_points else self.chunk_points
+            first = np.zeros(n_len, dtype=np.uint8)  # the smallest batch's bound per length
+            change = np.full(n_len, -1)  # the row where the bound first differs
+            to = np.zeros(n_len, dtype=np.uint8)
+            for i0 in range(0, cfg.batch.size, rows):
+                b = cfg.batch[i0:i0 + rows, None]
+                for j0 in range(0, n_len, cols):
+                    n = self.length[None, j0:j0 + cols]
+                    s = step_summary(self.spec, cfg.chip, self._phase(b, n), cfg.par, cfg.prec)
+                    bound = self._codes(s.bound_names)[s.bound_index]
+                    grid = np.broadcast_to(bound, (b.shape[0], n.shape[1]))
+                    if i0 == 0:
+                        first[j0:j0 + cols] = grid[0]
+                    open_ = change[j0:j0 + cols] < 0
+                    differs = (grid != first[j0:j0 + cols]) & open_
+                    hit = differs.any(axis=0)
+                    if hit.any():
+                        at = differs.argmax(axis=0)
+                        cols_hit = np.flatnonzero(hit)
+                        change[j0 + cols_hit] = i0 + at[cols_hit]
+                        to[j0 + cols_hit] = grid[at[cols_hit], cols_hit]
+                    yield Piece(ci, b, n, s, bound)
+            self.bound_changes += [
+                {**{k: v for k, v in cfg.columns.items() if k != "chips"},
+                 "length": float(self.length[j]), "batch": float(cfg.batch[change[j]]),
+                 "from": self.bound_names[first[j]], "to": self.bound_names[to[j]]}
+                for j in np.flatnonzero(change >= 0)]
+
+    def _columns(self, config: Array, bound: Array, data: dict[str, Array]) -> Columns:
+        codes = {"config": config, "bound": bound}
+        decoded = {key: ("config", table) for key, table in self.tables.items()}
+        decoded["bound"] = ("bound", np.array(self.bound_names or [""]))
+        return Columns(ORDER, data, codes, decoded)
+
+    def __iter__(self) -> Iterator[SweepResult]:
+        for piece in self.pieces():
+            shape = piece.shape
+            data = {k: np.broadcast_to(v, shape).ravel() for k, v in piece.values().items()}
+            data["fits"] = data["fits"].astype(bool)
+            config = np.full(piece.size, piece.config, dtype=_code_dtype(len(self.configs)))
+            bound = np.broadcast_to(piece.bound, shape).ravel()
+            yield SweepResult(self.phase, self._columns(config, bound, data))
+
+    def collect(self) -> SweepResult:
+        """Every point in one SweepResult, each chunk written in place (no concatenation)."""
+        size = self.points
+        data = {k: np.empty(size, dtype=bool if k == "fits" else float) for k in POINT_COLUMNS}
+        config = np.empty(size, dtype=_code_dtype(len(self.configs)))
+        bound = np.empty(size, dtype=np.uint8)
+        at = 0
+        for piece in self.pieces():
+            shape, end = piece.shape, at + piece.size
+            for key, value in piece.values().items():
+                data[key][at:end].reshape(shape)[...] = value
+            config[at:end] = piece.config
+            bound[at:end].reshape(shape)[...] = piece.bound
+            at = end
+        return SweepResult(self.phase, self._columns(config, bound, data),
+                           self.bound_changes)
+
+
+def _code_dtype(n: int) -> type[np.unsignedinteger[Any]]:
+    return np.uint8 if n <= 256 else np.uint16 if n <= 65536 else np.uint32

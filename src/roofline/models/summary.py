@@ -1,0 +1,140 @@
+"""The step's times and bound without the per-op tables: what a sweep reads per point.
+
+`step_core` is the one computation of a step's times from its op rows (models/analysis.py
+builds its full ModelAnalysis on it); `step_summary` stops there, so a million-point sweep
+skips the per-op arrays (flops, bytes, shares, per-resource times, layer tables) that it
+never reads. Same numbers as `analyze` to the last bit: the same code computes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..cost import Cost
+from ..derivation import Num
+from ..evaluate import Estimate, evaluate, max_sum_argmax
+from ..hardware import Chip, System, load_chip
+from ..ops.attention import flash_tiling
+from .catalog import load_model
+from .graph import OpCost, build
+from .memory import footprint
+from .schedule import Row, Schedule, StepTimes, check_schedule, step_times
+from .spec import ModelSpec
+from .step import MemoryBudget, Parallel, Phase, Precision, model_precision
+
+
+def load_step(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
+              parallel: Parallel | None, precision: Precision | None, impl: str,
+              sram_bytes: float | None, block_q: int | None
+              ) -> tuple[ModelSpec, Chip, Parallel, Precision, list[OpCost]]:
+    """The model, chip, parallelism and precision resolved, and the step's op rows."""
+    spec = load_model(model)
+    chip = load_chip(hw)  # a System keeps its own domain size for placement below
+    par = parallel or Parallel()
+    prec = precision or model_precision(spec)  # the checkpoint's own weight dtype
+    if impl == "flash":  # the tiling given, else the chip's (ops.attention.flash_tiling)
+        tiling = flash_tiling(chip, sram_bytes, block_q)
+        sram_bytes, block_q = tiling["sram_bytes"], tiling["block_q"]
+    rows = build(spec, phase, par, prec, hw if isinstance(hw, System) else chip, impl,
+                 sram_bytes, block_q)
+    return spec, chip, par, prec, rows
+
+
+def add_by_bound(acc: dict[str, Any], est: Estimate, time: Any) -> None:
+    """Credit `time` to the resource that bounds the op, point by point."""
+    index = np.asarray(est.bound_index)
+    for i, resource in enumerate(est.time_s):
+        if np.any(index == i):
+            acc[resource] = acc.get(resource, 0.0) + np.where(index == i, time, 0.0)
+
+
+@dataclass(frozen=True)
+class StepCore:
+    m: int  # micro-batches
+    slots: float  # micro-batch slots of the slowest stage, the bubble's included
+    ests: list[Estimate]  # per op row, one occurrence
+    total: Cost  # the step's Cost (all occurrences)
+    floor: Estimate  # the total with every resource overlapped
+    times: StepTimes
+    t_upper_s: Any  # nothing overlapped
+    op_times: list[dict[str, Any]]  # per op (the not-hidden row last, if any): time by bound
+    by_resource: dict[str, Any]  # the step's time credited to each bounding resource
+    model_flops: Any  # useful FLOPs per chip per step
+
+
+def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
+              schedule: Schedule) -> StepCore:
+    # A pipeline of m micro-batches over pp stages takes m micro-batch slots of the slowest
+    # stage plus the schedule's bubble; every micro-batch re-reads the stage's weights.
+    # Per-step ops (gradient sync, optimizer) run once, outside the pipeline. What overlaps
+    # with what is the schedule's (models/schedule.py).
+    m = par.microbatches
+    slots = m + schedule.bubble_slots(par.pp)
+    ests = [evaluate(r.cost, chip) for r in rows]
+    total = sum((r.cost * (r.count * (1 if r.per_step else m)) for r in rows), Cost())
+    floor = evaluate(total, chip, serial_comm=False)  # everything overlapped: the floor
+    times = step_times([Row(r.stream, r.count, r.per_step, e) for r, e in zip(rows, ests,
+                                                                              strict=True)],
+                       schedule, m, par.pp, spec.layers / par.pp, par.cp, floor.t_lower_s)
+    op_times: list[dict[str, Any]] = []
+    by_resource: dict[str, Any] = {}
+    t_upper: Any = 0
+    for r, e, lower in zip(rows, ests, times.critical_s, strict=True):
+        per_op: dict[str, Any] = {}
+        add_by_bound(per_op, e, lower)
+        op_times.append(per_op)
+        for resource, t in per_op.items():
+            by_resource[resource] = by_resource.get(resource, 0.0) + t
+        scale = r.count * (1 if r.per_step else slots)  # occurrences and idle slots
+        t_upper = t_upper + np.asarray(scale * np.asarray(e.t_upper_s))
+    if np.any(np.asarray(times.not_hidden_s) > 0):  # a link busier than the critical path
+        link = times.not_hidden_link
+        op_times.append({link: np.asarray(times.not_hidden_s)})
+        by_resource[link] = by_resource.get(link, 0.0) + np.asarray(times.not_hidden_s)
+    model_flops = sum((r.model_share if r.model_share is not None else r.count)
+                      * (1 if r.per_step else m) * np.asarray(r.model_flops) for r in rows)
+    return StepCore(m, slots, ests, total, floor, times, t_upper, op_times, by_resource,
+                    model_flops)
+
+
+def dominant_index(times: dict[str, Any]) -> tuple[tuple[str, ...], Any]:
+    """Per point, the index of the resource with the most time, and the resources."""
+    _, _, index = max_sum_argmax(list(times.values()))
+    return tuple(times), index
+
+
+@dataclass(frozen=True)
+class StepSummary:
+    """What a sweep keeps per point: `analyze`'s numbers of the same names."""
+
+    t_lower_s: Num
+    t_upper_s: Num
+    tokens_per_s: Num
+    mfu: Num
+    bound_names: tuple[str, ...]  # the bound of each point is bound_names[bound_index]
+    bound_index: Any
+    memory_bytes: Num
+    fits: Any
+
+
+def step_summary(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
+                 parallel: Parallel | None = None, precision: Precision | None = None,
+                 impl: str = "flash", budget: MemoryBudget | None = None,
+                 schedule: Schedule | None = None) -> StepSummary:
+    """`analyze` without its per-op and per-layer tables."""
+    spec, chip, par, prec, rows = load_step(model, hw, phase, parallel, precision, impl,
+                                            None, None)
+    sched = check_schedule(schedule or Schedule(), par)
+    core = step_core(spec, chip, par, rows, sched)
+    t_lower: Any = core.times.t_lower_s
+    device = chip.memory[0].capacity_bytes or 0.0
+    memory = footprint(spec, phase, par, prec, (budget or MemoryBudget()).usable(device),
+                       sched.in_flight(par.pp, core.m))
+    names, index = dominant_index(core.by_resource)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mfu = core.model_flops / (t_lower * chip.peak_flops(prec.activations))
+    return StepSummary(t_lower, core.t_upper_s, phase.batch * phase.q_len / t_lower, mfu,
+                       names, index, memory.total_bytes, memory.fits)
