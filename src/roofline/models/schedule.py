@@ -28,6 +28,7 @@ The lower bound is max(critical path + exposed communication, busiest link, floo
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -145,7 +146,9 @@ def _split(est: Estimate) -> tuple[Num, Num, dict[str, Num]]:
         first = next(iter(per_link))
         per_link[first] = per_link[first] + latency
     comm = sum(per_link.values(), np.asarray(0.0))
-    return (np.maximum.reduce(local) if local else np.asarray(0.0)), comm, per_link
+    # pairwise: np.maximum.reduce would stack the times, which fails when their shapes differ
+    # (a (batch, 1) time beside a (batch, length) one) instead of broadcasting them
+    return (functools.reduce(np.maximum, local) if local else np.asarray(0.0)), comm, per_link
 
 
 def step_times(rows: Sequence[Row], schedule: Schedule, microbatches: int, pp: int,

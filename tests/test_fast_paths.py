@@ -1,0 +1,151 @@
+"""The fast paths give the full analysis's numbers: cached catalogs and parameter counts, the
+summary-only step a sweep runs, chunked sweeps, and a derivation text that did not move.
+
+Seeded random configurations (models, phases, tp/pp/dp/ep, dtypes, batch/length arrays),
+compared to 1e-9 relative (in fact bit for bit: the same code computes both).
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import roofline as rl
+from roofline.models import Parallel, Precision, analyze, decode, prefill, train
+from roofline.models.catalog import load_model
+from roofline.models.memory import local_param_split
+from roofline.models.params import param_counts
+from roofline.models.summary import step_summary
+from roofline.sweep import Frontier, ModelSweep, sweep_model
+
+MODELS = ["llama-3-8b", "llama-3-70b", "mixtral-8x7b", "deepseek-v3", "gemma-3-27b",
+          "qwen3-next-80b-a3b"]
+CHIPS = ["h100", "a100", "mi300x", "b200"]
+
+
+def random_case(rng: np.random.Generator):
+    model = str(rng.choice(MODELS))
+    spec = load_model(model)
+    kind = str(rng.choice(["decode", "prefill", "train"]))
+    tp = int(rng.choice([t for t in (1, 2, 4, 8) if spec.heads % t == 0]))
+    dp = int(rng.choice([1, 2]))
+    moe = spec.moe is not None
+    ep = int(rng.choice([e for e in (1, 2, 4) if moe and spec.moe.experts % e == 0
+                         and e <= dp * tp] or [1]))
+    pp = int(rng.choice([1, 2]))
+    batch = dp * rng.integers(1, 64, size=(int(rng.integers(1, 5)), 1)).astype(float)
+    length = rng.integers(1, 32, size=(1, int(rng.integers(1, 5)))).astype(float) * 256
+    phase = {"decode": decode(batch, length), "prefill": prefill(batch, length),
+             "train": train(batch, length)}[kind]
+    weights = str(rng.choice(["bf16", "fp8", "int4"])) if kind != "train" else "bf16"
+    kv = str(rng.choice(["bf16", "fp8"]))
+    return (model, str(rng.choice(CHIPS)), phase, Parallel(tp=tp, pp=pp, dp=dp, ep=ep),
+            Precision(weights=weights, activations="bf16", kv_cache=kv))
+
+
+def close(a, b) -> bool:
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return bool(np.all((a == b) | (np.abs(a - b) <= 1e-9 * np.abs(b))))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_summary_path_equals_the_full_analysis(seed):
+    rng = np.random.default_rng(seed)
+    args = random_case(rng)
+    full = analyze(*args)
+    fast = step_summary(*args)
+    for name in ("t_lower_s", "t_upper_s", "tokens_per_s", "mfu"):
+        assert close(getattr(fast, name), getattr(full, name)), name
+    assert close(fast.memory_bytes, full.memory.total_bytes)
+    assert np.array_equal(fast.fits, full.memory.fits)
+    assert np.array_equal(np.asarray(fast.bound_names)[fast.bound_index], full.bound)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_scalar_analyses_equal_the_vectorized_one_point_by_point(seed):
+    rng = np.random.default_rng(100 + seed)
+    model, chip, phase, par, prec = random_case(rng)
+    grid = analyze(model, chip, phase, par, prec)
+    bb, nn = np.broadcast_arrays(phase.batch, phase.kv_len)
+    i, j = int(rng.integers(bb.shape[0])), int(rng.integers(bb.shape[1]))
+    one = type(phase)(phase.kind, float(bb[i, j]), phase.q_len if np.ndim(phase.q_len) == 0
+                      else float(np.broadcast_to(phase.q_len, bb.shape)[i, j]),
+                      float(nn[i, j]), phase.recompute)
+    scalar = analyze(model, chip, one, par, prec)
+    assert close(scalar.t_lower_s, np.broadcast_to(grid.t_lower_s, bb.shape)[i, j])
+    assert scalar.bound == np.broadcast_to(grid.bound, bb.shape)[i, j]
+
+
+def test_cached_counts_equal_a_fresh_computation():
+    spec = load_model("deepseek-v3")
+    cached = param_counts(spec)
+    assert param_counts.__wrapped__(spec) == cached  # type: ignore[attr-defined]
+    par = Parallel(tp=8, ep=8, dp=8)
+    assert local_param_split.__wrapped__(spec, par) == local_param_split(spec, par)
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 7, 50])
+def test_a_chunked_sweep_equals_the_one_shot_sweep(chunk):
+    args = ("mixtral-8x7b", ["h100", "mi300x"], "decode", [2, 16, 64, 256, 1024],
+            [512, 4096, 32768])
+    kw = dict(tp=[2, 4], dp=[1, 2], ep=[1, 2], kv_dtypes=["bf16", "fp8"])
+    whole = sweep_model(*args, **kw)
+    sweep = ModelSweep(*args, chunk_points=chunk, **kw)
+    reduce = Frontier(0.05)
+    parts = []
+    for part in sweep:
+        reduce.add(part)
+        parts.append(part)
+    assert len(parts) > 1 or chunk == 50
+    for key in whole.columns:
+        assert np.array_equal(np.concatenate([p.columns[key] for p in parts]),
+                              whole.columns[key]), key
+    assert sweep.bound_changes == whole.bound_changes
+    assert reduce.result(sweep.bound_changes) == whole.frontier(0.05)
+
+
+def test_sweep_points_equal_analyses_at_random():
+    rng = np.random.default_rng(7)
+    r = sweep_model("llama-3-70b", ["h100", "b200"], "prefill", [1, 8, 64], [1024, 8192],
+                    tp=[4, 8], weight_dtypes=["bf16", "fp8"])
+    for i in rng.choice(len(r), 6, replace=False):
+        row = r.row(int(i))
+        a = analyze("llama-3-70b", row["hardware"], prefill(row["batch"], row["length"]),
+                    Parallel(tp=row["tp"]), Precision(weights=row["weight_dtype"]))
+        assert close(row["t_lower_s"], a.t_lower_s) and row["bound"] == a.bound
+        assert close(row["memory_bytes"], a.memory.total_bytes)
+
+
+def _streamed_peak(batches: int, chunk: int) -> tuple[int, int]:
+    sweep = ModelSweep("llama-3-8b", ["h100"], "decode", np.arange(1.0, batches + 1),
+                       np.geomspace(128, 131072, 100).round(), chunk_points=chunk)
+    tracemalloc.start()
+    reduce = Frontier()
+    for part in sweep:
+        reduce.add(part)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert reduce.points == sweep.points
+    return peak, sweep.points
+
+
+def test_sweep_memory_is_bounded_by_the_chunk_not_the_grid():
+    """Eight times the points in chunks of the same size: about the same peak (one chunk's
+    working set), where a one-shot evaluation would take eight times the memory."""
+    small, n_small = _streamed_peak(50, 5_000)
+    large, n_large = _streamed_peak(400, 5_000)
+    assert n_large == 8 * n_small
+    assert large < 1.5 * small, (small, large)
+    one_shot, _ = _streamed_peak(400, 40_000)  # the whole grid in one chunk
+    assert one_shot > 4 * small  # the measurement sees the chunk size
+
+
+def test_explain_text_is_unchanged():
+    cost = rl.matmul(128, 8192, 8192)
+    assert cost.explain() == ["FLOPs = 2·M·N·K = 2·128·8192·8192 = 1.718e+10",
+                              "HBM bytes = M·K·s_x + K·N·s_w + M·N·s_o = "
+                              "128·8192·2 + 8192·8192·2 + 128·8192·2 = 1.384e+08"]
+    layer = analyze("llama-3-8b", "h100", decode(8, 1024)).ops[0].cost
+    assert layer.explain() and all(" = " in line for line in layer.explain())
