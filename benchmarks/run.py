@@ -1,8 +1,10 @@
-"""Speed benchmarks with targets. Run: python benchmarks/run.py  (after pip install -e .)
+"""Speed benchmarks as ratios. Run: python benchmarks/run.py  (after pip install -e ".[bench]")
 
-Prints one table: the median of repeated runs for each case, its target, and pass/fail; the
-exit status is 1 when any case misses its target (or fails), so CI can gate on it.
-Targets are for the 2-core machines this project runs on; timed here, not in unit tests.
+Each case is timed against a reference measured in the same run on the same machine (CPU
+time, median of repeats) and passes when case / reference is within its target ratio; the
+exit status is 1 when any case misses (or fails), so CI can gate on it. A reference whose
+package is missing (llm-analysis) skips its case with a message. Timed here, never in the
+unit tests.
 
     python benchmarks/run.py [--only TEXT] [--target-scale X]
 
@@ -13,73 +15,138 @@ Targets are for the 2-core machines this project runs on; timed here, not in uni
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-import roofline as rl
-from roofline.models import Parallel, analyze, decode, prefill
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from floor import decode_floor
+
+from roofline.models import Parallel, analyze, decode
 from roofline.sweep import sweep_model
 
-Case = tuple[str, float, int, Callable[[], object]]  # name, target (s), repeats, work
+Work = Callable[[], object]
 
 
-def timed(fn: Callable[[], object], repeats: int) -> float:
-    fn()  # warm caches (catalog files, imports)
+@dataclass(frozen=True)
+class Case:
+    name: str
+    target: float  # the most case / reference may be
+    repeats: int
+    work: Work
+    reference: str  # what the work is compared with
+    baseline: Work | None  # None: the reference is not installed (the case is skipped)
+
+
+class Skip(Exception):
+    """A case whose reference cannot run here."""
+
+
+def cpu_time(fn: Work, repeats: int) -> float:
+    """Median CPU time of one call (this process and its children), after a warm-up call."""
+    fn()
     samples = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        before = _cpu()
         fn()
-        samples.append(time.perf_counter() - start)
+        samples.append(_cpu() - before)
     return statistics.median(samples)
 
 
-def cli(*args: str) -> Callable[[], object]:
+def _cpu() -> float:
+    child = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + child.ru_utime + child.ru_stime
+
+
+def cli(*args: str) -> Work:
     return lambda: subprocess.run([sys.executable, "-m", "roofline", *args], check=True,
                                   capture_output=True)
 
 
+def bare_numpy() -> Work:
+    return lambda: subprocess.run([sys.executable, "-c", "import numpy"], check=True,
+                                  capture_output=True)
+
+
+def llm_analysis_infer() -> Work | None:
+    """llm-analysis's scalar infer() for Llama-2-70B decode on H100, TP 4 (one new token at
+    a context of `seq_len`), or None without the package."""
+    import importlib.util
+
+    if importlib.util.find_spec("llm_analysis") is None:
+        return None
+    calls = iter(range(1, 10**9))
+
+    def run() -> object:  # imported on the first call: only when its case is selected
+        import logging
+
+        from llm_analysis.analysis import infer
+
+        logging.disable(logging.CRITICAL)  # it logs every call
+        b = next(calls) % 64 + 1  # a new configuration each call: nothing to cache
+        return infer(model_name="upstage_Llama-2-70b-instruct-v2", gpu_name="h100-sxm-80gb",
+                     dtype_name="w16a16e16", batch_size_per_gpu=b, tp_size=4, seq_len=4000,
+                     num_tokens_to_generate=1, log_level="CRITICAL")
+    return run
+
+
+def our_analyze() -> Work:
+    calls = iter(range(1, 10**9))
+    return lambda: analyze("llama-2-70b", "h100", decode(next(calls) % 64 + 1, 4000),
+                           Parallel(tp=4))
+
+
 def cases() -> list[Case]:
-    batch = np.arange(1, 1001)[:, None]
-    context = np.geomspace(128, 131072, 1000).round()[None, :]
+    batch = np.arange(1, 1001, dtype=float)
+    context = np.geomspace(128, 131072, 1000).round()
     return [
-        ("one op estimate (matmul on H100)", 1e-3, 200,
-         lambda: rl.evaluate(rl.matmul(128, 8192, 8192), "h100")),
-        ("whole model: Llama-3-70B decode, TP 4", 5e-3, 50,
-         lambda: analyze("llama-3-70b", "h100", decode(64, 8192), Parallel(tp=4))),
-        ("whole model: DeepSeek-V3 prefill, 64 chips", 5e-3, 50,
-         lambda: analyze("deepseek-v3", "h100", prefill(8, 4096), Parallel(tp=8, dp=8, ep=64))),
-        ("1,000,000-point sweep (batch x context)", 1.0, 5,
-         lambda: sweep_model("llama-3-70b", ["h100"], "decode", batch[:, 0], context[0],
-                             tp=[4])),
-        ("CLI cold start: roofline --help", 0.5, 5, cli("--help")),
-        ("CLI cold start: roofline op matmul --json", 0.5, 5,
-         cli("op", "matmul", "--m", "128", "--k", "8192", "--n", "8192", "--json")),
+        Case("whole model: Llama-2-70B decode, TP 4 (per call)", 1.0, 200, our_analyze(),
+             "llm-analysis infer()", llm_analysis_infer()),
+        Case("1,000,000-point sweep model (batch x context)", 5.0, 5,
+             lambda: sweep_model("llama-3-70b", ["h100"], "decode", batch, context, tp=[4]),
+             "closed-form numpy floor", lambda: decode_floor(batch, context)),
+        Case("CLI start: roofline --help", 1.5, 5, cli("--help"),
+             'python -c "import numpy"', bare_numpy()),
+        Case("CLI start: roofline op matmul --json", 1.5, 5,
+             cli("op", "matmul", "--m", "128", "--k", "8192", "--n", "8192", "--json"),
+             'python -c "import numpy"', bare_numpy()),
     ]
 
 
 def run(selected: Sequence[Case], scale: float = 1.0) -> int:
-    """Time each case, print the table; the number of cases that missed (or failed)."""
+    """Time each case and its reference, print the table; the number of cases that missed
+    (or failed)."""
     rows, failed = [], 0
-    for name, target, repeats, fn in selected:
-        target *= scale
+    for case in selected:
+        target = case.target * scale
+        if case.baseline is None:
+            print(f"skipped {case.name!r}: {case.reference} is not installed "
+                  "(pip install -e '.[bench]')", file=sys.stderr)
+            continue
         try:
-            t = timed(fn, repeats)
+            ours = cpu_time(case.work, case.repeats)
+            ref = cpu_time(case.baseline, case.repeats)
         except Exception as exc:  # a broken case is a miss, reported, not a traceback
             failed += 1
-            rows.append((name, "-", f"< {target * 1e3:g} ms", f"ERROR {type(exc).__name__}"))
+            rows.append((case.name, "-", f"<= {target:g}x", case.reference, "-",
+                         f"ERROR {type(exc).__name__}"))
             continue
-        ok = t <= target
+        ratio = ours / ref if ref > 0 else float("inf")
+        ok = ratio <= target
         failed += not ok
-        rows.append((name, f"{t * 1e3:9.2f} ms", f"< {target * 1e3:g} ms", "ok" if ok else "SLOW"))
-    width = max([len(r[0]) for r in rows] + [4])
-    print(f"{'case'.ljust(width)}  {'median':>12}  {'target':>10}  result")
-    for name, t, target, result in rows:
-        print(f"{name.ljust(width)}  {t:>12}  {target:>10}  {result}")
+        rows.append((case.name, f"{ratio:.2f}x", f"<= {target:g}x", case.reference,
+                     f"{ours * 1e3:.3g} ms vs {ref * 1e3:.3g} ms", "ok" if ok else "SLOW"))
+    head = ("case", "ratio", "target", "reference", "CPU time", "result")
+    widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
+    for r in [head, *rows]:
+        print("  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
     if failed:
         print(f"{failed} of {len(rows)} cases missed their target", file=sys.stderr)
     return failed
@@ -91,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--target-scale", type=float, default=1.0, dest="scale",
                         help="multiply every target (0: every target impossible)")
     args = parser.parse_args(argv)
-    selected = [c for c in cases() if args.only in c[0]]
+    selected = [c for c in cases() if args.only in c.name]
     if not selected:
         parser.error(f"--only: no case contains {args.only!r}")
     return 1 if run(selected, args.scale) else 0

@@ -26,12 +26,12 @@ from .ops import OPS
 
 
 def _cmd_sweep_model(args: argparse.Namespace) -> None:
-    from ..sweep import parse_axis, parse_list, sweep_model
+    from ..sweep import Frontier, ModelSweep, parse_axis, parse_list
 
     check_phase_options(args)
     length = {"decode": args.context or "1k,8k,32k", "prefill": args.prompt_len or "1k,8k",
               "train": args.seq_len or "4k"}
-    result = sweep_model(
+    sweep = ModelSweep(
         args.model, parse_list(args.hw, "--hw"), args.phase,
         parse_axis(args.batch_per_replica or args.batch, "--batch-per-replica"
                    if args.batch_per_replica else "--batch"),
@@ -43,20 +43,47 @@ def _cmd_sweep_model(args: argparse.Namespace) -> None:
         k=args.k or 1,
         microbatches=args.microbatches, batch_per_replica=args.batch_per_replica is not None)
     limit = args.max_latency
-    frontier = result.frontier(limit)
-    if args.csv:
-        write_csv(args.csv, result.columns)
-    if args.plot:
-        from ..plot import plot_model_sweep, save_figure
+    if args.plot or (args.json and args.all):  # these read every point: keep them
+        from ..sweep import _check_points
 
-        save_figure(plot_model_sweep(result), args.plot)
+        _check_points(sweep.points)
+        result = sweep.collect()
+        frontier = result.frontier(limit)
+        if args.csv:
+            write_csv(args.csv, dict(result.columns))
+        if args.plot:
+            from ..plot import plot_model_sweep, save_figure
+
+            save_figure(plot_model_sweep(result), args.plot)
+    else:  # streamed: any number of points in the memory of one chunk
+        frontier = _streamed(sweep, Frontier(limit), args.csv)
     if args.json:
         data = {"frontier": frontier}
         if args.all:
             data["points"] = {k: v.tolist() for k, v in result.columns.items()}
         emit(data, True, "")
         return
-    print(sweep_text(result, frontier, limit))
+    print(sweep_text(sweep, frontier, limit))
+
+
+def _streamed(sweep: Any, reduce: Any, csv: str | None) -> dict[str, Any]:
+    """Each chunk to the frontier reduction and the CSV, with a progress bar on a terminal
+    for long runs."""
+    from contextlib import nullcontext
+
+    from ..csv_stream import CsvStream
+    from ..measure.progress import Progress
+    from ..model_sweep import CHUNK_POINTS
+
+    chunks = max(1, -(-sweep.points // CHUNK_POINTS))
+    with (CsvStream(csv) if csv else nullcontext()) as out, \
+            Progress(chunks, "sweep", enabled=None if chunks > 4 else False) as bar:
+        for chunk in sweep:
+            reduce.add(chunk)
+            if out is not None:
+                out.write(chunk.columns)
+            bar.step(f"{reduce.points:,} of {sweep.points:,} points")
+    return dict(reduce.result(sweep.bound_changes))
 
 
 def _cmd_sweep_op(args: argparse.Namespace) -> None:
@@ -82,7 +109,7 @@ def _cmd_sweep_op(args: argparse.Namespace) -> None:
 
     result = sweep_op(decl, parse_list(args.hw, "--hw"), numeric, categorical, fixed)
     if args.csv:
-        write_csv(args.csv, result.columns)
+        write_csv(args.csv, dict(result.columns))
     c = result.columns
     if args.json:
         emit({"points": {k: v.tolist() for k, v in c.items()},

@@ -1,0 +1,74 @@
+"""A CSV output written chunk by chunk: a sweep of any size never holds all its rows.
+
+Same text as `files.write_csv` over the whole columns; a file is written beside the target
+and renamed over it at the end (an interrupted run leaves any old file intact); '-' streams
+to stdout.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from .errors import RooflineError
+from .files import STDOUT, _umask, write_bytes
+
+
+class CsvStream:
+    """`with CsvStream(path) as out: out.write(columns) ...`"""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path, self.header = str(path), False
+        self._fd, self._tmp = -1, ""
+        if self.path != STDOUT:
+            target = Path(os.path.realpath(self.path))
+            try:
+                self._fd, self._tmp = tempfile.mkstemp(dir=target.parent,
+                                                       prefix=f".{target.name}.", suffix=".tmp")
+            except OSError as exc:
+                raise RooflineError(f"cannot write {path}: {exc.strerror or exc}") from None
+            self._target = target
+
+    def write(self, columns: Mapping[str, Any]) -> None:
+        buf = io.StringIO(newline="")
+        writer = csv.writer(buf)
+        if not self.header:
+            writer.writerow(list(columns))
+            self.header = True
+        writer.writerows(zip(*(list(c) for c in columns.values()), strict=True))
+        data = buf.getvalue().encode("utf-8", errors="backslashreplace")
+        if self._fd < 0:
+            write_bytes(STDOUT, data)
+            return
+        view = memoryview(data)
+        try:
+            while view:  # os.write may write less than asked
+                view = view[os.write(self._fd, view):]
+        except OSError as exc:
+            raise RooflineError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+
+    def __enter__(self) -> CsvStream:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._fd < 0:
+            return
+        os.close(self._fd)
+        if exc_type is not None:
+            os.unlink(self._tmp)
+            return
+        try:
+            mode = self._target.stat().st_mode & 0o7777 if self._target.exists() else \
+                0o666 & ~_umask()  # as files.write_bytes: an old file's mode, else the umask's
+            os.chmod(self._tmp, mode)
+            os.replace(self._tmp, self._target)
+        except OSError as exc:
+            os.unlink(self._tmp)
+            raise RooflineError(f"cannot write {self.path}: {exc.strerror or exc}") from None
