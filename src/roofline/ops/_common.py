@@ -25,11 +25,11 @@ def size(symbol: str, value: Any, what: str | None = None) -> Sym:
     label = what or symbol
     if type(value) is float or type(value) is int:  # the common scalar: no numpy round trip
         try:
-            v = float(value)
+            scalar = float(value)
         except OverflowError:
-            v = math.nan  # the array path below says what was wrong
-        if 0 < v < math.inf:
-            return Sym(symbol, v)
+            scalar = math.nan  # the array path below says what was wrong
+        if 0 < scalar < math.inf:
+            return Sym(symbol, scalar)
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
