@@ -254,3 +254,19 @@ def test_cli_plot_and_html_files(run_cli, tmp_path):
     assert code == 0, err
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert html.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_serve_expect_is_labelled_and_never_faster_than_the_bound(run_cli):
+    import json
+
+    args = ["serve", "llama-3.1-8b", "--hw", "h100", "--tp", "1", "--input-len", "512",
+            "--output-len", "256", "--concurrency", "16", "--json"]
+    code, out, _ = run_cli(*args)
+    code_e, out_e, _ = run_cli(*args, "--expect")
+    assert code == code_e == 0
+    bound, expected = json.loads(out), json.loads(out_e)
+    assert expected["expected"] is True and bound["expected"] is False
+    assert expected["notes"][0].startswith("Expected, not bounds")
+    b, e = bound["best"]["h100-sxm"], expected["best"]["h100-sxm"]
+    assert e["tpot_s"] >= b["tpot_s"] and e["output_tokens_per_s_per_chip"] <= b[
+        "output_tokens_per_s_per_chip"]

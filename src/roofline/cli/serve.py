@@ -64,14 +64,15 @@ def build_plan(args: argparse.Namespace) -> Any:
         modes=modes, max_chips=args.max_chips)
     return plan(args.model, parse_list(args.hw, "--hw"), w, Targets(args.ttft, args.tpot),
                 space, Load(args.rate, args.concurrency),
-                MemoryBudget(args.mem_util, args.reserve or 0.0), _prices(args.price))
+                MemoryBudget(args.mem_util, args.reserve or 0.0), _prices(args.price),
+                expect=args.expect)
 
 
 def plan_data(p: Any, every_point: bool = False) -> dict[str, Any]:
     """The plan as one JSON-ready dict: best per chip (annotated), frontiers, notes."""
     from dataclasses import asdict
 
-    from ..render.serve_text import NOTES
+    from ..render.serve_text import EXPECTED_NOTE, NOTES
     from ..serve import annotate
 
     best = {hw: annotate(p, r) for hw, r in p.best().items()}
@@ -82,7 +83,8 @@ def plan_data(p: Any, every_point: bool = False) -> dict[str, Any]:
         "best": best,
         "frontier_tpot": {hw: [p.row(i) for i in p.frontier("tpot_s", hw)] for hw in hws},
         "frontier_ttft": {hw: [p.row(i) for i in p.frontier("ttft_s", hw)] for hw in hws},
-        "skipped": p.skipped, "notes": list(NOTES)}
+        "skipped": p.skipped, "expected": p.expected,
+        "notes": [EXPECTED_NOTE, *NOTES[1:]] if p.expected else list(NOTES)}
     if every_point:
         data["all_points"] = {k: v.tolist() for k, v in p.columns.items()}
     return data
@@ -160,6 +162,9 @@ def register(sub: Any) -> None:
     s.add_argument("--reserve", type=typed(parse_bytes, "--reserve"),
                    help="bytes per chip kept for the runtime, e.g. 2GiB")
     s.add_argument("--json", action="store_true", help="print the plan as JSON")
+    s.add_argument("--expect", action="store_true",
+                   help="plan with expected step times (a forecast with sourced efficiencies, "
+                   "roofline.expect) instead of the bounds")
     s.add_argument("--all", action="store_true", help="with --json: every point too")
     s.add_argument("--csv", help="write every operating point to this CSV file")
     s.add_argument("--plot", help="draw the frontiers with the targets (PNG / SVG / PDF)")

@@ -9,6 +9,9 @@ from typing import Any
 from ..units import format_si, format_time
 from .text import table
 
+EXPECTED_NOTE = ("Expected, not bounds: every step time is the expected time (a forecast with "
+                 "sourced and fitted efficiencies, roofline.expect; `roofline serve` without "
+                 "--expect gives the bounds)")
 NOTES = (
     "Bounds, not forecasts: every step time is the model's schedule-aware lower bound (ops one "
     "after another, each op's resources overlapped, collectives as the schedule overlaps them), "
@@ -77,5 +80,5 @@ def serve_text(data: dict[str, Any]) -> str:
     if data["skipped"]:
         lines += ["", f"skipped {len(data['skipped'])} configurations, e.g. "
                   f"{data['skipped'][0]}"]
-    lines += ["", *NOTES]
+    lines += ["", *data["notes"]]
     return "\n".join(lines)

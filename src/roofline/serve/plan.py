@@ -97,6 +97,7 @@ class ServePlan:
     load: Load
     columns: dict[str, np.ndarray[Any, Any]]
     skipped: list[str] = field(default_factory=list)
+    expected: bool = False  # step times are expected times (a forecast), not bounds
 
     def __len__(self) -> int:
         return len(self.columns["tpot_s"])
@@ -191,7 +192,7 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
     columns = {k: np.concatenate([g.get(k, np.zeros(g["running"].size)) for g in groups])
                for k in keys}
     _derive(columns, workload, prices or {}, engines)
-    return ServePlan(spec.name, workload, targets, load, columns, skipped)
+    return ServePlan(spec.name, workload, targets, load, columns, skipped, expect)
 
 
 def _name(config: dict[str, Any]) -> str:
