@@ -181,8 +181,10 @@ def test_context_limit_knows_rope_scaling(tmp_path):
     qwen = load_model(str(_config(tmp_path, max_position_embeddings=32768, rope_scaling={
         "type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768})))
     assert (qwen.max_context, qwen.trained_context) == (131072, 32768)
+    # linear: the factor is already in max_position_embeddings (Gemma 3: 131072, factor 8)
     linear = load_model(str(_config(tmp_path, rope_scaling={"type": "linear", "factor": 4})))
-    assert (linear.max_context, linear.trained_context) == (16384, 4096)
+    assert (linear.max_context, linear.trained_context) == (4096, 4096)
+    assert load_model("gemma-3-27b").max_context == 131072
     plain = load_model(str(_config(tmp_path)))
     assert (plain.max_context, plain.trained_context) == (4096, 4096)
     with pytest.raises(RooflineError, match="field 'factor': must be a positive number"):

@@ -129,7 +129,10 @@ def parse_config(data: Any, name: str, origin: str) -> ModelSpec:
 # rope_scaling's original_max_position_embeddings, else max_position_embeddings): the longest
 # context is factor x original. llama3 and longrope configs give the stretched maximum as
 # max_position_embeddings already (Llama 3.1: 131072 = the original 8192 stretched).
-_STRETCHING_ROPE = ("linear", "dynamic", "yarn")
+# yarn and dynamic NTK stretch the original positions by their factor (Qwen's and DeepSeek's
+# configs give the original and the factor); a linear factor is already folded into
+# max_position_embeddings (Gemma 3: 131072 with factor 8), so it stretches nothing further
+_STRETCHING_ROPE = ("dynamic", "yarn")
 
 
 def _context(c: _Config) -> tuple[int | None, int | None]:
