@@ -76,3 +76,10 @@ def test_json_integers_stay_integers_and_nothing_is_nan():
         '{"max_batch": 133, "t": 0.0025, "nan": null, "big": 1e+300}')
     a = roofline.analyze("llama-3-70b", "h100", decode(16, 4096), Parallel(tp=4)).to_dict()
     assert isinstance(a["memory"]["max_batch"], int) and a["memory"]["max_batch"] > 1
+
+
+def test_serve_plan_repr_is_one_line():
+    from roofline.serve import Workload, plan
+
+    text = repr(plan("llama-3-8b", ["h100"], Workload(512, 128, 576)))
+    assert text.startswith("ServePlan(llama-3-8b: ") and "\n" not in text and len(text) < 120

@@ -102,6 +102,11 @@ class ServePlan:
     def __len__(self) -> int:
         return len(self.columns["tpot_s"])
 
+    def __repr__(self) -> str:
+        what = "expected" if self.expected else "bounds"
+        return (f"ServePlan({self.model}: {len(self)} operating points, "
+                f"{int(self.ok.sum())} meet the targets; {what})")
+
     @property
     def ok(self) -> np.ndarray[Any, Any]:
         """Points that fit, can sustain their load, and meet both targets."""
