@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
+from pathlib import Path
 
 from hypothesis import settings
+
+# benchmarks/validation/cases.py turns the published rows into bounds, for the tests
+# (`import cases`) and for check.py; benchmarks/ is not a package
+sys.path.append(str(Path(__file__).resolve().parents[1] / "benchmarks" / "validation"))
 
 settings.register_profile("ci", max_examples=60, deadline=None)
 settings.register_profile("thorough", max_examples=1000, deadline=None)

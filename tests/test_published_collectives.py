@@ -12,27 +12,19 @@ elements (the row's dtype) per rank, direct (every peer at once), NVLink inside 
 RDMA (scale-out) across nodes. Their bandwidths ("GBps") count every copy a rank sends,
 its own included, as the bound's algbw m / t does; low-latency rows also give the time.
 
-`pytest -s tests/test_published_collectives.py` prints the ratios (the README's table).
+`pytest -s tests/test_published_collectives.py` prints the ratios (the README's table). The rows
+and the bound are benchmarks/validation/cases.py's (`cases.collective_case`), the one path
+check.py scores the expected time on too.
 """
 
 from __future__ import annotations
 
-import csv
-from dataclasses import dataclass
-from pathlib import Path
-
+import cases  # benchmarks/validation (tests/conftest.py): the rows and the bound, one path
 import pytest
 
-from roofline import RooflineError, load_chip
-from roofline.dtypes import dtype
-from roofline.ops.collectives import busbw_factor
+from roofline import load_chip
 from roofline.ops.registry import run_op
 
-OPS_CSV = Path(__file__).resolve().parents[1] / "benchmarks" / "validation" / "ops.csv"
-KINDS = ("collective", "moe_dispatch")
-OP = {"allreduce": "all-reduce", "allgather": "all-gather", "reducescatter": "reduce-scatter",
-      "alltoall": "all-to-all", "sendrecv": "send-recv", "broadcast": "broadcast",
-      "dispatch": "all-to-all", "combine": "all-to-all"}
 GIB = 2**30
 
 # >= 1 GiB all-reduce rows whose bound is more than 2x their measured busbw, and why
@@ -50,65 +42,8 @@ LOOSE = {
 }
 
 
-@dataclass(frozen=True)
-class Case:
-    id: str
-    chip: str
-    op: str  # the collective
-    ranks: int
-    nodes: int
-    metric: str
-    measured: float
-    nbytes: float = 0.0
-    algo: str = ""
-    skip: str = ""  # why the row is not checked
-    ratio: float = float("nan")  # measured/bound (bandwidths) or bound/measured (times)
-    bound_name: str = ""
-
-
-def _case(row: dict[str, str]) -> Case:
-    params = dict(kv.split("=", 1) for kv in row["params"].split(";"))
-    base = Case(row["id"], row["chip"], OP[params["op"]], int(params["ranks"]),
-                int(params.get("nodes", 1)), row["metric"], float(row["value"]))
-    try:
-        chip = load_chip(row["chip"])
-    except RooflineError:
-        return Case(**{**base.__dict__, "skip": f"chip {row['chip']!r} is not in the catalog"})
-    if row["kind"] == "moe_dispatch":
-        nbytes = int(params["tokens"]) * int(params["hidden"]) * int(params["topk"]) \
-            * dtype(params["dtype"]).bits / 8
-        algo = "direct"
-    elif params.get("bytes", "unknown") == "unknown":
-        return Case(**{**base.__dict__, "skip": "message size not published"})
-    else:
-        nbytes, algo = float(params["bytes"]), params.get("algo", "auto")
-    placed = {"domain_size": base.ranks // base.nodes} if base.nodes > 1 else {}
-    est = run_op(base.op.replace("-", ""), chip, nbytes=nbytes, ranks=base.ranks, algo=algo,
-                 **placed)
-    return Case(**{**base.__dict__, "nbytes": nbytes, "algo": algo,
-                   "ratio": _ratio(base, nbytes, float(est.t_lower_s)),
-                   "bound_name": est.cost.name})
-
-
-def _ratio(case: Case, nbytes: float, t_bound: float) -> float:
-    """measured/bound: <= 1 when the bound holds."""
-    if case.metric == "time_us":
-        return t_bound / (case.measured * 1e-6)
-    algbw = nbytes / t_bound
-    if case.metric == "busbw_GBps":
-        return case.measured * 1e9 / (algbw * float(busbw_factor(case.op, case.ranks)))
-    if case.metric in ("algbw_GBps", "GBps"):
-        return case.measured * 1e9 / algbw
-    raise AssertionError(f"{case.id}: unknown metric {case.metric!r}")
-
-
-def _rows() -> list[dict[str, str]]:
-    with OPS_CSV.open(newline="") as f:
-        return [r for r in csv.DictReader(f) if r["kind"] in KINDS]
-
-
-ROWS = _rows()
-CASES = [_case(r) for r in ROWS]
+ROWS = cases.rows(cases.COLLECTIVE_KINDS)
+CASES = [cases.collective_case(r) for r in ROWS]
 CHECKED = [c for c in CASES if not c.skip]
 
 

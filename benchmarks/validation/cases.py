@@ -8,7 +8,8 @@ speed (= predicted time / measured time): for the bound (`expect=False`) it must
 for the expected time (`expect=True`) it should be near 1. Rows the tool cannot model (chip or
 model not in the catalog, size not published) carry the reason in `skip`.
 
-Import it from a test as `import cases` after putting this folder on sys.path (`load()`).
+Import it as `import cases`: tests/conftest.py puts this folder on sys.path for the tests,
+check.py puts it there itself.
 """
 
 from __future__ import annotations
