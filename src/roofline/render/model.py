@@ -98,7 +98,8 @@ def key_figures(a: ModelAnalysis) -> list[tuple[str, str, str]]:
     out.append(("MFU at the bound", f"{100 * a.mfu:.1f}%", f"of the {a.precision.activations}"
                 " dense peak"))
     out.append(("floor / lower / no-overlap", f"{seconds(a.t_floor_s)} / {seconds(a.t_lower_s)} / "
-                f"{seconds(a.t_upper_s)}", "all overlapped / as the schedule overlaps / nothing overlapped"))
+                f"{seconds(a.t_upper_s)}",
+                "all overlapped / as the schedule overlaps / nothing overlapped"))
     return out
 
 
