@@ -1,7 +1,10 @@
 """Command line: a thin layer over the public API, one module per command group.
 
 Bad input prints one line on stderr and exits 2; `--json` prints one JSON object.
-Keep imports light: the CLI must not pull in matplotlib, torch, jax or pandas at start-up.
+Start-up imports only what the chosen command needs: the top level knows each command by
+name and help line (COMMANDS) and builds the chosen one's options, importing its module,
+when argparse reaches it (LazySubparsers); `roofline op` does the same for each op. The CLI
+must never pull in matplotlib, torch, jax or pandas at start-up.
 """
 
 from __future__ import annotations
@@ -10,31 +13,78 @@ import argparse
 import sys
 from collections.abc import Sequence
 from contextlib import nullcontext
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, cast
 
 from .. import __version__
 from ..errors import RooflineError, one_line
 from ..files import OUTPUT_OPTIONS, STDOUT, check_destinations, stdout_reserved
-from . import hardware, models, ops, serve, solvers, sweeps
-from ._base import _Parser
-from .models import add_model_args, model_analysis
-from .ops import OPS, op_estimate
+from ._base import LazySubparsers, _Parser, expand
 
-__all__ = ["OPS", "add_model_args", "build_parser", "main", "model_analysis", "op_estimate"]
+if TYPE_CHECKING:
+    from .models import add_model_args, model_analysis
+    from .ops import OPS, op_estimate
+
+__all__ = ["COMMANDS", "OPS", "add_model_args", "build_parser", "main", "model_analysis",
+           "op_estimate"]
+
+# Every command, in the order `roofline --help` lists them: the module whose register(sub)
+# adds it, and its help line (tests/test_cli_imports.py checks both against the modules).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "hw": ("roofline.cli.hardware", "the hardware catalog"),
+    "op": ("roofline.cli.ops", "bound one op on one chip"),
+    "critical-batch": ("roofline.cli.solvers", "tokens at which a matmul turns compute-bound"),
+    "critical-dim": ("roofline.cli.solvers", "per-chip shard of a contraction-sharded matmul "
+                     "above which it is compute-bound, not communication-bound"),
+    "quant-table": ("roofline.cli.solvers", "bytes per parameter, peak and critical batch per "
+                    "quantization scheme"),
+    "model": ("roofline.cli.models", "bound a transformer's prefill / decode / training step"),
+    "mfu": ("roofline.cli.models", "MFU / HFU of a measured training step"),
+    "sweep": ("roofline.cli.sweeps", "a grid of configurations in one vectorized pass"),
+    "serve": ("roofline.cli.serve", "plan a deployment: chips, parallelism, dtypes under "
+              "TTFT/TPOT targets"),
+    "plot": ("roofline.plot_cli", "charts as PNG / SVG / PDF (needs matplotlib: pip install "
+             "'roofline[plot]')"),
+    "report": ("roofline.plot_cli", "a standalone HTML report (and Markdown / CSV tables)"),
+    "measure": ("roofline.measure.cli", "measure this machine: peaks, bandwidth, real kernels "
+                "against their bound, collectives"),
+    "trace": ("roofline.trace.cli", "run a PyTorch function and place its ops on the "
+              "roofline"),
+}
+
+# names this package exports from modules it does not import at start-up
+_LAZY = {"OPS": ".ops", "op_estimate": ".ops", "add_model_args": ".models",
+         "model_analysis": ".models"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _register(module: str) -> Any:
+    def build(sub: Any) -> None:  # the module's import (measure, trace: torch stays lazy)
+        import_module(module).register(sub)
+
+    return build
+
+
+def _lazy_parser() -> argparse.ArgumentParser:
+    """The command line with every command a placeholder until chosen (what main parses)."""
+    p = _Parser(prog="roofline", description="Roofline bounds for ML work on accelerators.")
+    p.add_argument("--version", action="version", version=f"roofline {__version__}")
+    sub = cast(LazySubparsers, p.add_subparsers(dest="command", required=True,
+                                                parser_class=_Parser, action=LazySubparsers))
+    for name, (module, help_text) in COMMANDS.items():
+        sub.add_lazy(name, help_text, _register(module))
+    return p
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="roofline", description="Roofline bounds for ML work on accelerators.")
-    p.add_argument("--version", action="version", version=f"roofline {__version__}")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for group in (hardware, ops, solvers, models, sweeps, serve):
-        group.register(sub)
-    from ..measure.cli import register as register_measure  # torch is imported lazily
-    from ..plot_cli import register as register_plots  # matplotlib is imported lazily
-    from ..trace.cli import register as register_trace
-
-    register_plots(sub)
-    register_measure(sub)
-    register_trace(sub)
+    """The whole command tree, every command and op built (help walks, tests)."""
+    p = _lazy_parser()
+    expand(p)
     return p
 
 
@@ -42,8 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):  # a name with undecodable bytes must not crash
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = _lazy_parser().parse_args(argv)
     try:
         # an empty value would otherwise read as "not given" and fall back to a default
         empty = next((k for k, v in vars(args).items() if isinstance(v, str) and not v.strip()),

@@ -67,16 +67,18 @@ def _cmd_model_export(args: argparse.Namespace) -> None:
 
 def _model_step(args: argparse.Namespace) -> None:
     from ..files import check_destinations, write_text
-    from ..levers import model_what_if
-    from ..render import pages
 
     check_destinations([args.csv, args.markdown, args.html])  # all, before writing any
     result = model_analysis(args)
     data, text = result.to_dict(), model_text(result, explain=args.explain)
     changes = []
     if args.explain or args.html or args.markdown:  # what would move it: on the page too
+        from ..levers import model_what_if
+
         changes = model_what_if(args.model, load_chip(args.hw), result.phase, result.parallel,
                                 result.precision, args.impl)
+    if args.csv or args.markdown or args.html:
+        from ..render import pages
     if args.csv:
         write_text(args.csv, pages.model_csv(result))
     if args.markdown:

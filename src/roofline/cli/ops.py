@@ -5,19 +5,18 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from ..argtypes import add_chip_options, chip_from, emit, typed
 from ..errors import RooflineError
 from ..evaluate import Estimate, evaluate
 from ..hardware import Chip
-from ..levers import levers_for, what_if
 from ..ops.params import OpDecl, Param
 from ..ops.registry import OPS as REGISTRY
 from ..ops.registry import op_decl, resolve_op
-from ..render.estimate import estimate_text, extra_text, what_if_text
 from ..units import parse_bytes, parse_count, parse_number
-from ._base import _Parser
+from ._base import LazySubparsers, _Parser
 from .expect import add_expect_option
 
 OPS = list(REGISTRY.values())  # every declared op, in the order `roofline op --help` lists
@@ -74,7 +73,11 @@ def _cmd_op(args: argparse.Namespace) -> None:
     data = est.to_dict()
     data["inputs"] = {"op": decl.name, **kwargs}
     data["derivation"] = cost.explain()
-    text = estimate_text(est, explain=args.explain, chip=chip)
+    text = ""  # for people: not built (nor its renderers imported) for --json
+    if not args.json:
+        from ..render.estimate import estimate_text
+
+        text = estimate_text(est, explain=args.explain, chip=chip)
     if args.calibrated:  # the plain bound stays; the calibrated estimate is added and labelled
         from ..measure.calibration import calibrate, calibrated_text, load_calibration
 
@@ -85,35 +88,47 @@ def _cmd_op(args: argparse.Namespace) -> None:
     if decl.extras:
         extra = decl.extras(kwargs, est)
         data.update(extra)
-        text += "\n" + extra_text(extra)
+        if not args.json:
+            from ..render.estimate import extra_text
+
+            text += "\n" + extra_text(extra)
     if args.expect:  # beside the bound, never in place of it
         from .expect import op_expected
 
         data["expected"], more = op_expected(cost, chip, args, extra)
         text += "\n\n" + more
-    levers = levers_for(decl.name)
-    if args.explain and levers:
-        rows = what_if(decl.function, kwargs, chip, levers, est)
-        data["what_if"] = [vars(r) for r in rows]
-        text += "\n\n" + what_if_text(est, rows)
+    if args.explain:
+        from ..levers import levers_for, what_if
+        from ..render.estimate import what_if_text
+
+        levers = levers_for(decl.name)
+        if levers:
+            rows = what_if(decl.function, kwargs, chip, levers, est)
+            data["what_if"] = [vars(r) for r in rows]
+            text += "\n\n" + what_if_text(est, rows)
     emit(data, args.json, text)
 
 
 def register(sub: Any) -> None:
     op = sub.add_parser("op", help="bound one op on one chip")
-    op_sub = op.add_subparsers(dest="op", required=True, parser_class=_Parser)
-    for decl in OPS:
-        q = op_sub.add_parser(decl.name, help=decl.help, description=decl.help,
-                              aliases=list(decl.aliases))
-        add_chip_options(q)
-        for p in decl.params:
-            add_param(q, p)
-        q.add_argument("--json", action="store_true", help="print one JSON object (the "
-                       "estimate, its inputs as resolved and the derivation)")
-        q.add_argument("--explain", action="store_true",
-                       help="print the derivation and what would move the op")
-        q.add_argument("--calibrated", metavar="FILE", help="also give an estimate calibrated "
-                       "with measured efficiencies (from roofline measure ... "
-                       "--calibration-out)")
-        add_expect_option(q)
-        q.set_defaults(func=_cmd_op, decl=decl)
+    op_sub = op.add_subparsers(dest="op", required=True, parser_class=_Parser,
+                               action=LazySubparsers)
+    for decl in OPS:  # each op's options are built when it is the one chosen
+        op_sub.add_lazy(decl.name, decl.help, partial(_add_op, decl=decl), decl.aliases)
+
+
+def _add_op(sub: Any, decl: OpDecl) -> None:
+    q = sub.add_parser(decl.name, help=decl.help, description=decl.help,
+                       aliases=list(decl.aliases))
+    add_chip_options(q)
+    for p in decl.params:
+        add_param(q, p)
+    q.add_argument("--json", action="store_true", help="print one JSON object (the "
+                   "estimate, its inputs as resolved and the derivation)")
+    q.add_argument("--explain", action="store_true",
+                   help="print the derivation and what would move the op")
+    q.add_argument("--calibrated", metavar="FILE", help="also give an estimate calibrated "
+                   "with measured efficiencies (from roofline measure ... "
+                   "--calibration-out)")
+    add_expect_option(q)
+    q.set_defaults(func=_cmd_op, decl=decl)

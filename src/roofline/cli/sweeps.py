@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ from ..units import (
     parse_duration,
     parse_number,
 )
-from ._base import _Parser
+from ._base import LazySubparsers, _Parser
 from .models import check_phase_options
 from .ops import OPS
 
@@ -190,19 +191,25 @@ def register(sub: Any) -> None:
     sm.set_defaults(func=_cmd_sweep_model)
 
     so = sw_sub.add_parser("op", help="sweep one op's arguments (lists / ranges) and chips")
-    so_sub = so.add_subparsers(dest="op", required=True, parser_class=_Parser)
-    for decl in OPS:
-        q = so_sub.add_parser(decl.name, help=decl.help, aliases=list(decl.aliases),
-                              description=f"{decl.help}. Numeric arguments take lists or "
-                              "ranges (1,8,64 / 1:4096:x2); text ones take comma lists.")
-        q.add_argument("--hw", default="h100", help="comma-separated chips")
-        for p in decl.params:
-            if p.kind == "bool":
-                q.add_argument(p.option, dest=p.name, action=argparse.BooleanOptionalAction,
-                               help=p.help_text)
-            else:  # every value is a string here: lists and ranges are parsed by the sweep
-                q.add_argument(p.option, dest=p.name, required=p.required, help=p.help_text)
-        q.add_argument("--csv", help="write every point to this CSV file")
-        q.add_argument("--json", action="store_true", help="print every point as JSON")
-        q.add_argument("--rows", type=count, default=40, help="rows to print")
-        q.set_defaults(func=_cmd_sweep_op, decl=decl)
+    so_sub = so.add_subparsers(dest="op", required=True, parser_class=_Parser,
+                               action=LazySubparsers)
+    for decl in OPS:  # each op's options are built when it is the one chosen
+        so_sub.add_lazy(decl.name, decl.help, partial(_add_sweep_op, decl=decl), decl.aliases)
+
+
+def _add_sweep_op(sub: Any, decl: OpDecl) -> None:
+    count = typed(parse_count, "value")
+    q = sub.add_parser(decl.name, help=decl.help, aliases=list(decl.aliases),
+                       description=f"{decl.help}. Numeric arguments take lists or "
+                       "ranges (1,8,64 / 1:4096:x2); text ones take comma lists.")
+    q.add_argument("--hw", default="h100", help="comma-separated chips")
+    for p in decl.params:
+        if p.kind == "bool":
+            q.add_argument(p.option, dest=p.name, action=argparse.BooleanOptionalAction,
+                           help=p.help_text)
+        else:  # every value is a string here: lists and ranges are parsed by the sweep
+            q.add_argument(p.option, dest=p.name, required=p.required, help=p.help_text)
+    q.add_argument("--csv", help="write every point to this CSV file")
+    q.add_argument("--json", action="store_true", help="print every point as JSON")
+    q.add_argument("--rows", type=count, default=40, help="rows to print")
+    q.set_defaults(func=_cmd_sweep_op, decl=decl)

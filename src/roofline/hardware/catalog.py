@@ -295,7 +295,7 @@ def _catalog_files() -> dict[str, Path]:
 def _catalog() -> dict[str, Chip]:
     chips = {}
     for stem, path in _catalog_files().items():
-        chip = load_chip_file(path)
+        chip = _load_by_id(stem)
         if chip.id != stem:
             raise RooflineError(f"{path}: field 'id': must equal the file name {stem!r}")
         chips[chip.id] = chip
@@ -327,6 +327,26 @@ def _load_by_id(chip_id: str) -> Chip:
     return load_chip_file(_catalog_files()[chip_id])
 
 
+@cache
+def _by_alias(key: str) -> Chip | None:
+    """The catalog chip whose alias is `key`, parsing only the files whose text names it
+    (the full catalog is ~35 files to parse and validate: more than a whole CLI start);
+    None unless exactly one file claims it (the full catalog then decides, and names the
+    error)."""
+    quoted = (f'"{key}"', f"'{key}'")
+    found = []
+    for stem, path in _catalog_files().items():
+        try:
+            text = path.read_text(encoding="utf-8").lower()  # aliases are case-insensitive
+        except (OSError, UnicodeError):
+            return None
+        if any(q in text for q in quoted):
+            chip = _load_by_id(stem)
+            if chip.id == stem and key in chip.aliases:
+                found.append(chip)
+    return found[0] if len(found) == 1 else None
+
+
 def load_chip(name: str | Chip | Any) -> Chip:
     """A Chip from a catalog id, an alias (case-insensitive), a path to a TOML file, or the
     chip of a System."""
@@ -341,6 +361,9 @@ def load_chip(name: str | Chip | Any) -> Chip:
     key = text.lower()
     if key in _catalog_files():  # fast path: one file, no full catalog scan
         return _load_by_id(key)
+    chip = _by_alias(key)
+    if chip is not None:
+        return chip
     aliases = _aliases()
     if key in aliases:
         return _catalog()[aliases[key]]
