@@ -10,12 +10,10 @@ a full disk leaves the old file as it was; the path `-` means standard output.
 from __future__ import annotations
 
 import io
-import json
 import os
 import re
 import sys
 import tempfile
-import tomllib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, redirect_stdout, suppress
 from pathlib import Path
@@ -104,12 +102,16 @@ def _parse(p: Path, what: str, fmt: str, parse: Callable[[str], Any],
 
 
 def read_toml(path: str | Path, what: str) -> dict[str, Any]:
+    import tomllib  # here: `import roofline` and `roofline --help` read no file
+
     data: dict[str, Any] = _parse(Path(path), what, "TOML", tomllib.loads,
                                   tomllib.TOMLDecodeError)
     return data
 
 
 def read_json(path: str | Path, what: str = "JSON file") -> Any:
+    import json
+
     # NaN and 1e999 parse: each reader checks its own numbers
     return _parse(Path(path), what, "JSON", json.loads, json.JSONDecodeError)
 
