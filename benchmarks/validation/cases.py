@@ -27,6 +27,7 @@ from roofline import RooflineError, evaluate, load_chip
 from roofline.cost import Cost
 from roofline.dtypes import dtype
 from roofline.expect import expected, expected_step
+from roofline.expect.table import engine
 from roofline.hardware import Chip
 from roofline.ops.attention import attention, flash_tiling
 from roofline.ops.collectives import busbw_factor
@@ -390,17 +391,25 @@ def serving_case(row: Row) -> tuple[dict[str, Any] | None, str]:
     # the engine loads the checkpoint: its own dtype where it is narrower (Kimi-K2 ships fp8)
     weights = min(stated, model_precision(spec).weights, key=lambda d: dtype(d).bits)
     load = p.get("concurrency", p.get("batch"))
+    kv = _serve_dtype(p.get("kv_dtype", ""))
+    # the bound reads an unstated KV cache at fp8 (the narrowest an engine stores: loosest);
+    # the expected time at the engine's default: kv_cache_dtype "auto" = the model's dtype
+    # (vLLM, SGLang), fp8 where the checkpoint ships KV scales ("FP8-KV"; TensorRT-LLM's
+    # ModelOpt fp8 / fp4 checkpoints quantize the KV cache with the weights)
+    quantized = dtype(weights).bits <= 8
+    kv_default = "fp8" if "fp8-kv" in p.get("model", "").lower() or (
+        quantized and engine(fw) == "tensorrt-llm") else model_precision(spec).activations
     return dict(model=model, chip=chip, input_len=float(ins), output_len=float(outs), tp=tp,
-                pp=pp, dp=dp, ep=ep, weights=weights,
-                kv=_serve_dtype(p.get("kv_dtype", "")) or "fp8", spec_k=mtp,
-                concurrency=int(load) if load else None,
+                pp=pp, dp=dp, ep=ep, weights=weights, kv=kv or "fp8",
+                expected_kv=kv or kv_default, spec_k=mtp,
+                concurrency=int(load) if load else None, framework=engine(fw),
                 disagg="disagg" in fw, metric=row.metric, value=row.value), ""
 
 
 @functools.cache
 def serve_plan(model: str, chip: str, input_len: float, output_len: float, tp: int, pp: int,
                dp: int, ep: int, weights: str, kv: str, spec_k: int, concurrency: int | None,
-               disagg: bool, expect: bool = False) -> Any:
+               disagg: bool, expect: bool = False, framework: str | None = None) -> Any:
     from roofline.serve import Load, Space, Workload, plan
 
     w = Workload.from_lengths(input_len, output_len, spec_k=spec_k, accept=1.0 if spec_k else 0)
@@ -408,7 +417,7 @@ def serve_plan(model: str, chip: str, input_len: float, output_len: float, tp: i
                   kv_dtypes=(kv,), chunks=(512, 2048, 8192, 32768), max_chips=4096,
                   modes=("disaggregated",) if disagg else ("aggregated",))
     return plan(model, [chip], w, space=space, load=Load(concurrency=concurrency),
-                expect=expect)
+                expect=expect, framework=framework)
 
 
 def serving_ratio(case: dict[str, Any], expect: bool = False) -> float:
@@ -416,6 +425,8 @@ def serving_ratio(case: dict[str, Any], expect: bool = False) -> float:
     consistent with a bound."""
     key = {k: case[k] for k in ("model", "chip", "input_len", "output_len", "tp", "pp", "dp",
                                 "ep", "weights", "kv", "spec_k", "concurrency", "disagg")}
+    if expect:  # the engine's own KV dtype and fitted factor
+        key.update(kv=case.get("expected_kv", key["kv"]), framework=case.get("framework"))
     c = serve_plan(**key, expect=expect).columns
     ok = c["fits"] & c["feasible"]
     if not ok.any():
@@ -430,6 +441,65 @@ def serving_ratio(case: dict[str, Any], expect: bool = False) -> float:
         return float(v * c["tpot_s"][ok].min())
     column, scale = LATENCY[m]
     return float(c[column][ok].min() / (v * scale))
+
+
+# --- generation scripts: gpt-fast and torchao's copy of its generate.py -------------------
+
+GENERATORS = ("gpt-fast", "torchao")  # torchao/_models/llama/generate.py is gpt-fast's
+GENERATE_MODELS = {"meta-llama/Llama-2-7b-chat-hf": "llama-2-7b",
+                   "meta-llama/Llama-2-70b-chat-hf": "llama-2-70b",
+                   "meta-llama/Llama-3.1-8B": "llama-3.1-8b",
+                   "meta-llama/Llama-3.1-70B": "llama-3.1-70b",
+                   "meta-llama/Llama-3.1-405B": "llama-3.1-405b",
+                   "mistralai/Mixtral-8x7B-v0.1": "mixtral-8x7b"}
+# torchao's int4 HQQ checkpoint is int4 with a group of 64 (the row's note: "group size 64")
+GENERATE_DTYPES = {"int4-hqq-g64": "int4-g64"}
+NEW_TOKENS = 200  # generate.py's default --max_new_tokens: the mean context is prompt + 100
+
+
+@dataclass(frozen=True)
+class Generate:
+    id: str
+    kind: str
+    chip: str
+    ratio: float = float("nan")  # measured tokens/s over the bound's
+    expected_ratio: float = float("nan")  # over the expected
+    skip: str = ""
+
+
+def generate_case(row: Row) -> Generate:
+    """A batch-1 generate.py run: tokens/s of one stream, one decode step per token, under
+    torch.compile(mode="reduce-overhead") (a CUDA graph). gpt-fast's GB/s column is its own
+    model bytes times the same tokens/s: scored once, as tokens/s."""
+    from roofline.models import Parallel, Precision, analyze, decode
+
+    p = row.params
+    base = Generate(row.id, row.kind, row.chip)
+    fw = p.get("framework", "").lower()
+    if not fw.startswith(GENERATORS):
+        return replace(base, skip=f"{fw or 'no framework'}: not a generate.py run")
+    if row.metric != "tokens_per_s":
+        return replace(base, skip=f"{row.metric}: the same run as its tokens_per_s row "
+                       "(model bytes x tokens/s)")
+    if "speculate_k" in p:
+        return replace(base, skip="speculative decoding: the draft's acceptance not published")
+    model = GENERATE_MODELS.get(p.get("model", ""))
+    if model is None:
+        return replace(base, skip=f"model {p.get('model')!r} is not in the catalog")
+    try:
+        chip = load_chip(row.chip)
+    except RooflineError:
+        return replace(base, skip=f"chip {row.chip!r} is not in the catalog")
+    weights = p.get("weight_dtype", "bf16")
+    prec = Precision(weights=GENERATE_DTYPES.get(weights, weights), activations="bf16")
+    par = Parallel(tp=_pint(p, "tp", 1), ep=1)
+    prompt, batch = _pint(p, "prompt_len", 1), _pint(p, "batch", 1)
+    # the bound at the shortest context (the loosest), the expected at the run's mean
+    tight = analyze(model, chip, decode(batch, prompt), par, prec)
+    mean = analyze(model, chip, decode(batch, prompt + NEW_TOKENS // 2), par, prec)
+    forecast = expected_step(mean, chip, cuda_graphs=True, framework=engine(fw))
+    return replace(base, ratio=row.value * float(tight.t_lower_s) / batch,
+                   expected_ratio=row.value * float(forecast.t_s) / batch)
 
 
 # --- every kind together (check.py) ------------------------------------------------------
@@ -469,8 +539,14 @@ def scored() -> tuple[list[Scored], dict[str, str]]:
             skipped[row.id] = t.skip
         else:
             out.append(Scored(row.id, "train", row.chip, t.ratio, t.expected_ratio))
-    for row in rows(("serving", "decode"), SYSTEMS_CSV):
+    for row in rows(("serving", "decode", "prefill"), SYSTEMS_CSV):
         case, why = serving_case(row)
+        if case is None and row.kind == "decode":
+            g = generate_case(row)
+            if not g.skip:
+                out.append(Scored(row.id, row.kind, row.chip, g.ratio, g.expected_ratio))
+                continue
+            why = g.skip if g.skip.split(":")[0] not in why else why
         if case is None:
             skipped[row.id] = why
         else:

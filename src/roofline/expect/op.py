@@ -84,12 +84,27 @@ def _source(e: Efficiency) -> str:
     return f"fitted to {e.fitted}" if e.source == "fitted" else e.source
 
 
+def attention_kernel(cost: Cost) -> bool:
+    """An attention kernel (flash / naive, forward or backward), not the output projection
+    that shares its prefix ("attention output" is a weight GEMM)."""
+    return cost.name.split("(")[0].strip() in ATTENTION_KERNELS
+
+
+ATTENTION_KERNELS = ("attention", "attention backward", "attention forward + backward",
+                     "mla attention")
+
+
 def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | None = None,
-             kernel: str | None = None, cuda_graphs: bool = False) -> Expected:
+             kernel: str | None = None, cuda_graphs: bool = False,
+             dequant: str | None = None) -> Expected:
     """The expected time of one op on one chip (per chip; arrays broadcast like evaluate).
 
     `kernel` names the attention kernel measured against (fa2, fa3, cudnn, ...; default: the
     chip's own figure). `calibration` (a `measure` file) overrides the chip's figures.
+    `dequant` names the weight dtype family (int8, int4, fp4, ...) of a weight-only-quantized
+    GEMM: its HBM stream runs at the dequantizing kernel's fraction of the streaming one.
+    Under `cuda_graphs` a collective is one more kernel of the graph (the serving engines'
+    one-shot custom all-reduce), so its call costs a graph launch, not NCCL's host latency.
 
     >>> from roofline.ops.matmul import matmul
     >>> e = expected(matmul(4096, 4096, 4096), "h100")
@@ -109,7 +124,7 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
     applied: dict[str, Num] = {}
     if cost.flops:
         util = tile_utilization(cost, chip)
-        attention = "attention" in cost.name
+        attention = attention_kernel(cost)
         kind = "attention_bwd" if attention and "backward" in cost.name else (
             "attention" if attention else "matmul")
         for dt in cost.flops:
@@ -118,7 +133,8 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
             derate[f"compute.{peak}"] = base * util
         applied[COMPUTE] = unwrap(np.mean([np.asarray(v) for v in derate.values()], axis=0))
     if "hbm" in cost.bytes:
-        applied["hbm"] = derate["hbm"] = take("hbm")
+        applied["hbm"] = derate["hbm"] = take("hbm") * (take("dequant", dequant) if dequant
+                                                        else 1.0)
     algo = cost.name.partition("(")[2].split(",")[0].split(")")[0].strip() or None
     for link in LINKS:
         if link in cost.link_bytes or link in cost.link_calls:
@@ -136,7 +152,10 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
         overhead = take("graph_launch_s" if cuda_graphs else "launch_s")
     calls = sum((np.asarray(c) for c in cost.link_calls.values()), np.asarray(0.0))
     if cost.link_calls:
-        overhead = overhead + calls * take("collective_call_s", algo)
+        # in a graph: one kernel (sglang#2904: a one-shot all-reduce of 4-32 KiB on 8xH100
+        # takes 5.7-7.8 us in all, within the bound's own NCCL latency of 6.6 us + steps)
+        overhead = overhead + calls * (take("graph_launch_s") if cuda_graphs
+                                       else take("collective_call_s", algo))
     t = np.asarray(derated.t_lower_s) + overhead
     return Expected(unwrap(t), base_est, derated, unwrap(np.asarray(overhead)), applied, used)
 

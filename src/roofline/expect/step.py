@@ -17,12 +17,13 @@ import numpy as np
 
 from ..cost import LINKS
 from ..derivation import Num, unwrap
+from ..dtypes import dtype as lookup_dtype
 from ..hardware import Chip, System, load_chip
-from ..models import ModelAnalysis
+from ..models import ModelAnalysis, Precision, StepOp
 from ..models.schedule import NOT_HIDDEN
 from ..serialize import jsonable
-from .op import _source, expected
-from .table import figures, lookup
+from .op import _source, attention_kernel, expected
+from .table import engine, figures, lookup, lookup_framework
 
 if TYPE_CHECKING:
     from ..measure.calibration import Calibration
@@ -71,12 +72,14 @@ class ExpectedStep:
 
 
 def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
-                  calibration: Calibration | None = None, cuda_graphs: bool | None = None
-                  ) -> ExpectedStep:
+                  calibration: Calibration | None = None, cuda_graphs: bool | None = None,
+                  framework: str | None = None) -> ExpectedStep:
     """The expected time of the analysed step (`hw`: the chip it was analysed on, needed
     when that is a chip file rather than a catalog chip). `cuda_graphs` (default: for decode
     steps, as vLLM, SGLang and TensorRT-LLM capture them) sets the per-kernel launch cost;
-    `framework.<phase>` the share of the step the framework leaves to the kernels.
+    `framework.<phase>` the share of the step the framework leaves to the kernels, or
+    `framework.<phase>.<engine>` for a named serving engine (`table.engine`: vllm, sglang,
+    tensorrt-llm, gpt-fast, ...) where one is fitted.
 
     >>> from roofline.models import analyze, decode
     >>> e = expected_step(analyze("llama-3-8b", "h100", decode(batch=1, context=1024)))
@@ -99,7 +102,8 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
             sources[key] = fig.source
             total = total + np.asarray(op.t_lower_s) / fig.value
             continue
-        one = expected(op.cost, chip, calibration, cuda_graphs=graphs)
+        one = expected(op.cost, chip, calibration, cuda_graphs=graphs,
+                       dequant=weight_only(a.precision, op))
         sources.update(one.sources)
         bound_one = np.asarray(one.bound.t_lower_s, dtype=float)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -116,11 +120,22 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
         with np.errstate(divide="ignore", invalid="ignore"):
             efficiency[resource] = unwrap(np.where(
                 weight > 0, sum(w * e for w, e in pairs) / weight, pairs[0][1]))
-    key, framework = lookup(figs, "framework", kind)
-    sources[key] = _source(framework)
-    efficiency["framework"] = framework.value
-    t = np.maximum(total / framework.value, np.asarray(a.t_lower_s))  # never below the bound
+    key, factor = lookup_framework(figs, kind, engine(framework) if framework else None)
+    sources[key] = _source(factor)
+    efficiency["framework"] = factor.value
+    t = np.maximum(total / factor.value, np.asarray(a.t_lower_s))  # never below the bound
     return ExpectedStep(a, unwrap(t), unwrap(overhead), efficiency, sources)
 
 
-
+def weight_only(prec: Precision, op: StepOp) -> str | None:
+    """The weight dtype family of a weight-only-quantized GEMM (int8 / int4 / fp4 weights
+    dequantized into bf16 / fp16 math, as gpt-fast, torchao, Marlin and AWQ kernels do), or
+    None: not a weight GEMM, or weights already in the compute dtype's family (fp8 x fp8)."""
+    table = op.name in ("lm head", "embedding") and not prec.quantize_embeddings
+    if not op.cost.flops or attention_kernel(op.cost) or table:
+        return None
+    weights = prec.expert_weights if prec.expert_weights and "expert" in op.name \
+        else prec.weights
+    family = lookup_dtype(weights).peak
+    computes = {lookup_dtype(dt).peak for dt in op.cost.flops}
+    return None if family in computes or lookup_dtype(weights).bits >= 16 else family

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 _FIT = "fit half of benchmarks/validation (check.py --fit): median measured/bound of "
 
+_ENGINE = "fit half of benchmarks/validation: median measured/expected (factor 1) of the "
+
 # For a chip whose file gives no figure of a kind (a chip without published measurements).
 DEFAULTS: dict[str, Efficiency] = {
     "matmul": Efficiency(0.72, "fitted", _FIT + "the gemm rows, every chip and dtype"),
@@ -36,11 +38,44 @@ DEFAULTS: dict[str, Efficiency] = {
     "scale-up.nvls": Efficiency(0.60, "fitted", _FIT + "the NVLS all-reduce rows (H200, "
                                 "B200); NCCL's own tuning derates NVLS too (tuning.cc: 0.85 "
                                 "Hopper, 0.74 Blackwell)"),
+    # per serving / generation engine (table.engine), decode and continuous-batching steps:
+    # measured / expected at factor 1, median over the engine's fit-half rows that are not
+    # weight-only quantized (decode and serving kinds)
+    "framework.decode.gpt-fast": Efficiency(0.79, "fitted", _ENGINE + "gpt-fast rows (4: "
+                                            "batch-1 generate.py on A100 / MI250X)"),
+    "framework.decode.vllm": Efficiency(0.52, "fitted", _ENGINE + "vLLM rows (7: torchao's "
+                                        "8B batch-128 runs on B200, OCI's 405B on MI300X)"),
+    "framework.decode.sglang": Efficiency(0.75, "fitted", _ENGINE + "SGLang rows (2: batch-1 "
+                                          "MoE decode on B200)"),
+    "framework.decode.tensorrt-llm": Efficiency(0.63, "fitted", _ENGINE + "TensorRT-LLM rows "
+                                                "(24: perf-overview throughput, DeepSeek-R1 "
+                                                "min-latency on B200)"),
+    # a weight-only-quantized GEMM's HBM stream over the streaming fraction (dequantizing
+    # in the kernel: gpt-fast's int8 and tinygemm int4 kernels, torchao); no published
+    # figure found, so fitted: the value that brings the fit half's weight-only rows to a
+    # median measured/expected of 1 (few rows: a rough figure)
+    "dequant": Efficiency(1.0, "fitted", "no weight-only family fitted (int8, int4 are)"),
+    "dequant.int8": Efficiency(0.85, "fitted", "the fit half's int8 weight-only decode rows "
+                               "(2: gpt-fast Llama-3.1-8B 1 GPU, Llama-3.1-405B TP8 on A100)"),
+    "dequant.int4": Efficiency(0.46, "fitted", "the fit half's int4 weight-only decode rows "
+                               "(1: gpt-fast Llama-2-70B int4-g32 TP8 on A100)"),
     "collective_call_s.direct": Efficiency(5e-6, "fitted", _FIT + "the DeepEP dispatch / "
                                            "combine rows (its own kernels, no NCCL call)"),
     "collective_call_s": Efficiency(20e-6, "fitted", _FIT + "the small-message collective "
                                     "rows (NCCL / RCCL software latency)"),
 }
+
+
+# The serving / generation engines a `framework` string names (a row's `framework` param,
+# "vllm-0.13.0+torchao", "sglang(PD disagg)", "torchao(gpt-fast-style generate)": the first
+# of these it contains; torchao's generate.py is gpt-fast's).
+ENGINES = ("gpt-fast", "vllm", "sglang", "tensorrt-llm", "llama.cpp")
+
+
+def engine(framework: str) -> str:
+    """'vllm-0.13.0+torchao' -> 'vllm'; an engine not in ENGINES keeps its own name."""
+    name = framework.strip().lower()
+    return next((e for e in ENGINES if e in name), name)
 
 
 def figures(chip: Chip, calibration: Calibration | None = None) -> dict[str, Efficiency]:
@@ -54,6 +89,17 @@ def figures(chip: Chip, calibration: Calibration | None = None) -> dict[str, Eff
             if key in ("hbm", "scale-up", "scale-out"):
                 out[key] = Efficiency(eff, what)
     return out
+
+
+def lookup_framework(figs: Mapping[str, Efficiency], phase: str, engine: str | None
+                     ) -> tuple[str, Efficiency]:
+    """framework.<phase>.<engine>, else framework.<phase>, else framework. A continuous-
+    batching iteration (mixed) is the engine's decode step carrying prefill chunks: it takes
+    the engine's decode figure where it has no mixed one."""
+    for p in (phase, "decode") if phase == "mixed" else (phase,):
+        if engine and f"framework.{p}.{engine}" in figs:
+            return f"framework.{p}.{engine}", figs[f"framework.{p}.{engine}"]
+    return lookup(figs, "framework", phase)
 
 
 def lookup(figs: Mapping[str, Efficiency], kind: str, variant: str | None = None

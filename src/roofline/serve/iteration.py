@@ -26,13 +26,15 @@ from ..ops.collectives import collective
 from .workload import Workload
 
 
-def step_time(a: ModelAnalysis, expect: bool = False, chip: Chip | None = None) -> Any:
+def step_time(a: ModelAnalysis, expect: bool = False, chip: Chip | None = None,
+              framework: str | None = None) -> Any:
     """Seconds per step: the analysis' lower bound, or its expected time (`chip`: the chip
-    it was analysed on, where that is not a catalog chip)."""
+    it was analysed on, where that is not a catalog chip; `framework`: the serving engine
+    whose fitted factor applies, roofline.expect.table.engine)."""
     if expect:
         from ..expect import expected_step
 
-        return expected_step(a, chip).t_s
+        return expected_step(a, chip, framework=framework).t_s
     return a.t_lower_s
 
 
@@ -66,9 +68,10 @@ class Engine:
     budget: MemoryBudget
     impl: str = "flash"
     expect: bool = False  # step times are expected times, not bounds
+    framework: str | None = None  # the engine of the expected times (vllm, sglang, ...)
 
     def step_time(self, a: ModelAnalysis) -> Any:
-        return step_time(a, self.expect, self.chip)
+        return step_time(a, self.expect, self.chip, self.framework)
 
     @property
     def chips(self) -> int:

@@ -57,7 +57,8 @@ class Load:
 
 
 def _engines(spec: ModelSpec, hardware: Sequence[str], space: Space, budget: MemoryBudget,
-             expect: bool = False) -> tuple[list[tuple[Engine, dict[str, Any]]], list[str]]:
+             expect: bool = False, framework: str | None = None
+             ) -> tuple[list[tuple[Engine, dict[str, Any]]], list[str]]:
     """Every valid instance configuration; invalid ones (tp not dividing the heads, ep on a
     dense model, more chips than allowed) are skipped with the reason, unless all are."""
     weights = list(space.weight_dtypes or dict.fromkeys(
@@ -82,7 +83,7 @@ def _engines(spec: ModelSpec, hardware: Sequence[str], space: Space, budget: Mem
             skipped.append(f"{_name(config)}: {par.chips} chips > --max-chips "
                            f"{space.max_chips}")
             continue
-        out.append((Engine(spec, chip, par, prec, budget, expect=expect),
+        out.append((Engine(spec, chip, par, prec, budget, expect=expect, framework=framework),
                     {**config, "dtype": prec.activations}))
     return out, skipped
 
@@ -150,9 +151,10 @@ class ServePlan:
 def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
          targets: Targets | None = None, space: Space | None = None, load: Load | None = None,
          budget: MemoryBudget | None = None, prices: dict[str, float] | None = None,
-         expect: bool = False) -> ServePlan:
+         expect: bool = False, framework: str | None = None) -> ServePlan:
     """Every operating point of every configuration (see grid.py for the model); with
-    `expect`, step times are expected times (roofline.expect) instead of bounds."""
+    `expect`, step times are expected times (roofline.expect) instead of bounds, with the
+    fitted factor of the serving engine `framework` names where one exists."""
     spec = load_model(model)
     targets, space, load = targets or Targets(), space or Space(), load or Load()
     budget = budget or MemoryBudget()
@@ -161,7 +163,7 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
             raise RooflineError(f"unknown mode {mode!r} (allowed: {', '.join(MODES)})")
     if load.rate is not None and load.concurrency is not None:
         raise RooflineError("give --rate (open loop) or --concurrency (closed loop), not both")
-    engines, skipped = _engines(spec, hardware, space, budget, expect)
+    engines, skipped = _engines(spec, hardware, space, budget, expect, framework)
     groups: list[dict[str, np.ndarray[Any, Any]]] = []
 
     def add(config: dict[str, Any], cols: dict[str, Any], most: Any) -> None:
