@@ -46,6 +46,7 @@ def test_help_imports_no_command_module():
     assert not _under(loaded, *HEAVY)
     assert _under(loaded, "roofline.cli") == ["roofline.cli", "roofline.cli._base"]
     assert "roofline.argtypes" not in loaded
+    assert "tomllib" not in loaded  # no file is read
 
 
 def test_an_op_imports_its_command_alone():
