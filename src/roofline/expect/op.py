@@ -150,8 +150,12 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
     overhead: Any = 0.0
     if cost.has_arithmetic or cost.bytes:
         overhead = take("graph_launch_s" if cuda_graphs else "launch_s")
-    calls = sum((np.asarray(c) for c in cost.link_calls.values()), np.asarray(0.0))
-    if cost.link_calls:
+    # one collective is one call, whatever links it crosses and whether the bound charges a
+    # NCCL base latency (a one-shot all-reduce is the engine's own kernel: still one launch)
+    moving = [np.asarray(c) for c in cost.link_calls.values()] + [
+        (np.asarray(s) > 0) * 1.0 for s in cost.link_steps.values()]
+    calls = np.maximum.reduce(np.broadcast_arrays(*moving)) if moving else np.asarray(0.0)
+    if cost.link_calls or cost.link_steps:
         # in a graph: one kernel (sglang#2904: a one-shot all-reduce of 4-32 KiB on 8xH100
         # takes 5.7-7.8 us in all, within the bound's own NCCL latency of 6.6 us + steps)
         overhead = overhead + calls * (take("graph_launch_s") if cuda_graphs

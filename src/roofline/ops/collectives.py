@@ -69,11 +69,11 @@ if TYPE_CHECKING:
 
 COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast",
                "send-recv")
-ALGORITHMS = ("ring", "tree", "nvls", "direct", "pairwise")
+ALGORITHMS = ("ring", "tree", "nvls", "direct", "pairwise", "one-shot")
 AUTO = "auto"  # per message size, the algorithm with the smallest alpha-beta time
 # which algorithms implement each collective (a send-recv is one message under any name)
 IMPLEMENTS: dict[str, tuple[str, ...]] = {
-    "all-reduce": ("ring", "tree", "nvls"), "all-gather": ("ring",),
+    "all-reduce": ("ring", "tree", "nvls", "one-shot"), "all-gather": ("ring",),
     "reduce-scatter": ("ring",), "broadcast": ("ring", "tree"),
     "all-to-all": ("direct", "pairwise", "ring"), "send-recv": ("ring",),
 }
@@ -119,6 +119,8 @@ def _flat(kind: str, algo: str, n: Expr, m: Expr) -> tuple[Expr, Expr]:
         if kind == "broadcast":
             return n - 1, m
         return n - 1, (n - 1) / n * m
+    if algo == "one-shot":  # every rank reads the n - 1 other buffers at once and reduces
+        return Sym("1", 1.0), (n - 1) * m
     if algo == "tree":
         depth = _log2(n)
         return (2 * depth, 2 * m) if kind == "all-reduce" else (depth, m)
@@ -199,13 +201,19 @@ def _collective(kind: str, algo: str, nbytes: Any, ranks: Any, link: str, domain
             steps, traffic = steps * Sym("[n > 1]", others), traffic * Sym("[n > 1]", others)
         if np.any(np.asarray(share.value) < 1):
             traffic = traffic / share
+        # a one-shot all-reduce is the engines' own kernel (vLLM, SGLang, TensorRT-LLM custom
+        # all-reduce), not a NCCL call: no NCCL base latency, one step
+        calls = others * (0.0 if algo == "one-shot" else 1.0)
         return Cost(link_bytes={link: traffic.value}, link_steps={link: _full(steps.value, m)},
-                    link_calls={link: _full(others, m)},
+                    link_calls={link: _full(calls, m)},
                     terms=(Term(f"{link} steps", steps), Term(f"{link} bytes", traffic)),
                     name=f"{kind} ({algo})")
     if algo == "ring" and kind == "all-to-all":
         raise RooflineError("all-to-all 'ring' relays between neighbours of one ring; a group "
                             "that spans scale-up domains uses direct or pairwise")
+    if algo == "one-shot":
+        raise RooflineError("a one-shot all-reduce reads every peer's buffer over the scale-up "
+                            "link: its group must fit one domain (use ring, tree or nvls)")
     domain = whole("a", domain_size, "domain_size")
     # a group smaller than a domain stays inside it: a = min(n, domain), b = n / a domains
     a = Sym("a", np.minimum(np.asarray(n.value), np.asarray(domain.value)) * 1.0)
@@ -286,8 +294,13 @@ def choose_algorithm(kind: str, nbytes: Any, ranks: Any, chip: Chip, link: str =
 
     if kind not in COLLECTIVES:
         raise unknown("collective", kind, COLLECTIVES)
-    switch = chip.links.get(link) is not None and chip.link(link).in_switch_reduction
-    candidates = [a for a in IMPLEMENTS[kind] if a != "nvls" or switch]
+    up = chip.links.get(link)
+    switch = up is not None and up.in_switch_reduction
+    # one-shot needs every peer directly reachable (a switch or a full mesh) in one domain
+    direct = up is not None and link == "scale-up" and up.topology in ("switch", "mesh") and (
+        domain_size is None or not np.any(np.asarray(ranks) > np.asarray(domain_size)))
+    candidates = [a for a in IMPLEMENTS[kind]
+                  if (a != "nvls" or switch) and (a != "one-shot" or direct)]
     if kind == "all-to-all" and domain_size is not None and link == "scale-up" \
             and np.any(np.asarray(ranks) > np.asarray(domain_size)):
         candidates.remove("ring")  # a neighbour relay spans one domain
