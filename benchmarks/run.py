@@ -15,10 +15,12 @@ unit tests.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -65,14 +67,22 @@ def _cpu() -> float:
     return time.process_time() + child.ru_utime + child.ru_stime
 
 
+# Byte-compiled, as the target says and as numpy's installed bytecode already is: a machine
+# with PYTHONDONTWRITEBYTECODE would otherwise recompile roofline on every start. The cache
+# goes to a temporary folder (PYTHONPYCACHEPREFIX), never into the tree.
+_PYCACHE = tempfile.mkdtemp(prefix="roofline-bench-pycache-")
+_ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+        "PYTHONPYCACHEPREFIX": _PYCACHE}
+
+
 def cli(*args: str) -> Work:
     return lambda: subprocess.run([sys.executable, "-m", "roofline", *args], check=True,
-                                  capture_output=True)
+                                  capture_output=True, env=_ENV)
 
 
 def bare_numpy() -> Work:
     return lambda: subprocess.run([sys.executable, "-c", "import numpy"], check=True,
-                                  capture_output=True)
+                                  capture_output=True, env=_ENV)
 
 
 def llm_analysis_infer() -> Work | None:
