@@ -95,7 +95,8 @@ def test_cli_options_are_the_declaration(name):
     _check_matches(spec, decl, lambda p: None if p.kind == "bool" else p.default)
     # sweep op: the same flags and help; values are lists, read by the sweep
     sweep = _options(_subparser(parser, "sweep", "op", name))
-    assert set(sweep) == {p.name for p in decl.params} | {"hw", "json", "csv", "rows"}
+    assert set(sweep) == {p.name for p in decl.params} | {"hw", "json", "csv", "rows",
+                                                         "expect"}
     _check_matches(sweep, decl, lambda p: None, lists=True)
     for sub in (_subparser(parser, "op", name), _subparser(parser, "sweep", "op", name)):
         text = " ".join(sub.format_help().split())  # the help renders, every option in it

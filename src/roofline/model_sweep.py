@@ -5,6 +5,10 @@ into chunks of at most CHUNK_POINTS points along the batch rows (one row is cut 
 length when it alone is larger), each chunk one vectorized `step_summary` (the step's times
 without the per-op tables). Chunks come out in point order, so the same points in one piece
 or in many give the same columns, frontier and bound changes.
+
+With `expect`, each chunk also gets the expected time (`expect.expected_step`), which reads
+the per-op rows of a full `analyze`: only then are they built, in smaller chunks (they hold
+every op's arrays), so the default sweep does no more work than before.
 """
 
 from __future__ import annotations
@@ -12,24 +16,32 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .errors import RooflineError
 from .hardware import Chip, load_chip
-from .models import Parallel, Precision, decode, prefill, train
+from .models import Parallel, Precision, analyze, decode, prefill, train
 from .models.catalog import load_model
 from .models.summary import StepSummary, step_summary
 from .sweep_frame import Array, Columns, SweepResult
 
+if TYPE_CHECKING:
+    from .expect import ExpectedStep
+
 CHUNK_POINTS = 1 << 18  # points per vectorized call: ~150 MB of working memory, while the
 # per-call overhead (~5 ms) stays a few percent of the chunk's work
+EXPECT_CHUNK_POINTS = 1 << 14  # with `expect`: the per-op arrays of ~40 ops per point
 CONFIG_COLUMNS = ("hardware", "tp", "pp", "dp", "ep", "chips", "weight_dtype", "kv_dtype")
 POINT_COLUMNS = ("batch", "length", "t_lower_s", "t_upper_s", "tokens_per_s", "mfu",
                  "memory_bytes", "fits")
+EXPECTED_COLUMNS = ("expected_t_s", "expected_tokens_per_s", "expected_mfu")
 ORDER = [*CONFIG_COLUMNS, "batch", "length", "t_lower_s", "t_upper_s", "tokens_per_s",
          "bound", "mfu", "memory_bytes", "fits"]
+EXPECTED_ORDER = [*CONFIG_COLUMNS, "batch", "length", "t_lower_s", "expected_t_s",
+                  "t_upper_s", "tokens_per_s", "expected_tokens_per_s", "bound", "mfu",
+                  "expected_mfu", "memory_bytes", "fits"]  # each expected beside its bound
 
 
 def configurations(hardware: Sequence[str], tp: Sequence[int] = (1,), pp: Sequence[int] = (1,),
@@ -69,6 +81,7 @@ class Piece:
     length: Array  # (1, cols)
     summary: StepSummary
     bound: Array  # codes into ModelSweep.bound_names, broadcastable to the grid
+    expected: ExpectedStep | None = None  # with `expect`
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -79,15 +92,20 @@ class Piece:
         return self.shape[0] * self.shape[1]
 
     def values(self) -> dict[str, Any]:
-        s = self.summary
-        return {"batch": self.batch, "length": self.length, "t_lower_s": s.t_lower_s,
-                "t_upper_s": s.t_upper_s, "tokens_per_s": s.tokens_per_s, "mfu": s.mfu,
-                "memory_bytes": s.memory_bytes, "fits": s.fits}
+        s, e = self.summary, self.expected
+        values = {"batch": self.batch, "length": self.length, "t_lower_s": s.t_lower_s,
+                  "t_upper_s": s.t_upper_s, "tokens_per_s": s.tokens_per_s, "mfu": s.mfu,
+                  "memory_bytes": s.memory_bytes, "fits": s.fits}
+        if e is not None:
+            values.update({"expected_t_s": e.t_s, "expected_tokens_per_s": e.tokens_per_s,
+                           "expected_mfu": e.mfu})
+        return values
 
 
 class ModelSweep:
     """`sweep_model`'s points, computed on iteration as SweepResult chunks in point order
-    (`bound_changes` is complete once iterated); `collect()` keeps them all."""
+    (`bound_changes` and `expected_sources` are complete once iterated); `collect()` keeps
+    them all. With `expect`, every point also has its expected time, tokens/s and MFU."""
 
     def __init__(self, model: str, hardware: Sequence[str], phase: str, batch: Any,
                  length: Any, tp: Sequence[int] = (1,), pp: Sequence[int] = (1,),
@@ -95,8 +113,11 @@ class ModelSweep:
                  weight_dtypes: Sequence[str] = ("bf16",),
                  kv_dtypes: Sequence[str] = ("bf16",), dtype: str = "bf16", k: int = 1,
                  microbatches: int = 1, batch_per_replica: bool = False,
-                 chunk_points: int = CHUNK_POINTS) -> None:
+                 chunk_points: int = CHUNK_POINTS, expect: bool = False) -> None:
         self.spec = load_model(model)
+        self.expect = expect
+        if expect:
+            chunk_points = min(chunk_points, EXPECT_CHUNK_POINTS)
         self.length = np.asarray(length, dtype=float).ravel()
         if phase not in ("decode", "prefill", "train"):
             raise RooflineError(f"unknown phase {phase!r} (allowed: decode, prefill, train)")
@@ -120,6 +141,8 @@ class ModelSweep:
                        for key in CONFIG_COLUMNS}
         self.bound_names: list[str] = []  # grows as chunks meet new bounds
         self.bound_changes: list[dict[str, Any]] = []
+        self.expected_sources: dict[str, str] = {}  # figure -> source, with `expect`
+        self.point_columns = POINT_COLUMNS + (EXPECTED_COLUMNS if expect else ())
 
     def _phase(self, b: Array, n: Array) -> Any:
         if self.phase == "decode":
@@ -146,7 +169,15 @@ class ModelSweep:
                 b = cfg.batch[i0:i0 + rows, None]
                 for j0 in range(0, n_len, cols):
                     n = self.length[None, j0:j0 + cols]
-                    s = step_summary(self.spec, cfg.chip, self._phase(b, n), cfg.par, cfg.prec)
+                    phase = self._phase(b, n)
+                    s = step_summary(self.spec, cfg.chip, phase, cfg.par, cfg.prec)
+                    expected = None
+                    if self.expect:  # the per-op rows, only here (the module's docstring)
+                        from .expect import expected_step
+
+                        expected = expected_step(analyze(self.spec, cfg.chip, phase, cfg.par,
+                                                         cfg.prec), cfg.chip)
+                        self.expected_sources.update(expected.sources)
                     bound = self._codes(s.bound_names)[s.bound_index]
                     grid = np.broadcast_to(bound, (b.shape[0], n.shape[1]))
                     if i0 == 0:
@@ -159,7 +190,7 @@ class ModelSweep:
                         cols_hit = np.flatnonzero(hit)
                         change[j0 + cols_hit] = i0 + at[cols_hit]
                         to[j0 + cols_hit] = grid[at[cols_hit], cols_hit]
-                    yield Piece(ci, b, n, s, bound)
+                    yield Piece(ci, b, n, s, bound, expected)
             self.bound_changes += [
                 {**{k: v for k, v in cfg.columns.items() if k != "chips"},
                  "length": float(self.length[j]), "batch": float(cfg.batch[change[j]]),
@@ -170,7 +201,7 @@ class ModelSweep:
         codes = {"config": config, "bound": bound}
         decoded = {key: ("config", table) for key, table in self.tables.items()}
         decoded["bound"] = ("bound", np.array(self.bound_names or [""]))
-        return Columns(ORDER, data, codes, decoded)
+        return Columns(EXPECTED_ORDER if self.expect else ORDER, data, codes, decoded)
 
     def __iter__(self) -> Iterator[SweepResult]:
         for piece in self.pieces():
@@ -179,12 +210,14 @@ class ModelSweep:
             data["fits"] = data["fits"].astype(bool)
             config = np.full(piece.size, piece.config, dtype=_code_dtype(len(self.configs)))
             bound = np.broadcast_to(piece.bound, shape).ravel()
-            yield SweepResult(self.phase, self._columns(config, bound, data))
+            yield SweepResult(self.phase, self._columns(config, bound, data),
+                              expected_sources=self.expected_sources)
 
     def collect(self) -> SweepResult:
         """Every point in one SweepResult, each chunk written in place (no concatenation)."""
         size = self.points
-        data = {k: np.empty(size, dtype=bool if k == "fits" else float) for k in POINT_COLUMNS}
+        data = {k: np.empty(size, dtype=bool if k == "fits" else float)
+                for k in self.point_columns}
         config = np.empty(size, dtype=_code_dtype(len(self.configs)))
         bound = np.empty(size, dtype=np.uint8)
         at = 0
@@ -196,7 +229,7 @@ class ModelSweep:
             bound[at:end].reshape(shape)[...] = piece.bound
             at = end
         return SweepResult(self.phase, self._columns(config, bound, data),
-                           self.bound_changes)
+                           self.bound_changes, dict(self.expected_sources))
 
 
 def _code_dtype(n: int) -> type[np.unsignedinteger[Any]]:

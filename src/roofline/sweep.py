@@ -80,24 +80,29 @@ def sweep_model(model: str, hardware: Sequence[str], phase: str, batch: Any, len
                 tp: Sequence[int] = (1,), pp: Sequence[int] = (1,), dp: Sequence[int] = (1,),
                 ep: Sequence[int] = (1,), weight_dtypes: Sequence[str] = ("bf16",),
                 kv_dtypes: Sequence[str] = ("bf16",), dtype: str = "bf16", k: int = 1,
-                microbatches: int = 1, batch_per_replica: bool = False) -> SweepResult:
+                microbatches: int = 1, batch_per_replica: bool = False,
+                expect: bool = False) -> SweepResult:
     """Analyse every combination; `length` is the context (decode), prompt length (prefill)
     or sequence length (train). `batch` is the total over data-parallel replicas, as in
     `analyze` (a configuration skips the batches its dp does not divide); with
     `batch_per_replica` it is per replica (the total is batch x dp). Every point is kept in
-    memory (about 70 B each); `ModelSweep` streams a sweep of any size chunk by chunk."""
+    memory (about 70 B each); `ModelSweep` streams a sweep of any size chunk by chunk.
+    `expect` adds the expected time beside the bound (`expected_t_s`,
+    `expected_tokens_per_s`, `expected_mfu`: `expect.expected_step` of each point)."""
     sweep = ModelSweep(model, hardware, phase, batch, length, tp, pp, dp, ep, weight_dtypes,
-                       kv_dtypes, dtype, k, microbatches, batch_per_replica)
+                       kv_dtypes, dtype, k, microbatches, batch_per_replica, expect=expect)
     _check_points(sweep.points)
     return sweep.collect()
 
 
 def sweep_op(op: str | OpDecl, hardware: Sequence[str], numeric: dict[str, np.ndarray[Any, Any]],
              categorical: Mapping[str, Sequence[Any]] | None = None,
-             fixed: Mapping[str, Any] | None = None) -> SweepResult:
+             fixed: Mapping[str, Any] | None = None, expect: bool = False) -> SweepResult:
     """Evaluate a registered op (`roofline.ops.OPS`) over a grid: each numeric argument gets
     its own array axis (one evaluation per chip and categorical combination covers the whole
-    grid); defaults are filled in as `roofline.ops.resolve_op` does.
+    grid); defaults are filled in as `roofline.ops.resolve_op` does. `expect` adds the
+    expected time beside the bound (`expected_t_s`, `expected_flops_per_s`; for a collective
+    also the bound's and the expected algbw / busbw): `expect.expected` of each point.
 
     >>> import numpy as np
     >>> r = sweep_op("matmul", ["h100"], {"m": np.array([1.0, 4096.0]), "k": np.array([8192.0]),
@@ -118,6 +123,7 @@ def sweep_op(op: str | OpDecl, hardware: Sequence[str], numeric: dict[str, np.nd
             for k, (name, values) in enumerate(numeric.items())}
     parts: dict[str, list[np.ndarray[Any, Any]]] = {}
     changes: list[dict[str, Any]] = []
+    sources: dict[str, str] = {}
     keys = list(categorical)
     for chip_name in hardware:
         chip = load_chip(chip_name)
@@ -139,6 +145,9 @@ def sweep_op(op: str | OpDecl, hardware: Sequence[str], numeric: dict[str, np.nd
                 "fits": np.ones(size, dtype=bool),
                 "chips": np.ones(size), "tokens_per_s": np.zeros(size),
             })
+            if expect:
+                column.update({k: np.broadcast_to(v, shape).ravel() for k, v in
+                               _op_expected(decl, kwargs, chip, est, sources).items()})
             for key, value in column.items():
                 parts.setdefault(key, []).append(np.asarray(value))
             if names:
@@ -149,4 +158,36 @@ def sweep_op(op: str | OpDecl, hardware: Sequence[str], numeric: dict[str, np.nd
                              "to": str(bound[i, j])}
                             for j in range(min(bound.shape[1], 50))
                             for i in [int(np.argmax(bound[:, j] != bound[0, j]))] if i > 0]
-    return SweepResult("op", {k: np.concatenate(v) for k, v in parts.items()}, changes)
+    return SweepResult("op", {k: np.concatenate(v) for k, v in parts.items()}, changes,
+                       sources)
+
+
+def _op_expected(decl: OpDecl, kwargs: dict[str, Any], chip: Any, est: Any,
+                 sources: dict[str, str]) -> dict[str, Any]:
+    """The expected columns of one evaluation over the grid. An "auto" algorithm resolved per
+    size (an array of names) is expected one named algorithm at a time, each point taking its
+    own, so a point's figures are those of the op run at that point alone."""
+    from .expect import expected
+    from .ops.collective_decls import COLLECTIVE_OPS
+    from .ops.collectives import COLLECTIVES, busbw_factor
+
+    algo = kwargs.get("algo")
+    names = np.unique(algo).tolist() if isinstance(algo, np.ndarray) else [algo]
+    t: Any = 0.0
+    for name in names:
+        e = expected(decl.function(**{**kwargs, "algo": name} if algo is not None else kwargs),
+                     chip)
+        sources.update(e.sources)
+        t = np.where(algo == name, e.t_s, t) if len(names) > 1 else np.asarray(e.t_s)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = {"expected_t_s": t,
+               "expected_flops_per_s": np.asarray(est.flops, dtype=float) / t}
+        kind = dict(zip((d.name for d in COLLECTIVE_OPS), COLLECTIVES, strict=True)).get(
+            decl.name)
+        if kind is not None:  # nccl-tests' figures (as `op --expect`), bound and expected
+            factor = busbw_factor(kind, kwargs["ranks"])
+            for label, time in (("", np.asarray(est.t_lower_s)), ("expected_", t)):
+                algbw = np.where(time > 0, kwargs["nbytes"] / time, np.nan)
+                out[f"{label}algbw_Bps"] = algbw
+                out[f"{label}busbw_Bps"] = algbw * factor
+    return out

@@ -75,21 +75,25 @@ class SweepResult:
     phase: str
     columns: Mapping[str, Array]
     bound_changes: list[dict[str, Any]] = field(default_factory=list)
+    expected_sources: dict[str, str] = field(default_factory=dict)  # with expected columns
 
     def __len__(self) -> int:
         return len(next(iter(self.columns.values())))
 
-    def frontier(self, max_latency_s: float | None = None) -> dict[str, Any]:
+    def frontier(self, max_latency_s: float | None = None, expected: bool = False
+                 ) -> dict[str, Any]:
         """Best throughput per chip kind (within a latency target, fitting in memory) and
-        the fewest chips that fit."""
-        reduce = Frontier(max_latency_s)
+        the fewest chips that fit; ranked by the bound, or by the expected columns (a sweep
+        run with `expect`) when `expected`."""
+        reduce = Frontier(max_latency_s, expected)
         reduce.add(self)
         return reduce.result(self.bound_changes)
 
-    def pareto(self, max_latency_s: float | None = None) -> list[int]:
+    def pareto(self, max_latency_s: float | None = None, expected: bool = False) -> list[int]:
         """Points no other feasible point beats on both latency and throughput."""
         c = self.columns
-        return pareto_front(c["t_lower_s"], c["tokens_per_s"], feasible(c, max_latency_s))
+        latency, tokens = ranking(expected)
+        return pareto_front(c[latency], c[tokens], feasible(c, max_latency_s, latency))
 
     def row(self, i: int) -> dict[str, Any]:
         c = self.columns
@@ -98,11 +102,19 @@ class SweepResult:
         return {k: v[i].item() for k, v in c.items()}
 
 
-def feasible(c: Mapping[str, Array], max_latency_s: float | None) -> Array:
+def ranking(expected: bool) -> tuple[str, str]:
+    """The (latency, throughput) columns a frontier ranks by: the bound's, or the expected
+    ones (a forecast, from a sweep run with `expect`)."""
+    return ("expected_t_s", "expected_tokens_per_s") if expected else \
+        ("t_lower_s", "tokens_per_s")
+
+
+def feasible(c: Mapping[str, Array], max_latency_s: float | None,
+             latency: str = "t_lower_s") -> Array:
     """The points that fit in memory (and meet the latency target, if given)."""
     ok = c["fits"].astype(bool)
     if max_latency_s is not None:
-        ok &= c["t_lower_s"] <= max_latency_s
+        ok &= c[latency] <= max_latency_s
     return ok
 
 
@@ -125,8 +137,9 @@ class Frontier:
     point on a tie, as an argmax over the whole sweep would; a point off the Pareto set of
     its own chunk is off the set of the whole sweep, so only each chunk's set is kept."""
 
-    def __init__(self, max_latency_s: float | None = None) -> None:
-        self.max_latency_s = max_latency_s
+    def __init__(self, max_latency_s: float | None = None, expected: bool = False) -> None:
+        self.max_latency_s, self.expected = max_latency_s, expected
+        self.latency, self.tokens = ranking(expected)
         self.points = self.feasible = 0
         self.best: dict[str, tuple[float, dict[str, Any]]] = {}
         self.best_per_chip: tuple[float, dict[str, Any]] | None = None
@@ -137,12 +150,12 @@ class Frontier:
 
     def add(self, chunk: SweepResult) -> None:
         c = chunk.columns
-        ok = feasible(c, self.max_latency_s)
+        ok = feasible(c, self.max_latency_s, self.latency)
         self.points += len(chunk)
         self.feasible += int(ok.sum())
         if not ok.any():
             return
-        tokens = c["tokens_per_s"]
+        tokens, latency = c[self.tokens], c[self.latency]
         codes, names = groups(c, "hardware")
         for code, hw in enumerate(names.tolist()):
             mask = ok & (codes == code)
@@ -160,8 +173,8 @@ class Frontier:
         i = int(idx[np.lexsort((-tokens[idx], c["chips"][idx]))[0]])
         if self.fewest is None or (c["chips"][i], -tokens[i]) < self.fewest[:2]:
             self.fewest = (c["chips"][i], -tokens[i], chunk.row(i))
-        front = sorted(pareto_front(c["t_lower_s"], tokens, ok))  # point order
-        latency = np.r_[self.front_latency, c["t_lower_s"][front]]
+        front = sorted(pareto_front(latency, tokens, ok))  # point order
+        latency = np.r_[self.front_latency, latency[front]]
         throughput = np.r_[self.front_tokens, tokens[front]]
         rows = self.front_rows + [chunk.row(i) for i in front]
         keep = sorted(pareto_front(latency, throughput, np.ones(latency.size, dtype=bool)))
@@ -176,7 +189,9 @@ class Frontier:
                 "best_tokens_per_s_per_chip": self.best_per_chip and self.best_per_chip[1],
                 "fewest_chips_that_fit": self.fewest and self.fewest[2],
                 "bound_changes": bound_changes,
+                "ranked_by": "expected" if self.expected else "bound",
                 "constraint": "fits in memory" + (
-                    f", t_lower per step <= {limit:g} s" if limit else ""),
+                    f", {'expected time' if self.expected else 't_lower'} per step <= "
+                    f"{limit:g} s" if limit else ""),
                 "points": self.points, "feasible_points": self.feasible,
                 "pareto": [self.front_rows[i] for i in order]}

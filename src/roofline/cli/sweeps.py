@@ -22,6 +22,7 @@ from ..units import (
     parse_number,
 )
 from ._base import LazySubparsers, _Parser
+from .expect import add_expect_option
 from .models import check_phase_options
 from .ops import OPS
 
@@ -42,14 +43,15 @@ def _cmd_sweep_model(args: argparse.Namespace) -> None:
         weight_dtypes=parse_list(args.weight_dtype or args.dtype, "--weight-dtype"),
         kv_dtypes=parse_list(args.kv_dtype or args.dtype, "--kv-dtype"), dtype=args.dtype,
         k=args.k or 1,
-        microbatches=args.microbatches, batch_per_replica=args.batch_per_replica is not None)
+        microbatches=args.microbatches, batch_per_replica=args.batch_per_replica is not None,
+        expect=args.expect)
     limit = args.max_latency
     if args.plot or (args.json and args.all):  # these read every point: keep them
         from ..sweep import _check_points
 
         _check_points(sweep.points)
         result = sweep.collect()
-        frontier = result.frontier(limit)
+        frontier = result.frontier(limit, args.expect)
         if args.csv:
             write_csv(args.csv, dict(result.columns))
         if args.plot:
@@ -57,7 +59,9 @@ def _cmd_sweep_model(args: argparse.Namespace) -> None:
 
             save_figure(plot_model_sweep(result), args.plot)
     else:  # streamed: any number of points in the memory of one chunk
-        frontier = _streamed(sweep, Frontier(limit), args.csv)
+        frontier = _streamed(sweep, Frontier(limit, args.expect), args.csv)
+    if args.expect:
+        frontier["expected_sources"] = dict(sweep.expected_sources)
     if args.json:
         data = {"frontier": frontier}
         if args.all:
@@ -74,9 +78,7 @@ def _streamed(sweep: Any, reduce: Any, csv: str | None) -> dict[str, Any]:
 
     from ..csv_stream import CsvStream
     from ..measure.progress import Progress
-    from ..model_sweep import CHUNK_POINTS
-
-    chunks = max(1, -(-sweep.points // CHUNK_POINTS))
+    chunks = max(1, -(-sweep.points // sweep.chunk_points))
     with (CsvStream(csv) if csv else nullcontext()) as out, \
             Progress(chunks, "sweep", enabled=None if chunks > 4 else False) as bar:
         for chunk in sweep:
@@ -108,7 +110,8 @@ def _cmd_sweep_op(args: argparse.Namespace) -> None:
         else:
             categorical[p.name] = parse_list(value, p.option)
 
-    result = sweep_op(decl, parse_list(args.hw, "--hw"), numeric, categorical, fixed)
+    result = sweep_op(decl, parse_list(args.hw, "--hw"), numeric, categorical, fixed,
+                      expect=args.expect)
     if args.csv:
         write_csv(args.csv, dict(result.columns))
     c = result.columns
@@ -117,11 +120,18 @@ def _cmd_sweep_op(args: argparse.Namespace) -> None:
                "bound_changes": result.bound_changes}, True, "")
         return
     shown = range(min(len(result), args.rows))
-    cols = ["hardware", *categorical, *numeric, "t_lower_s", "attainable_flops_per_s", "bound"]
+    cols = ["hardware", *categorical, *numeric, "t_lower_s",
+            *(["expected_t_s"] if args.expect else []), "attainable_flops_per_s",
+            *(["expected_flops_per_s"] if args.expect else []),
+            *(["busbw_Bps", "expected_busbw_Bps"] if "expected_busbw_Bps" in c else []), "bound"]
     body = [[_cell(c[k][i]) for k in cols] for i in shown]
     lines = [f"{len(result)} points of {decl.name}" + (f" (first {args.rows})"
                                                        if len(result) > args.rows else ""),
              table(cols, body)]
+    if args.expect:
+        from ..render.sweep import expected_note
+
+        lines.append(expected_note(result.expected_sources))
     if result.bound_changes:
         lines += ["", "where the bound changes along " + str(result.bound_changes[0]["axis"])
                   + ":"] + [f"  {ch['hardware']} {ch['from']} -> {ch['to']} at {ch['at']:g}"
@@ -183,11 +193,13 @@ def register(sub: Any) -> None:
     sm.add_argument("--weight-dtype", help="weight dtypes (list; default --dtype)")
     sm.add_argument("--kv-dtype", help="KV cache dtypes (list; default --dtype)")
     sm.add_argument("--max-tpot", "--max-latency", type=typed(duration_with_unit, "--max-tpot"),
-                    dest="max_latency", help="latency target for the frontier (e.g. 50ms)")
+                    dest="max_latency", help="latency target for the frontier (e.g. 50ms; "
+                    "with --expect, on the expected time)")
     sm.add_argument("--csv", help="write every point to this CSV file")
     sm.add_argument("--plot", help="chart tokens/s against batch (PNG / SVG / PDF)")
     sm.add_argument("--json", action="store_true", help="print the frontier as JSON")
     sm.add_argument("--all", action="store_true", help="with --json: every point too")
+    add_expect_option(sm)
     sm.set_defaults(func=_cmd_sweep_model)
 
     so = sw_sub.add_parser("op", help="sweep one op's arguments (lists / ranges) and chips")
@@ -212,4 +224,5 @@ def _add_sweep_op(sub: Any, decl: OpDecl) -> None:
     q.add_argument("--csv", help="write every point to this CSV file")
     q.add_argument("--json", action="store_true", help="print every point as JSON")
     q.add_argument("--rows", type=count, default=40, help="rows to print")
+    add_expect_option(q)
     q.set_defaults(func=_cmd_sweep_op, decl=decl)
