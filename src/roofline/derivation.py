@@ -178,6 +178,8 @@ class Call(Expr):
 
 def unwrap(x: Any) -> Any:
     """0-d arrays back to Python scalars, so scalar inputs give scalar results."""
+    if type(x) is float:  # already one: the common case in a whole-model estimate
+        return x
     arr = np.asarray(x)
     return arr.item() if arr.ndim == 0 else arr
 

@@ -131,19 +131,24 @@ def max_sum_argmax(values: list[Any]) -> tuple[Any, Any, Any]:
     return best, total, index
 
 
+def _num(value: Any) -> Any:
+    """A count as itself when it is a number or an array (scalar arithmetic stays in Python
+    floats, ~30x cheaper than 0-d arrays), else as an array."""
+    return value if isinstance(value, (int, float, np.ndarray)) else np.asarray(value)
+
+
 def _arithmetic_times(cost: Cost, chip: Chip) -> dict[str, Num]:
     """Time per compute unit: tensor cores (`compute`), vector units, special functions."""
     times: dict[str, Num] = {}
     if cost.flops:  # dtypes share the tensor cores: their times add
-        times[COMPUTE] = sum((np.asarray(f) / chip.peak_flops(dt)
-                              for dt, f in cost.flops.items()), np.asarray(0.0))
+        times[COMPUTE] = sum((_num(f) / chip.peak_flops(dt)
+                              for dt, f in cost.flops.items()), 0.0)
     if cost.vector_flops:
-        times[VECTOR] = sum((np.asarray(f) / chip.vector_flops(dt)
-                             for dt, f in cost.vector_flops.items()), np.asarray(0.0))
+        times[VECTOR] = sum((_num(f) / chip.vector_flops(dt)
+                             for dt, f in cost.vector_flops.items()), 0.0)
     rate = chip.special_ops()
     if cost.special_ops and rate:  # a chip file without the rate: no such roof (looser)
-        times[SFU] = sum((np.asarray(n) for n in cost.special_ops.values()),
-                         np.asarray(0.0)) / rate
+        times[SFU] = sum((_num(n) for n in cost.special_ops.values()), 0.0) / rate
     return times
 
 
@@ -155,9 +160,9 @@ def _link_times(cost: Cost, chip: Chip) -> tuple[dict[str, Num], dict[str, Num]]
     names = sorted(set(cost.link_bytes) | set(cost.link_steps) | set(cost.link_calls))
     for name in names:
         link = chip.link(name)
-        transfer[name] = np.asarray(cost.link_bytes.get(name, 0.0)) / link.bandwidth_Bps
-        latency[name] = (np.asarray(cost.link_steps.get(name, 0.0)) * link.latency_s
-                         + np.asarray(cost.link_calls.get(name, 0.0)) * link.base_latency_s)
+        transfer[name] = _num(cost.link_bytes.get(name, 0.0)) / link.bandwidth_Bps
+        latency[name] = (_num(cost.link_steps.get(name, 0.0)) * link.latency_s
+                         + _num(cost.link_calls.get(name, 0.0)) * link.base_latency_s)
     return transfer, latency
 
 
@@ -178,14 +183,14 @@ def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True) -> E
     arithmetic = list(times.values())
     for level in chip.memory:  # chip order: outermost first
         if level.name in cost.bytes:
-            times[level.name] = np.asarray(cost.bytes[level.name]) / level.bandwidth_Bps
+            times[level.name] = _num(cost.bytes[level.name]) / level.bandwidth_Bps
     for name in cost.bytes:
         chip.level(name)  # raises for a level the chip lacks
     local = list(times.values())
     transfer, latency = _link_times(cost, chip)
     times.update(transfer)
     if cost.link_steps or cost.link_calls:
-        times[LATENCY] = sum(latency.values(), np.asarray(0.0))
+        times[LATENCY] = sum(latency.values(), 0.0)
     chains = {k: transfer[k] + latency[k] for k in transfer}
     if not serial_comm or not chains:  # every resource its own roof
         local, chains = list(times.values()), {}
@@ -193,7 +198,7 @@ def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True) -> E
         times[COMPUTE] = np.asarray(0.0)
         local = [times[COMPUTE]]
     names = list(times)
-    t_upper = sum(times.values(), np.asarray(0.0))
+    t_upper = sum(times.values(), 0.0)
     if local:
         t_lower, _, bound_index = max_sum_argmax(local)
     else:  # a pure collective: its busiest link

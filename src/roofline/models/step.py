@@ -175,11 +175,21 @@ class Placement:
     algo: str = "ring"
     shares: dict[str, float] = field(default_factory=dict)  # group -> usable link fraction
     chip: Chip | None = None  # whose links pick each collective's algorithm under "auto"
+    # a step repeats its collectives (the attention and MLP all-reduces are the same size):
+    # "auto" times every candidate algorithm, so each scalar one is built once (Costs are frozen)
+    _built: dict[tuple[Any, ...], Cost] = field(default_factory=dict, init=False, compare=False,
+                                                 repr=False)
 
     def comm(self, kind: str, nbytes: Any, group: str, ranks: int) -> Cost:
+        key = (kind, float(nbytes), group, ranks) if np.ndim(nbytes) == 0 else None
+        if key is not None and key in self._built:
+            return self._built[key]
         link, domain_size = self.links[group]
-        return collective(kind, nbytes, ranks, self.algo, link, domain_size,
+        cost = collective(kind, nbytes, ranks, self.algo, link, domain_size,
                           self.shares.get(group, 1.0), chip=self.chip)
+        if key is not None:
+            self._built[key] = cost
+        return cost
 
 
 def place(parallel: Parallel, system: System) -> Placement:
