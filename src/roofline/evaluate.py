@@ -115,7 +115,7 @@ def max_sum_argmax(values: list[Any]) -> tuple[Any, Any, Any]:
     A loop over the handful of resources beats np.stack + argmax(axis=0), which walks a
     million-point sweep column by column.
     """
-    if all(np.ndim(v) == 0 for v in values):  # one point: no array machinery
+    if all(isinstance(v, (float, int)) for v in values):  # one point: no array machinery
         scalars = [float(v) for v in values]
         top = max(scalars)
         return (np.float64(top), np.float64(sum(scalars)),
