@@ -9,13 +9,13 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from ..argtypes import add_chip_options, chip_from, emit, typed
+from ..argtypes import add_chip_options, bytes_arg, chip_from, count_arg, duration_arg, emit, typed
 from ..errors import RooflineError
 from ..hardware import load_chip
 from ..ops.attention import IMPLEMENTATIONS
 from ..render.model import mfu_text, model_text, model_what_if_text
 from ..render.text import table
-from ..units import MAX_COUNT, parse_bytes, parse_count, parse_duration
+from ..units import MAX_COUNT
 from .expect import add_expect_option, step_expected
 
 
@@ -154,7 +154,7 @@ def _or(value: Any, default: Any) -> Any:
 
 def add_model_args(mp: argparse.ArgumentParser) -> None:
     """The options that describe one model step (roofline model, roofline plot model)."""
-    count = typed(parse_count, "value")
+    count = count_arg("value")
     add_chip_options(mp)
     mp.add_argument("--phase", default="decode", choices=["prefill", "decode", "train"])
     mp.add_argument("--batch", type=count, default=1,
@@ -193,7 +193,7 @@ def add_model_args(mp: argparse.ArgumentParser) -> None:
     mp.add_argument("--mem-util", type=float, default=1.0,
                     help="fraction of the device memory a deployment may use, as vLLM's "
                     "gpu_memory_utilization (default 1: all the device exposes)")
-    mp.add_argument("--reserve", type=typed(parse_bytes, "--reserve"), default=None,
+    mp.add_argument("--reserve", type=bytes_arg("--reserve"), default=None,
                     help="memory kept for the runtime and workspace, e.g. 2GiB (default 0)")
     mp.add_argument("--recompute", action="store_true", help="training: full recomputation")
     mp.add_argument("--dtype", default="bf16", help="activation / compute dtype")
@@ -237,7 +237,7 @@ def parse_params(text: str, what: str = "--params") -> float:
 
 
 def register(sub: Any) -> None:
-    count = typed(parse_count, "value")
+    count = count_arg("value")
     mp = sub.add_parser("model", help="bound a transformer's prefill / decode / training step",
                         description="Bound one step of a model (catalog id, config.json, model "
                         "directory or Hub id) on one chip; `roofline model list` shows the "
@@ -264,7 +264,7 @@ def register(sub: Any) -> None:
                     "(its trained context); options given win")
     mf.add_argument("--tokens-per-step", type=count, required=True, dest="tokens_per_step",
                     help="tokens in one step, all replicas (e.g. 4M = 4·2**20)")
-    mf.add_argument("--step-time-s", type=typed(parse_duration, "--step-time-s"), required=True,
+    mf.add_argument("--step-time-s", type=duration_arg("--step-time-s"), required=True,
                     dest="step_time_s", help="measured step time (seconds, or e.g. 850ms)")
     mf.add_argument("--gpus", type=count, required=True, help="chips in the job")
     mf.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")

@@ -7,7 +7,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from ..argtypes import emit, typed
+from ..argtypes import count_arg, emit
 from ..errors import RooflineError
 from ..hardware import load_chip, make_system
 from ..ops.collectives import (
@@ -24,7 +24,6 @@ from ..solve import (
 )
 from ..units import (
     format_si,
-    parse_count,
 )
 from .ops import add_param
 
@@ -96,8 +95,8 @@ def _solver_parser(sub: Any, name: str, help_text: str,
                    func: Callable[[argparse.Namespace], None]) -> argparse.ArgumentParser:
     q = sub.add_parser(name, help=help_text, description=help_text)
     q.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
-    q.add_argument("--k", type=typed(parse_count, "--k"), help="weight rows (default: large)")
-    q.add_argument("--n", type=typed(parse_count, "--n"), help="weight columns (default: large)")
+    q.add_argument("--k", type=count_arg("--k"), help="weight rows (default: large)")
+    q.add_argument("--n", type=count_arg("--n"), help="weight columns (default: large)")
     q.add_argument("--json", action="store_true", help="print one JSON object")
     q.add_argument("--explain", action="store_true", help="print the derivation")
     q.set_defaults(func=func)
@@ -109,14 +108,14 @@ def register(sub: Any) -> None:
                         _cmd_critical_batch)
     for param in dtype_params("dtype", "weight", "out", "compute"):
         add_param(cb, param)
-    cb.add_argument("--q-len", type=typed(parse_count, "--q-len"), default=1,
+    cb.add_argument("--q-len", type=count_arg("--q-len"), default=1,
                     help="tokens per decoding sequence (speculative decoding: k)")
     cd = sub.add_parser("critical-dim", help="per-chip shard of a contraction-sharded matmul "
                         "above which it is compute-bound, not communication-bound")
     cd.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
     cd.add_argument("--link", default="scale-up", choices=["scale-up", "scale-out"])
     cd.add_argument("--dtype", default="bf16", help="compute dtype (partial sums travel in it)")
-    cd.add_argument("--shards", type=typed(parse_count, "--shards"), default=2,
+    cd.add_argument("--shards", type=count_arg("--shards"), default=2,
                     help="chips sharing the contraction (default 2, as in Scaling Book ch.1 §2.5)")
     cd.add_argument("--reduce", default="all-reduce", choices=["all-reduce", "reduce-scatter"])
     cd.add_argument("--json", action="store_true", help="print one JSON object")

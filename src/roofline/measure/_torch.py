@@ -7,7 +7,6 @@ objects are `Any` here, by design.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from typing import Any
 
 from ..errors import RooflineError
@@ -17,11 +16,6 @@ INSTALL_HINT = "pip install torch==2.13.0"
 # roofline dtype -> torch dtype attribute (tf32 is fp32 storage with TF32 tensor-core math)
 TORCH_DTYPES = {"fp64": "float64", "fp32": "float32", "tf32": "float32", "bf16": "bfloat16",
                 "fp16": "float16", "fp8": "float8_e4m3fn", "int8": "int8"}
-
-
-def torch_available() -> bool:
-    """Whether torch can be imported (without importing it)."""
-    return importlib.util.find_spec("torch") is not None
 
 
 def require_torch(what: str = "this measurement") -> Any:
