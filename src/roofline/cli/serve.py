@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..argtypes import emit, typed
+from ..argtypes import bytes_arg, count_arg, emit, typed
 from ..errors import RooflineError
-from ..units import parse_bytes, parse_count, parse_number
+from ..units import parse_number
 from .sweeps import duration_with_unit
 
 
@@ -111,7 +111,7 @@ def _cmd_serve(args: argparse.Namespace) -> None:
 
 
 def register(sub: Any) -> None:
-    count = typed(parse_count, "value")
+    count = count_arg("value")
     s = sub.add_parser(
         "serve", help="plan a deployment: chips, parallelism, dtypes under TTFT/TPOT targets",
         description="Continuous batching (chunked prefill) or disaggregated prefill/decode "
@@ -159,7 +159,7 @@ def register(sub: Any) -> None:
     s.add_argument("--price", help="USD per chip-hour, e.g. h100=2.5,mi300x=2")
     s.add_argument("--mem-util", type=float, default=1.0,
                    help="fraction of device memory usable (as vLLM's gpu_memory_utilization)")
-    s.add_argument("--reserve", type=typed(parse_bytes, "--reserve"),
+    s.add_argument("--reserve", type=bytes_arg("--reserve"),
                    help="bytes per chip kept for the runtime, e.g. 2GiB")
     s.add_argument("--json", action="store_true", help="print the plan as JSON")
     s.add_argument("--expect", action="store_true",

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..argtypes import emit, typed
+from ..argtypes import count_arg, emit, typed
 from ..errors import RooflineError
 from ..files import write_csv
 from ..ops.params import OpDecl
@@ -17,7 +17,6 @@ from ..render.sweep import sweep_text
 from ..render.text import table
 from ..units import (
     parse_bytes,
-    parse_count,
     parse_duration,
     parse_number,
 )
@@ -165,7 +164,7 @@ def _ints(text: str, what: str) -> list[int]:
 
 
 def register(sub: Any) -> None:
-    count = typed(parse_count, "value")
+    count = count_arg("value")
     sw = sub.add_parser("sweep", help="a grid of configurations in one vectorized pass")
     sw_sub = sw.add_subparsers(dest="sweep_kind", required=True, parser_class=_Parser)
     sm = sw_sub.add_parser("model", help="sweep a model over chips, batch, length, parallelism"
@@ -210,7 +209,7 @@ def register(sub: Any) -> None:
 
 
 def _add_sweep_op(sub: Any, decl: OpDecl) -> None:
-    count = typed(parse_count, "value")
+    count = count_arg("value")
     q = sub.add_parser(decl.name, help=decl.help, aliases=list(decl.aliases),
                        description=f"{decl.help}. Numeric arguments take lists or "
                        "ranges (1,8,64 / 1:4096:x2); text ones take comma lists.")
