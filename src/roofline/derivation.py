@@ -184,6 +184,28 @@ def unwrap(x: Any) -> Any:
     return arr.item() if arr.ndim == 0 else arr
 
 
+# Elementwise helpers that keep one point in plain Python: a whole-model estimate does
+# hundreds of these on single numbers, where a 0-d numpy call costs ~30x a float operation.
+
+def where(condition: Any, a: Any, b: Any) -> Any:
+    """np.where, or `a if condition else b` for one point."""
+    if isinstance(condition, (bool, np.bool_)):
+        return a if condition else b
+    return np.where(condition, a, b)
+
+
+def maximum(a: Any, b: Any) -> Any:
+    """np.maximum, or max() for two Python numbers."""
+    if type(a) is float and type(b) is float:
+        return a if a >= b else b
+    return np.maximum(a, b)
+
+
+def any_true(condition: Any) -> bool:
+    """np.any, without numpy for one point."""
+    return condition if type(condition) is bool else bool(np.any(condition))
+
+
 def _lift(x: Operand) -> Expr:
     return x if isinstance(x, Expr) else Const(float(x))
 

@@ -71,6 +71,9 @@ def dtype(name: str | DType) -> DType:
     """Look up a dtype by name or alias (case-insensitive); unknown names raise RooflineError."""
     if isinstance(name, DType):
         return name
+    exact = _REGISTRY.get(name)  # the common case: a canonical name
+    if exact is not None:
+        return exact
     key = str(name).strip().lower()
     key = _ALIASES.get(key, key)
     if key in _REGISTRY:

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from .cost import Cost
-from .derivation import Num, unwrap
+from .derivation import Num, unwrap, where
 from .hardware import Chip, System, load_chip
 from .serialize import jsonable
 from .units import format_time
@@ -46,23 +47,80 @@ OP_TIMES = {
 
 @dataclass(frozen=True, eq=False)
 class Estimate:
-    """A roofline bound for one Cost on one Chip. Times in seconds; a bound, not a forecast."""
+    """A roofline bound for one Cost on one Chip. Times in seconds; a bound, not a forecast.
+
+    The times and the bound are computed by `evaluate`; the figures derived from them
+    (FLOPs, bytes, intensities, ridge points, peaks) on first use, so a whole-model analysis
+    that reads only the times does not pay for them."""
 
     hardware: str
     cost: Cost
-    flops: Num
-    flops_by_dtype: Mapping[str, Num]
-    bytes: Mapping[str, Num]  # memory level -> bytes
-    link_bytes: Mapping[str, Num]
     time_s: Mapping[str, Num]  # resource -> seconds
     t_lower_s: Num
     t_upper_s: Num
     bound_index: Any  # index into time_s of the bounding resource (int or int array)
-    intensity: Mapping[str, Num]  # level or link -> FLOP/byte
-    ridge: Mapping[str, Num]  # level or link -> FLOP/byte at the effective compute peak
-    peak_flops_per_s: Num  # effective peak: FLOPs / compute time (the dtype's peak if only one)
-    attainable_flops_per_s: Num  # FLOPs / t_lower
     chain_s: Mapping[str, Num] = field(default_factory=dict)  # link -> latency + bytes/bw
+    chip: Chip | None = field(default=None, repr=False)  # whose peaks the figures use
+
+    @cached_property
+    def flops(self) -> Num:
+        return unwrap(self.cost.total_flops)
+
+    @cached_property
+    def flops_by_dtype(self) -> Mapping[str, Num]:
+        return {k: unwrap(v) for k, v in self.cost.flops.items()}
+
+    @cached_property
+    def bytes(self) -> Mapping[str, Num]:  # memory level -> bytes
+        return {k: unwrap(v) for k, v in self.cost.bytes.items()}
+
+    @cached_property
+    def link_bytes(self) -> Mapping[str, Num]:
+        return {k: unwrap(v) for k, v in self.cost.link_bytes.items()}
+
+    @cached_property
+    def peak_flops_per_s(self) -> Num:
+        """Effective peak: FLOPs / compute time (the dtype's peak if only one)."""
+        cost, chip = self.cost, self._chip
+        arithmetic = [self.time_s[u] for u in (COMPUTE, VECTOR, SFU) if u in self.time_s]
+        flops = np.asarray(cost.total_flops, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            busy = max_sum_argmax(arithmetic)[0] if arithmetic else np.asarray(0.0)
+            # the units overlapped; at most all of them at once (denormals round past it)
+            rates = [chip.peak_flops(dt) for dt in cost.flops] + [
+                chip.vector_flops(dt) for dt in cost.vector_flops] + (
+                [chip.special_ops() or 0.0] if cost.special_ops else [])
+            return unwrap(np.where(busy > 0, np.minimum(flops / busy, sum(rates)), np.nan))
+
+    @cached_property
+    def attainable_flops_per_s(self) -> Num:
+        """FLOPs / t_lower, at most the effective peak."""
+        peak, t_lower = np.asarray(self.peak_flops_per_s), np.asarray(self.t_lower_s)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            attainable = np.where(t_lower > 0, np.asarray(self.cost.total_flops) / t_lower, 0.0)
+            return unwrap(np.where(np.isfinite(peak), np.minimum(attainable, peak), attainable))
+
+    @cached_property
+    def intensity(self) -> Mapping[str, Num]:
+        """Level or link -> FLOP/byte (none without FLOPs: FLOP per byte means nothing)."""
+        if not self.cost.has_arithmetic:
+            return {}
+        flops = np.asarray(self.cost.total_flops, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return {name: unwrap(flops / np.asarray(moved)) for name, moved in
+                    [*self.cost.bytes.items(), *self.cost.link_bytes.items()]}
+
+    @cached_property
+    def ridge(self) -> Mapping[str, Num]:
+        """Level or link -> FLOP/byte at the effective compute peak."""
+        peak = np.asarray(self.peak_flops_per_s)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return {name: unwrap(peak / self._chip.bandwidth_Bps(name))
+                    for name in self.intensity}
+
+    @property
+    def _chip(self) -> Chip:
+        return self.chip if self.chip is not None else load_chip(self.hardware)
 
     @property
     def bound(self) -> Any:
@@ -118,8 +176,7 @@ def max_sum_argmax(values: list[Any]) -> tuple[Any, Any, Any]:
     if all(isinstance(v, (float, int)) for v in values):  # one point: no array machinery
         scalars = [float(v) for v in values]
         top = max(scalars)
-        return (np.float64(top), np.float64(sum(scalars)),
-                np.intp(scalars.index(top)))  # the first of equals, as below
+        return top, sum(scalars), scalars.index(top)  # the first of equals, as below
     arrays = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in values))
     best = arrays[0].copy()
     total = arrays[0].copy()
@@ -180,12 +237,14 @@ def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True) -> E
     """
     chip = load_chip(hw)
     times = _arithmetic_times(cost, chip)
-    arithmetic = list(times.values())
+    found = 0
     for level in chip.memory:  # chip order: outermost first
         if level.name in cost.bytes:
             times[level.name] = _num(cost.bytes[level.name]) / level.bandwidth_Bps
-    for name in cost.bytes:
-        chip.level(name)  # raises for a level the chip lacks
+            found += 1
+    if found < len(cost.bytes):
+        for name in cost.bytes:
+            chip.level(name)  # raises for the level the chip lacks
     local = list(times.values())
     transfer, latency = _link_times(cost, chip)
     times.update(transfer)
@@ -195,46 +254,21 @@ def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True) -> E
     if not serial_comm or not chains:  # every resource its own roof
         local, chains = list(times.values()), {}
     if not times:  # an empty Cost: nothing to do
-        times[COMPUTE] = np.asarray(0.0)
-        local = [times[COMPUTE]]
+        times[COMPUTE] = 0.0
+        local = [0.0]
     names = list(times)
     t_upper = sum(times.values(), 0.0)
     if local:
         t_lower, _, bound_index = max_sum_argmax(local)
     else:  # a pure collective: its busiest link
-        t_lower, bound_index = np.asarray(0.0), np.asarray(names.index(next(iter(chains))))
+        t_lower, bound_index = 0.0, names.index(next(iter(chains)))
     for name, chain in chains.items():  # each link's chain against the best so far
-        wins = chain > t_lower  # ties go to compute / memory
-        which = names.index(name) if LATENCY not in names else np.where(
-            latency[name] > transfer[name], names.index(LATENCY), names.index(name))
-        bound_index = np.where(wins, which, bound_index)
-        t_lower = np.maximum(t_lower, chain)
-
-    flops = np.asarray(cost.total_flops, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        busy = max_sum_argmax(arithmetic)[0] if arithmetic else np.asarray(0.0)
-        # the units overlapped; at most all of them at once (denormal counts round past it)
-        rates = [chip.peak_flops(dt) for dt in cost.flops] + [
-            chip.vector_flops(dt) for dt in cost.vector_flops] + (
-            [chip.special_ops() or 0.0] if cost.special_ops else [])
-        peak = np.where(busy > 0, np.minimum(flops / busy, sum(rates)), np.nan)
-        intensity: dict[str, Num] = {}
-        ridge: dict[str, Num] = {}
-        for name, moved in [*cost.bytes.items(), *cost.link_bytes.items()]:
-            if cost.has_arithmetic:  # FLOP per byte means nothing without FLOPs
-                intensity[name] = unwrap(flops / np.asarray(moved))
-                ridge[name] = unwrap(peak / chip.bandwidth_Bps(name))
-        attainable = np.where(t_lower > 0, flops / t_lower, 0.0)
-        attainable = np.where(np.isfinite(peak), np.minimum(attainable, peak), attainable)
-
+        which = names.index(name)
+        if LATENCY in names:  # `latency` where alpha dominates the chain
+            which = where(latency[name] > transfer[name], names.index(LATENCY), which)
+        bound_index = where(chain > t_lower, which, bound_index)  # ties: compute / memory
+        t_lower = where(chain > t_lower, chain, t_lower)
     return Estimate(
-        hardware=chip.id, cost=cost, flops=unwrap(flops),
-        chain_s={k: unwrap(v) for k, v in chains.items()},
-        flops_by_dtype={k: unwrap(v) for k, v in cost.flops.items()},
-        bytes={k: unwrap(v) for k, v in cost.bytes.items()},
-        link_bytes={k: unwrap(v) for k, v in cost.link_bytes.items()},
-        time_s={k: unwrap(v) for k, v in times.items()},
-        t_lower_s=unwrap(t_lower), t_upper_s=unwrap(t_upper), bound_index=unwrap(bound_index),
-        intensity=intensity, ridge=ridge, peak_flops_per_s=unwrap(peak),
-        attainable_flops_per_s=unwrap(attainable),
-    )
+        hardware=chip.id, cost=cost, chain_s={k: unwrap(v) for k, v in chains.items()},
+        time_s={k: unwrap(v) for k, v in times.items()}, t_lower_s=unwrap(t_lower),
+        t_upper_s=unwrap(t_upper), bound_index=unwrap(bound_index), chip=chip)

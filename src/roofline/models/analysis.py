@@ -31,7 +31,7 @@ from .params import param_counts
 from .schedule import NOT_HIDDEN, Schedule, check_schedule
 from .spec import ModelSpec
 from .step import MemoryBudget, Parallel, Phase, Precision, context_warning
-from .summary import dominant_index, load_step, step_core
+from .summary import dominant_index, load_step, occurrences, step_core
 
 # What each time of a step is: every output names them so.
 STEP_TIMES = {
@@ -212,8 +212,9 @@ def analyze(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
 def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: Precision,
                rows: list[OpCost], budget: MemoryBudget, schedule: Schedule) -> ModelAnalysis:
     core = step_core(spec, chip, par, rows, schedule)  # the times (models/summary.py)
-    m, slots, ests, total, floor, times = (core.m, core.slots, core.ests, core.total,
-                                           core.floor, core.times)
+    m, slots, ests, times = core.m, core.slots, core.ests, core.times
+    counted = {kind: _per_step(rows, m, kind) for kind in
+               ("flops", "vector_flops", "special_ops", "bytes", "link_bytes")}
     t_lower: Any = times.t_lower_s
     ops = []
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -233,7 +234,8 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
                               unwrap(times.not_hidden_s), 0.0, times.not_hidden_link,
                               unwrap(np.asarray(times.not_hidden_s) / t_lower)))
     op_times, by_resource, model_flops = core.op_times, core.by_resource, core.model_flops
-    flops = np.asarray(total.total_flops)
+    flops = np.asarray(sum((v for kind in ("flops", "vector_flops", "special_ops")
+                            for v in counted[kind].values()), 0.0))
     peak = chip.peak_flops(prec.activations)
     counts = param_counts(spec)
     device = chip.memory[0].capacity_bytes or 0.0
@@ -246,15 +248,15 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
         params_total=counts.total, params_active=counts.active, ops=tuple(ops),
         layers=_layers(ops, op_times, t_lower), flops=unwrap(flops),
         model_flops=unwrap(model_flops),
-        bytes={k: unwrap(v) for k, v in total.bytes.items()},
-        link_bytes={k: unwrap(v) for k, v in total.link_bytes.items()},
+        bytes={k: unwrap(v) for k, v in counted["bytes"].items()},
+        link_bytes={k: unwrap(v) for k, v in counted["link_bytes"].items()},
         t_lower_s=unwrap(t_lower),
         t_upper_s=unwrap(core.t_upper_s),
-        t_floor_s=unwrap(floor.t_lower_s),
+        t_floor_s=unwrap(core.t_floor_s),
         bound=_dominant(by_resource),
         mfu=unwrap(model_flops / (t_lower * peak)),
         hfu=unwrap(flops / (t_lower * peak)),
-        hbm_utilization=unwrap(np.asarray(total.bytes.get("hbm", 0.0)) / (
+        hbm_utilization=unwrap(np.asarray(counted["bytes"].get("hbm", 0.0)) / (
             t_lower * chip.level("hbm").bandwidth_Bps)),
         memory=footprint(spec, phase, par, prec, budget.usable(device),
                          schedule.in_flight(par.pp, m)),
@@ -266,9 +268,19 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
         exposed_comm_s=unwrap(times.exposed_comm_s),
         hidden_comm_s=unwrap(times.hidden_comm_s),
         bubble_fraction=times.bubble_fraction,
-        flops_by_dtype={k: unwrap(v) for k, v in total.flops.items()},
+        flops_by_dtype={k: unwrap(v) for k, v in counted["flops"].items()},
         comm_streams=tuple(dict.fromkeys(r.stream for r in rows if r.stream)),
     )
+
+
+def _per_step(rows: list[OpCost], m: int, kind: str) -> dict[str, Any]:
+    """One counted field of the step's total Cost (all occurrences of every op)."""
+    out: dict[str, Any] = {}
+    for r in rows:
+        n = occurrences(r, m)
+        for key, value in getattr(r.cost, kind).items():
+            out[key] = out[key] + n * value if key in out else n * value
+    return out
 
 
 def _layers(ops: list[StepOp], op_times: list[dict[str, Any]],

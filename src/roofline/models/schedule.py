@@ -32,10 +32,8 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..cost import LINKS
-from ..derivation import Num
+from ..derivation import Num, any_true, maximum, where
 from ..errors import RooflineError
 from ..evaluate import LATENCY, Estimate
 from .step import Parallel
@@ -139,16 +137,15 @@ class StepTimes:
 def _split(est: Estimate) -> tuple[Num, Num, dict[str, Num]]:
     """(local time, communication time, communication per link) of one occurrence: compute
     units and memory overlap; a collective's link times and latency add (alpha-beta)."""
-    local = [np.asarray(t) for r, t in est.time_s.items() if r not in LINKS and r != LATENCY]
-    per_link: dict[str, Num] = {r: np.asarray(t) for r, t in est.time_s.items() if r in LINKS}
-    latency = np.asarray(est.time_s.get(LATENCY, 0.0))
+    local = [t for r, t in est.time_s.items() if r not in LINKS and r != LATENCY]
+    per_link: dict[str, Num] = {r: t for r, t in est.time_s.items() if r in LINKS}
     if per_link:  # the latency rides on the op's first link
         first = next(iter(per_link))
-        per_link[first] = per_link[first] + latency
-    comm = sum(per_link.values(), np.asarray(0.0))
+        per_link[first] = per_link[first] + est.time_s.get(LATENCY, 0.0)
+    comm = sum(per_link.values(), 0.0)
     # pairwise: np.maximum.reduce would stack the times, which fails when their shapes differ
     # (a (batch, 1) time beside a (batch, length) one) instead of broadcasting them
-    return (functools.reduce(np.maximum, local) if local else np.asarray(0.0)), comm, per_link
+    return (functools.reduce(maximum, local) if local else 0.0), comm, per_link
 
 
 def step_times(rows: Sequence[Row], schedule: Schedule, microbatches: int, pp: int,
@@ -157,15 +154,15 @@ def step_times(rows: Sequence[Row], schedule: Schedule, microbatches: int, pp: i
     m = microbatches
     slots = m + schedule.bubble_slots(pp)
     critical: list[Num] = []
-    exposed_total: Num = np.asarray(0.0)
-    hidden_total: Num = np.asarray(0.0)
+    exposed_total: Num = 0.0
+    hidden_total: Num = 0.0
     links: dict[str, Num] = {}
     for row in rows:
         local, comm, per_link = _split(row.est)
         n = row.count * (1 if row.per_step else m)  # occurrences per step
         repeat = row.count * (1 if row.per_step else slots)  # with the bubble's slots
         for link, t in per_link.items():
-            links[link] = links.get(link, np.asarray(0.0)) + n * t
+            links[link] = links.get(link, 0.0) + n * t
         if not schedule.hidden(row.stream):
             critical.append(repeat * (local + comm))
             exposed_total = exposed_total + repeat * comm
@@ -177,14 +174,17 @@ def step_times(rows: Sequence[Row], schedule: Schedule, microbatches: int, pp: i
         critical.append(repeat * local + exposed)
         exposed_total = exposed_total + exposed
         hidden_total = hidden_total + n * comm - exposed
-    path = sum(critical, np.asarray(0.0))
-    busiest_link, busiest = "", np.asarray(0.0)
+    path = sum(critical, 0.0)
+    busiest_link, busiest = "", 0.0
     for link, t in links.items():
-        if np.any(t > busiest):
+        if any_true(t > busiest):
             busiest_link = link
-        busiest = np.maximum(busiest, t)
-    bound = np.maximum(np.maximum(path, busiest), np.asarray(floor_s))
+        busiest = maximum(busiest, t)
+    bound = maximum(maximum(path, busiest), floor_s)
+    # the floor and the links' totals add the same op times in another order: a difference
+    # within rounding is no "communication not hidden"
+    bound = where(bound - path <= 1e-12 * bound, path, bound)
     not_hidden = bound - path  # what the critical path leaves uncovered (0 if nothing)
     return StepTimes(bound, critical, not_hidden, busiest_link or "links",
-                     exposed_total + not_hidden, np.maximum(hidden_total - not_hidden, 0.0),
+                     exposed_total + not_hidden, maximum(hidden_total - not_hidden, 0.0),
                      schedule.bubble_slots(pp) / m)

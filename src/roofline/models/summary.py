@@ -13,8 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..cost import Cost
-from ..derivation import Num
+from ..derivation import Num, any_true
 from ..evaluate import Estimate, evaluate, max_sum_argmax
 from ..hardware import Chip, System, load_chip
 from ..ops.attention import flash_tiling
@@ -45,10 +44,19 @@ def load_step(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
 
 def add_by_bound(acc: dict[str, Any], est: Estimate, time: Any) -> None:
     """Credit `time` to the resource that bounds the op, point by point."""
+    if isinstance(est.bound_index, int):  # one point
+        resource = list(est.time_s)[est.bound_index]
+        acc[resource] = acc.get(resource, 0.0) + time
+        return
     index = np.asarray(est.bound_index)
     for i, resource in enumerate(est.time_s):
         if np.any(index == i):
             acc[resource] = acc.get(resource, 0.0) + np.where(index == i, time, 0.0)
+
+
+def occurrences(row: OpCost, microbatches: int) -> float:
+    """How often an op row runs per step: per micro-batch unless it runs once per step."""
+    return row.count * (1 if row.per_step else microbatches)
 
 
 @dataclass(frozen=True)
@@ -56,8 +64,7 @@ class StepCore:
     m: int  # micro-batches
     slots: float  # micro-batch slots of the slowest stage, the bubble's included
     ests: list[Estimate]  # per op row, one occurrence
-    total: Cost  # the step's Cost (all occurrences)
-    floor: Estimate  # the total with every resource overlapped
+    t_floor_s: Any  # every resource of the whole step overlapped
     times: StepTimes
     t_upper_s: Any  # nothing overlapped
     op_times: list[dict[str, Any]]  # per op (the not-hidden row last, if any): time by bound
@@ -74,14 +81,21 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
     m = par.microbatches
     slots = m + schedule.bubble_slots(par.pp)
     ests = [evaluate(r.cost, chip) for r in rows]
-    total = sum((r.cost * (r.count * (1 if r.per_step else m)) for r in rows), Cost())
-    floor = evaluate(total, chip, serial_comm=False)  # everything overlapped: the floor
+    # The floor: the step's total work with every resource overlapped. Each resource's time
+    # is linear in the work, so the total's time on a resource is the sum of the ops' times
+    # on it (the evaluator on the summed Cost, without building that Cost).
+    resource_s: dict[str, Any] = {}
+    for r, e in zip(rows, ests, strict=True):
+        n = occurrences(r, m)
+        for resource, t in e.time_s.items():
+            resource_s[resource] = resource_s.get(resource, 0.0) + n * t
+    floor = max_sum_argmax(list(resource_s.values()))[0] if resource_s else 0.0
     times = step_times([Row(r.stream, r.count, r.per_step, e) for r, e in zip(rows, ests,
                                                                               strict=True)],
-                       schedule, m, par.pp, spec.layers / par.pp, par.cp, floor.t_lower_s)
+                       schedule, m, par.pp, spec.layers / par.pp, par.cp, floor)
     op_times: list[dict[str, Any]] = []
     by_resource: dict[str, Any] = {}
-    t_upper: Any = 0
+    t_upper: Any = 0.0
     for r, e, lower in zip(rows, ests, times.critical_s, strict=True):
         per_op: dict[str, Any] = {}
         add_by_bound(per_op, e, lower)
@@ -89,15 +103,14 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
         for resource, t in per_op.items():
             by_resource[resource] = by_resource.get(resource, 0.0) + t
         scale = r.count * (1 if r.per_step else slots)  # occurrences and idle slots
-        t_upper = t_upper + np.asarray(scale * np.asarray(e.t_upper_s))
-    if np.any(np.asarray(times.not_hidden_s) > 0):  # a link busier than the critical path
+        t_upper = t_upper + scale * e.t_upper_s
+    if any_true(times.not_hidden_s > 0):  # a link busier than the critical path
         link = times.not_hidden_link
-        op_times.append({link: np.asarray(times.not_hidden_s)})
-        by_resource[link] = by_resource.get(link, 0.0) + np.asarray(times.not_hidden_s)
+        op_times.append({link: times.not_hidden_s})
+        by_resource[link] = by_resource.get(link, 0.0) + times.not_hidden_s
     model_flops = sum((r.model_share if r.model_share is not None else r.count)
-                      * (1 if r.per_step else m) * np.asarray(r.model_flops) for r in rows)
-    return StepCore(m, slots, ests, total, floor, times, t_upper, op_times, by_resource,
-                    model_flops)
+                      * (1 if r.per_step else m) * r.model_flops for r in rows)
+    return StepCore(m, slots, ests, floor, times, t_upper, op_times, by_resource, model_flops)
 
 
 def dominant_index(times: dict[str, Any]) -> tuple[tuple[str, ...], Any]:
