@@ -36,3 +36,54 @@ def test_power():
     e = Sym("E", 256.0) * (1 - (1 - Sym("k", 8.0) / Sym("E", 256.0)) ** Sym("T", 64.0))
     assert e.formula() == "E·(1 - (1 - k / E)^T)"
     assert e.value == 256 * (1 - (1 - 8 / 256) ** 64)
+
+
+def test_scalar_helpers_agree_with_numpy():
+    from roofline.derivation import add_all, any_true, maximum, ratio, where
+
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        a, b = float(rng.random()), float(rng.random())
+        assert where(a > b, a, b) == np.where(a > b, a, b)
+        assert maximum(a, b) == np.maximum(a, b)
+        assert any_true(a > b) == bool(np.any(a > b))
+        assert ratio(a, b, np.inf) == a / b
+    assert ratio(1.0, 0.0, np.inf) == np.inf
+    assert np.array_equal(ratio(np.array([1.0, 2.0]), np.array([0.0, 4.0]), np.inf),
+                          [np.inf, 0.5])
+    # add_all: the same sum as adding everything, whatever the mix of shapes
+    col, row, grid = rng.random((4, 1)), rng.random((1, 5)), rng.random((4, 5))
+    parts = [1.5, col, grid, col * 2, row, 0.25, grid * 3]
+    assert np.allclose(add_all(parts), sum(parts, 0.0), rtol=1e-15, atol=0)
+    assert add_all([]) == 0.0 and add_all([2.0, 3.0]) == 5.0
+
+
+def test_max_argmax_matches_stacked_argmax():
+    from roofline.evaluate import max_argmax
+
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        shapes = [(6, 1), (1, 7), (6, 7), ()]
+        values = [rng.integers(0, 4, size=shapes[rng.integers(0, 4)]).astype(float)
+                  for _ in range(int(rng.integers(1, 6)))]
+        top, index = max_argmax(values)
+        stacked = np.stack(np.broadcast_arrays(*values))
+        assert np.array_equal(top, stacked.max(axis=0))
+        assert np.array_equal(index, stacked.argmax(axis=0))  # ties: the first, like argmax
+    assert max_argmax([1.0, 3.0, 3.0]) == (3.0, 1)
+
+
+def test_a_deferred_term_is_built_only_when_read():
+    from roofline.derivation import Deferred
+
+    built = []
+
+    def expr():
+        built.append(1)
+        return Sym("a", 2.0) * Sym("b", 3.0)
+
+    term = Term("x", Deferred(expr))
+    assert not built
+    assert term.render() == "x = a·b = 2·3 = 6"
+    assert built == [1]
+    assert (Sym("n", 4.0) * term.expr).value == 24.0 and built == [1]  # built once

@@ -69,9 +69,9 @@ class Cost:
             for key, value in getattr(self, kind).items():
                 if isinstance(value, (int, float)):
                     ok = 0 <= value < math.inf  # False for nan
-                else:
+                else:  # two reductions, no temporaries (nan fails both comparisons)
                     arr = np.asarray(value)
-                    ok = bool(((arr >= 0) & (arr < np.inf)).all())
+                    ok = arr.size == 0 or bool(arr.min() >= 0 and arr.max() < np.inf)
                 if not ok:
                     raise RooflineError(f"Cost {self.name or '(unnamed)'}: {kind}[{key!r}] "
                                         f"must be finite and non-negative, got "

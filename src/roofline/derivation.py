@@ -9,7 +9,7 @@ symbolically and with the numbers filled in. So `--explain` shows
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -176,6 +176,37 @@ class Call(Expr):
         return f"{self.fn_name}({self.arg.substituted()})"
 
 
+class Deferred(Expr):
+    """A derivation step built only when it is read: a term nothing computes with (the HBM
+    bytes flash attention saves over naive) costs nothing until `--explain` renders it."""
+
+    __slots__ = ("_build", "_expr")
+
+    def __init__(self, build: Callable[[], Expr]) -> None:
+        self._build: Callable[[], Expr] | None = build
+        self._expr: Expr | None = None
+
+    def resolved(self) -> Expr:
+        if self._expr is None:
+            assert self._build is not None
+            self._expr, self._build = self._build(), None
+        return self._expr
+
+    @property  # read-only here: computed on first use
+    def value(self) -> Num:  # type: ignore[override]
+        return self.resolved().value
+
+    @property
+    def precedence(self) -> int:  # type: ignore[override]
+        return self.resolved().precedence
+
+    def formula(self) -> str:
+        return self.resolved().formula()
+
+    def substituted(self) -> str:
+        return self.resolved().substituted()
+
+
 def unwrap(x: Any) -> Any:
     """0-d arrays back to Python scalars, so scalar inputs give scalar results."""
     if type(x) is float:  # already one: the common case in a whole-model estimate
@@ -204,6 +235,28 @@ def maximum(a: Any, b: Any) -> Any:
 def any_true(condition: Any) -> bool:
     """np.any, without numpy for one point."""
     return condition if type(condition) is bool else bool(np.any(condition))
+
+
+def add_all(values: Iterable[Any]) -> Any:
+    """The sum of numbers and arrays of several shapes, the smaller ones added among
+    themselves first: in a batch x length sweep most ops' figures are (batch, 1) columns, and
+    adding each to a (batch, length) grid would cost a pass over the grid per op."""
+    groups: dict[tuple[int, ...], Any] = {}
+    for v in values:
+        shape = v.shape if type(v) is np.ndarray else ()
+        groups[shape] = groups[shape] + v if shape in groups else v
+    out: Any = 0.0
+    for shape in sorted(groups, key=math.prod):
+        out = out + groups[shape]
+    return out
+
+
+def ratio(a: Any, b: Any, otherwise: float) -> Any:
+    """a / b where b > 0, else `otherwise` (intensity of no bytes: inf)."""
+    if type(b) is float and isinstance(a, (float, int)):
+        return a / b if b > 0 else otherwise
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return unwrap(np.where(np.asarray(b) > 0, np.asarray(a) / b, otherwise))
 
 
 def _lift(x: Operand) -> Expr:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from .cost import Cost
-from .derivation import Num, unwrap, where
+from .derivation import Num, add_all, unwrap, where
 from .hardware import Chip, System, load_chip
 from .serialize import jsonable
 from .units import format_time
@@ -85,7 +85,7 @@ class Estimate:
         arithmetic = [self.time_s[u] for u in (COMPUTE, VECTOR, SFU) if u in self.time_s]
         flops = np.asarray(cost.total_flops, dtype=float)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            busy = max_sum_argmax(arithmetic)[0] if arithmetic else np.asarray(0.0)
+            busy = max_argmax(arithmetic)[0] if arithmetic else np.asarray(0.0)
             # the units overlapped; at most all of them at once (denormals round past it)
             rates = [chip.peak_flops(dt) for dt in cost.flops] + [
                 chip.vector_flops(dt) for dt in cost.vector_flops] + (
@@ -126,6 +126,8 @@ class Estimate:
     def bound(self) -> Any:
         """The resource that sets t_lower: a str, or an array of str for array-valued costs
         (built on demand: a million-point sweep need not carry a million strings)."""
+        if isinstance(self.bound_index, int):
+            return list(self.time_s)[self.bound_index]
         return unwrap(np.asarray(list(self.time_s))[self.bound_index])
 
     @property
@@ -167,25 +169,26 @@ class Estimate:
         })
 
 
-def max_sum_argmax(values: list[Any]) -> tuple[Any, Any, Any]:
-    """Elementwise max, sum and index of the (first) max over a few broadcastable arrays.
+def max_argmax(values: list[Any]) -> tuple[Any, Any]:
+    """Elementwise max and index of the (first) max over a few broadcastable arrays.
 
-    A loop over the handful of resources beats np.stack + argmax(axis=0), which walks a
-    million-point sweep column by column.
+    A loop over the handful of resources, in place, beats np.stack + argmax(axis=0), which
+    walks a million-point sweep column by column.
     """
     if all(isinstance(v, (float, int)) for v in values):  # one point: no array machinery
         scalars = [float(v) for v in values]
         top = max(scalars)
-        return top, sum(scalars), scalars.index(top)  # the first of equals, as below
-    arrays = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in values))
-    best = arrays[0].copy()
-    total = arrays[0].copy()
-    index = np.zeros(best.shape, dtype=np.intp)
+        return top, scalars.index(top)  # the first of equals, as below
+    arrays = [np.asarray(v, dtype=float) for v in values]
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    best = np.array(np.broadcast_to(arrays[0], shape))  # a writeable copy
+    index = np.zeros(shape, dtype=np.uint8)  # a handful of resources
+    above = np.empty(shape, dtype=bool)
     for i, arr in enumerate(arrays[1:], start=1):
-        index = np.where(arr > best, i, index)  # strict: ties stay with the earlier resource
+        np.greater(arr, best, out=above)  # strict: ties stay with the earlier resource
+        np.copyto(index, i, where=above)
         np.maximum(best, arr, out=best)
-        total += arr
-    return best, total, index
+    return best, index
 
 
 def _num(value: Any) -> Any:
@@ -257,9 +260,9 @@ def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True) -> E
         times[COMPUTE] = 0.0
         local = [0.0]
     names = list(times)
-    t_upper = sum(times.values(), 0.0)
+    t_upper = add_all(times.values())
     if local:
-        t_lower, _, bound_index = max_sum_argmax(local)
+        t_lower, bound_index = max_argmax(local)
     else:  # a pure collective: its busiest link
         t_lower, bound_index = 0.0, names.index(next(iter(chains)))
     for name, chain in chains.items():  # each link's chain against the best so far

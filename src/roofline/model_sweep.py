@@ -2,9 +2,10 @@
 
 Each configuration (chip, TP/PP/DP/EP, dtypes) is a batch x length grid; the grid is cut
 into chunks of at most CHUNK_POINTS points along the batch rows (one row is cut along the
-length when it alone is larger), each chunk one vectorized `step_summary` (the step's times
-without the per-op tables). Chunks come out in point order, so the same points in one piece
-or in many give the same columns, frontier and bound changes.
+length when it alone is larger, into pieces of at least two columns), each chunk one
+vectorized `step_summary` (the step's times without the per-op tables). Chunks come out in
+point order, so the same points in one piece or in many give the same columns, frontier and
+bound changes.
 
 With `expect`, each chunk also gets the expected time (`expect.expected_step`), which reads
 the per-op rows of a full `analyze`: only then are they built, in smaller chunks (they hold
@@ -161,14 +162,22 @@ class ModelSweep:
         n_len = self.length.size
         for ci, cfg in enumerate(self.configs):
             rows = max(1, self.chunk_points // n_len)
-            cols = n_len if rows > 1 or n_len <= self.chunk_points else self.chunk_points
+            # a row cut along the length keeps at least 2 columns per piece: the step's sums
+            # add (batch, 1) terms before (batch, length) ones (derivation.add_all), so a
+            # piece keeps the whole grid's order of addition, and its bits, only while those
+            # two shapes stay apart
+            cols = n_len if rows > 1 or n_len <= self.chunk_points else \
+                max(2, self.chunk_points)
+            starts = list(range(0, n_len, cols))
+            if len(starts) > 1 and n_len - starts[-1] == 1:
+                starts.pop()  # the last column joins the piece before it
             first = np.zeros(n_len, dtype=np.uint8)  # the smallest batch's bound per length
             change = np.full(n_len, -1)  # the row where the bound first differs
             to = np.zeros(n_len, dtype=np.uint8)
             for i0 in range(0, cfg.batch.size, rows):
                 b = cfg.batch[i0:i0 + rows, None]
-                for j0 in range(0, n_len, cols):
-                    n = self.length[None, j0:j0 + cols]
+                for j0, j1 in zip(starts, [*starts[1:], n_len], strict=True):
+                    n = self.length[None, j0:j1]
                     phase = self._phase(b, n)
                     s = step_summary(self.spec, cfg.chip, phase, cfg.par, cfg.prec)
                     expected = None
@@ -181,9 +190,9 @@ class ModelSweep:
                     bound = self._codes(s.bound_names)[s.bound_index]
                     grid = np.broadcast_to(bound, (b.shape[0], n.shape[1]))
                     if i0 == 0:
-                        first[j0:j0 + cols] = grid[0]
-                    open_ = change[j0:j0 + cols] < 0
-                    differs = (grid != first[j0:j0 + cols]) & open_
+                        first[j0:j1] = grid[0]
+                    open_ = change[j0:j1] < 0
+                    differs = (grid != first[j0:j1]) & open_
                     hit = differs.any(axis=0)
                     if hit.any():
                         at = differs.argmax(axis=0)

@@ -12,6 +12,7 @@ bubble. These are bounds, not forecasts: no kernel launch overhead, no efficienc
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import Num, unwrap
+from ..derivation import Num, ratio, unwrap
 from ..errors import RooflineError
 from ..hardware import Chip, System
 from ..serialize import jsonable
@@ -217,22 +218,20 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
                ("flops", "vector_flops", "special_ops", "bytes", "link_bytes")}
     t_lower: Any = times.t_lower_s
     ops = []
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for r, e, lower in zip(rows, ests, times.critical_s, strict=True):
-            n = r.count * (1 if r.per_step else m)  # occurrences per step
-            hbm = np.asarray(e.bytes.get("hbm", 0.0))
-            links = sum((np.asarray(v) for v in e.link_bytes.values()), np.asarray(0.0))
-            scale = r.count * (1 if r.per_step else slots)  # occurrences and idle slots
-            ops.append(StepOp(
-                r.group, r.name, n, unwrap(n * np.asarray(e.flops)), unwrap(n * hbm),
-                unwrap(n * links), unwrap(np.where(hbm > 0, np.asarray(e.flops) / hbm, np.inf)),
-                unwrap(lower), unwrap(scale * np.asarray(e.t_upper_s)),
-                e.bound, unwrap(lower / t_lower),
-                {k: unwrap(scale * np.asarray(v)) for k, v in e.time_s.items()}, r.cost))
-        if len(core.op_times) > len(rows):  # a link busier than the critical path
-            ops.append(StepOp("model", NOT_HIDDEN, 1, 0.0, 0.0, 0.0, np.inf,
-                              unwrap(times.not_hidden_s), 0.0, times.not_hidden_link,
-                              unwrap(np.asarray(times.not_hidden_s) / t_lower)))
+    for r, e, lower in zip(rows, ests, times.critical_s, strict=True):
+        n = occurrences(r, m)
+        work, hbm = r.cost.total_flops, r.cost.bytes.get("hbm", 0.0)
+        scale = r.count * (1 if r.per_step else slots)  # occurrences and idle slots
+        ops.append(StepOp(
+            r.group, r.name, n, unwrap(n * work), unwrap(n * hbm),
+            unwrap(n * sum(r.cost.link_bytes.values(), 0.0)), ratio(work, hbm, math.inf),
+            unwrap(lower), unwrap(scale * e.t_upper_s), e.bound,
+            ratio(lower, t_lower, math.nan),
+            {k: unwrap(scale * v) for k, v in e.time_s.items()}, r.cost))
+    if len(core.op_times) > len(rows):  # a link busier than the critical path
+        ops.append(StepOp("model", NOT_HIDDEN, 1, 0.0, 0.0, 0.0, math.inf,
+                          unwrap(times.not_hidden_s), 0.0, times.not_hidden_link,
+                          ratio(times.not_hidden_s, t_lower, math.nan)))
     op_times, by_resource, model_flops = core.op_times, core.by_resource, core.model_flops
     flops = np.asarray(sum((v for kind in ("flops", "vector_flops", "special_ops")
                             for v in counted[kind].values()), 0.0))

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
+from ..derivation import any_true
 from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError
 from ..hardware import Chip, System, make_system
@@ -115,10 +116,10 @@ def _check(spec: ModelSpec, phase: Phase, par: Parallel) -> None:
                                 "over the sequence) is not modelled; use cp = 1")
     if spec.layers < par.pp:
         raise RooflineError(f"pp ({par.pp}) exceeds the {spec.layers} layers")
-    if np.any(np.mod(phase.batch, par.dp)):
+    if any_true(phase.batch % par.dp != 0):
         raise RooflineError(f"batch ({_offending(phase.batch, par.dp)}) must be divisible by dp "
                             f"({par.dp})")
-    if np.any(np.mod(phase.batch, par.dp * par.microbatches)):
+    if any_true(phase.batch % (par.dp * par.microbatches) != 0):
         raise RooflineError(f"batch ({_offending(phase.batch, par.dp * par.microbatches)}) "
                             f"must split into {par.microbatches} "
                             f"micro-batches on each of the {par.dp} data-parallel replicas")
@@ -127,14 +128,14 @@ def _check(spec: ModelSpec, phase: Phase, par: Parallel) -> None:
     if par.ep > par.dp * par.tp:
         raise RooflineError(f"ep ({par.ep}) cannot exceed dp·tp ({par.dp * par.tp}): experts "
                             "are spread over the data- and tensor-parallel ranks")
-    if np.any(np.mod(phase.q_len, par.cp)):
+    if any_true(phase.q_len % par.cp != 0):
         raise RooflineError(f"cp ({par.cp}) must divide the {phase.q_len} tokens per sequence")
     for name in ("batch", "q_len", "kv_len"):
-        if np.any(np.asarray(getattr(phase, name)) < 1):
+        if any_true(getattr(phase, name) < 1):
             raise RooflineError(f"{name} must be at least 1, got {getattr(phase, name)}")
     if phase.kind == "decode" and par.cp > 1:
         raise RooflineError("context parallelism splits a prompt; decode has one token")
-    if np.any(phase.prefill_tokens) and phase.kind != "decode":
+    if phase.kind != "decode" and np.any(phase.prefill_tokens):
         raise RooflineError(f"prefill_tokens ride in a decode step, not in {phase.kind}")
 
 
@@ -155,9 +156,8 @@ def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chi
              l2.get("l2_bytes"), l2.get("concurrent_blocks"), gemm_dtype(prec, chip))
     useful = 3.0 if phase.kind == "train" else 1.0  # model FLOPs exclude recomputation
     kinds: dict[tuple[bool, str, int | None], int] = {}
-    for i in range(spec.layers):
-        mixer, span = spec.layer_attention(i)
-        key = (spec.is_moe_layer(i), "window" if mixer == "full" else mixer, span)
+    for moe_layer, mixer, span in spec.layer_mixers:
+        key = (moe_layer, "window" if mixer == "full" else mixer, span)
         kinds[key] = kinds.get(key, 0) + 1
     rows: list[OpCost] = []
     for (moe_layer, kind, window), count in kinds.items():

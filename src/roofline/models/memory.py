@@ -136,7 +136,7 @@ def state_bytes_per_sequence(spec: ModelSpec, par: Parallel, prec: Precision) ->
     fixed-size state and convolution window (ops.linear_attention.recurrent_state_bytes),
     however long the context."""
     m = spec.linear
-    layers = sum(spec.layer_attention(i)[0] == "linear" for i in range(spec.layers))
+    layers = sum(mixer == "linear" for _, mixer, _ in spec.layer_mixers)
     if m is None or not layers:
         return 0.0
     per_layer = recurrent_state_bytes(m.heads / par.tp, m.key_dim, m.value_dim,

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..cost import LINKS
-from ..derivation import Num, any_true, maximum, where
+from ..derivation import Num, add_all, any_true, maximum, where
 from ..errors import RooflineError
 from ..evaluate import LATENCY, Estimate
 from .step import Parallel
@@ -154,29 +154,31 @@ def step_times(rows: Sequence[Row], schedule: Schedule, microbatches: int, pp: i
     m = microbatches
     slots = m + schedule.bubble_slots(pp)
     critical: list[Num] = []
-    exposed_total: Num = 0.0
-    hidden_total: Num = 0.0
-    links: dict[str, Num] = {}
+    exposed: list[Num] = []  # communication on the critical path
+    hidden: list[Num] = []  # communication that overlaps compute
+    links: dict[str, list[Num]] = {}
     for row in rows:
         local, comm, per_link = _split(row.est)
         n = row.count * (1 if row.per_step else m)  # occurrences per step
         repeat = row.count * (1 if row.per_step else slots)  # with the bubble's slots
         for link, t in per_link.items():
-            links[link] = links.get(link, 0.0) + n * t
+            links.setdefault(link, []).append(n * t)
         if not schedule.hidden(row.stream):
             critical.append(repeat * (local + comm))
-            exposed_total = exposed_total + repeat * comm
+            exposed.append(repeat * comm)
             continue
         # hidden: only the part no compute can cover is exposed
         share = 1.0 / cp if row.stream == "cp" else (
             0.0 if row.stream in ("tp", "ep", "pp") else 1.0 / max(layers_per_stage, 1.0))
-        exposed = n * comm * share
-        critical.append(repeat * local + exposed)
-        exposed_total = exposed_total + exposed
-        hidden_total = hidden_total + n * comm - exposed
-    path = sum(critical, 0.0)
+        part = n * comm * share
+        critical.append(repeat * local + part)
+        exposed.append(part)
+        hidden.append(n * comm - part)
+    path = add_all(critical)
+    exposed_total, hidden_total = add_all(exposed), add_all(hidden)
     busiest_link, busiest = "", 0.0
-    for link, t in links.items():
+    for link, parts in links.items():
+        t = add_all(parts)
         if any_true(t > busiest):
             busiest_link = link
         busiest = maximum(busiest, t)

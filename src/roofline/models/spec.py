@@ -4,6 +4,7 @@ that set FLOPs and bytes. `models.hf_config` reads it from a Hugging Face config
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,13 @@ class ModelSpec:
     def uses_window(self, i: int) -> bool:
         return self.sliding_window is not None and (not self.sliding_layers
                                                      or self.sliding_layers[i])
+
+    @cached_property
+    def layer_mixers(self) -> tuple[tuple[bool, str, int | None], ...]:
+        """Per layer: (is an MoE layer, its token mixer, the mixer's span), worked out once
+        per spec (a whole-model estimate reads it several times)."""
+        return tuple((self.is_moe_layer(i), *self.layer_attention(i))
+                     for i in range(self.layers))
 
     def layer_attention(self, i: int) -> tuple[str, int | None]:
         """Layer i's token mixer: ("linear", None), ("chunk", C), ("window", W) or

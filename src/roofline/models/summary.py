@@ -8,13 +8,14 @@ never reads. Same numbers as `analyze` to the last bit: the same code computes t
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..derivation import Num, any_true
-from ..evaluate import Estimate, evaluate, max_sum_argmax
+from ..derivation import Num, add_all, any_true, maximum
+from ..evaluate import Estimate, evaluate, max_argmax
 from ..hardware import Chip, System, load_chip
 from ..ops.attention import flash_tiling
 from .catalog import load_model
@@ -84,38 +85,38 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
     # The floor: the step's total work with every resource overlapped. Each resource's time
     # is linear in the work, so the total's time on a resource is the sum of the ops' times
     # on it (the evaluator on the summed Cost, without building that Cost).
-    resource_s: dict[str, Any] = {}
+    resource_s: dict[str, list[Any]] = {}
     for r, e in zip(rows, ests, strict=True):
         n = occurrences(r, m)
         for resource, t in e.time_s.items():
-            resource_s[resource] = resource_s.get(resource, 0.0) + n * t
-    floor = max_sum_argmax(list(resource_s.values()))[0] if resource_s else 0.0
+            resource_s.setdefault(resource, []).append(n * t)
+    floor = functools.reduce(maximum, [add_all(parts) for parts in resource_s.values()], 0.0)
     times = step_times([Row(r.stream, r.count, r.per_step, e) for r, e in zip(rows, ests,
                                                                               strict=True)],
                        schedule, m, par.pp, spec.layers / par.pp, par.cp, floor)
     op_times: list[dict[str, Any]] = []
-    by_resource: dict[str, Any] = {}
-    t_upper: Any = 0.0
-    for r, e, lower in zip(rows, ests, times.critical_s, strict=True):
+    credited: dict[str, list[Any]] = {}
+    for e, lower in zip(ests, times.critical_s, strict=True):
         per_op: dict[str, Any] = {}
         add_by_bound(per_op, e, lower)
         op_times.append(per_op)
         for resource, t in per_op.items():
-            by_resource[resource] = by_resource.get(resource, 0.0) + t
-        scale = r.count * (1 if r.per_step else slots)  # occurrences and idle slots
-        t_upper = t_upper + scale * e.t_upper_s
+            credited.setdefault(resource, []).append(t)
+    t_upper = add_all(r.count * (1 if r.per_step else slots) * e.t_upper_s  # idle slots too
+                      for r, e in zip(rows, ests, strict=True))
     if any_true(times.not_hidden_s > 0):  # a link busier than the critical path
         link = times.not_hidden_link
         op_times.append({link: times.not_hidden_s})
-        by_resource[link] = by_resource.get(link, 0.0) + times.not_hidden_s
-    model_flops = sum((r.model_share if r.model_share is not None else r.count)
-                      * (1 if r.per_step else m) * r.model_flops for r in rows)
+        credited.setdefault(link, []).append(times.not_hidden_s)
+    by_resource = {resource: add_all(parts) for resource, parts in credited.items()}
+    model_flops = add_all((r.model_share if r.model_share is not None else r.count)
+                          * (1 if r.per_step else m) * r.model_flops for r in rows)
     return StepCore(m, slots, ests, floor, times, t_upper, op_times, by_resource, model_flops)
 
 
 def dominant_index(times: dict[str, Any]) -> tuple[tuple[str, ...], Any]:
     """Per point, the index of the resource with the most time, and the resources."""
-    _, _, index = max_sum_argmax(list(times.values()))
+    _, index = max_argmax(list(times.values()))
     return tuple(times), index
 
 

@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..cost import LINKS, Cost
-from ..derivation import Call, Expr, Num, Sym, Term, define, unwrap
+from ..derivation import Call, Expr, Num, Sym, Term, any_true, define, unwrap
 from ..errors import RooflineError, unknown
 from ..hardware import Chip
 from ._common import size, whole
@@ -189,17 +189,19 @@ def _collective(kind: str, algo: str, nbytes: Any, ranks: Any, link: str, domain
     m = size("m", nbytes, "bytes")
     n = whole("n", ranks, "ranks")
     # ranks = 1 is allowed (a sweep may include it): 0 steps, 0 bytes and no call
+    # (scalar-friendly comparisons: a whole-model estimate builds these on single numbers)
     hierarchical = domain_size is not None and link == "scale-up" and kind != "send-recv" \
-        and np.any(np.asarray(n.value) > np.asarray(domain_size))
+        and any_true(n.value > np.asarray(domain_size) if np.ndim(domain_size) else
+                     n.value > domain_size)
     share = size("share", link_share, "link_share")
-    if np.any(np.asarray(share.value) > 1):
+    if any_true(share.value > 1):
         raise RooflineError(f"link_share: a fraction in (0, 1], got {link_share!r}")
     if not hierarchical:
         steps, traffic = _flat(kind, algo, n, m)
-        others = (np.asarray(n.value) > 1) * 1.0
-        if np.any(others == 0):  # a group of one moves nothing, on any algorithm
+        others = (n.value > 1) * 1.0
+        if any_true(others == 0):  # a group of one moves nothing, on any algorithm
             steps, traffic = steps * Sym("[n > 1]", others), traffic * Sym("[n > 1]", others)
-        if np.any(np.asarray(share.value) < 1):
+        if any_true(share.value < 1):
             traffic = traffic / share
         # a one-shot all-reduce is the engines' own kernel (vLLM, SGLang, TensorRT-LLM custom
         # all-reduce), not a NCCL call: no NCCL base latency, one step
@@ -222,6 +224,8 @@ def _collective(kind: str, algo: str, nbytes: Any, ranks: Any, link: str, domain
 
 def _full(value: Num, like: Expr) -> Num:
     """Steps broadcast to the message shape, so a sweep over sizes gives arrays throughout."""
+    if type(value) is float and type(like.value) is float:
+        return value
     shape = np.broadcast_shapes(np.shape(value), np.shape(like.value))
     return value if shape == () else np.broadcast_to(value, shape)
 
