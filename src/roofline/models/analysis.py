@@ -171,8 +171,7 @@ class ModelAnalysis:
         # per-chip figures, except tokens_per_s: all replicas together, as `chips` chips
         data.update(ttft_s=self.ttft_s, tpot_s=self.tpot_s, tokens_per_s=self.tokens_per_s,
                     chips=self.parallel.chips, times=STEP_TIMES, warnings=self.warnings)
-        data["memory"] = {**asdict(self.memory), "total_bytes": self.memory.total_bytes,
-                          "fits": self.memory.fits}
+        data["memory"] = self.memory.to_dict()
         return dict(jsonable(data))
 
     def to_frame(self) -> Any:

@@ -21,8 +21,9 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from functools import cache
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache, cached_property
 from typing import Any
 
 import numpy as np
@@ -155,10 +156,33 @@ class MemoryFootprint:
     activations_bytes: Num
     optimizer_bytes: float
     capacity_bytes: float
-    max_batch: Num  # largest batch (all DP replicas) that fits; 0 if not even one
-    max_context: Num | None  # longest context that fits at this batch (None in training)
+    # () -> (max_batch, max_context), worked out on first use (a sweep reads only the bytes)
+    limits: Callable[[], tuple[Num, Num | None]] = field(repr=False, compare=False)
     context_limit: int | None = None  # the model's own maximum context, which caps it
     state_bytes: Num = 0.0  # linear-attention layers' recurrent state (not a KV cache)
+
+    @cached_property
+    def _limits(self) -> tuple[Num, Num | None]:
+        return self.limits()
+
+    @property
+    def max_batch(self) -> Num:
+        """Largest batch (all DP replicas) that fits; 0 if not even one."""
+        return self._limits[0]
+
+    @property
+    def max_context(self) -> Num | None:
+        """Longest context that fits at this batch (None in training)."""
+        return self._limits[1]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"weights_bytes": self.weights_bytes, "kv_cache_bytes": self.kv_cache_bytes,
+                "kv_bytes_per_token": self.kv_bytes_per_token,
+                "activations_bytes": self.activations_bytes,
+                "optimizer_bytes": self.optimizer_bytes, "capacity_bytes": self.capacity_bytes,
+                "max_batch": self.max_batch, "max_context": self.max_context,
+                "context_limit": self.context_limit, "state_bytes": self.state_bytes,
+                "total_bytes": self.total_bytes, "fits": self.fits}
 
     @property
     def total_bytes(self) -> Num:
@@ -223,25 +247,32 @@ def footprint(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
 
     seqs = np.asarray(phase.batch, dtype=float) / par.dp
     context = np.asarray(phase.kv_len, dtype=float)
-    # everything but the weights and optimizer state grows linearly with the batch
-    per_seq = per_chip(1.0, context) - per_chip(0.0, context)
-    room = capacity_bytes - weights - optimizer
-    shape = np.broadcast(seqs, context, tokens_per_seq).shape
-    with np.errstate(divide="ignore", invalid="ignore"):
-        max_batch = _whole(np.broadcast_to(np.where(
-            per_seq > 0, np.maximum(0.0, np.floor(room / per_seq)) * par.dp, np.inf), shape))
     kv_total = kv(seqs, context)
     states = seqs * state + 0.0 * context  # one state per sequence, whatever the context
-    activations = per_chip(seqs, context) - weights - optimizer - kv_total - states
-    max_context = None
-    if phase.kind != "train":  # never beyond the context the model was built for
+    shape = np.broadcast(seqs, context, tokens_per_seq).shape
+    activations = np.broadcast_to(  # a view: every figure has the phase's shape
+        _activations(spec, phase, par, prec, seqs, tokens_per_seq, in_flight), shape)
+
+    def limits() -> tuple[Num, Num | None]:
+        # everything but the weights and optimizer state grows linearly with the batch
+        per_seq = per_chip(1.0, context) - per_chip(0.0, context)
+        room = capacity_bytes - weights - optimizer
+        with np.errstate(divide="ignore", invalid="ignore"):
+            max_batch = _whole(np.broadcast_to(np.where(
+                per_seq > 0, np.maximum(0.0, np.floor(room / per_seq)) * par.dp, np.inf),
+                shape))
+        if phase.kind == "train":
+            return unwrap(max_batch), None
+        # the longest context that fits, never beyond the context the model was built for
         fits = _max_context(spec, par, prec, seqs / par.cp,  # each CP rank: 1/cp of the cache
                             capacity_bytes - weights - optimizer - activations - states)
         limit = spec.max_context or np.inf
-        max_context = unwrap(_whole(np.broadcast_to(np.minimum(fits, limit), shape)))
+        return unwrap(max_batch), unwrap(_whole(np.broadcast_to(np.minimum(fits, limit),
+                                                                shape)))
+
     return MemoryFootprint(weights, unwrap(kv_total), float(kv_bytes_per_token(spec, par, prec)),
-                           unwrap(activations), optimizer, capacity_bytes, unwrap(max_batch),
-                           max_context, spec.max_context, unwrap(states))
+                           unwrap(activations), optimizer, capacity_bytes, limits,
+                           spec.max_context, unwrap(states))
 
 
 def _whole(counts: Any) -> Any:
