@@ -263,12 +263,20 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
         decode_expert_compute_bound_batch=unwrap(
             critical * par.dp * spec.moe.experts / spec.moe.top_k) if spec.moe else None,
         schedule=schedule,
-        exposed_comm_s=unwrap(times.exposed_comm_s),
-        hidden_comm_s=unwrap(times.hidden_comm_s),
+        exposed_comm_s=_shaped(times.exposed_comm_s, t_lower),
+        hidden_comm_s=_shaped(times.hidden_comm_s, t_lower),
         bubble_fraction=times.bubble_fraction,
         flops_by_dtype={k: unwrap(v) for k, v in counted["flops"].items()},
         comm_streams=tuple(dict.fromkeys(r.stream for r in rows if r.stream)),
     )
+
+
+def _shaped(value: Any, like: Any) -> Any:
+    """A step figure in the step's shape (a grid analysis gives a grid even where the figure
+    is the same at every point)."""
+    if np.ndim(like) == 0:
+        return unwrap(value)
+    return np.array(np.broadcast_to(value, np.shape(like)))
 
 
 def _per_step(rows: list[OpCost], m: int, kind: str) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..cost import LINKS
-from ..derivation import Num, add_all, any_true, maximum, where
+from ..derivation import Num, add_all, any_true, maximum, times_n, where
 from ..errors import RooflineError
 from ..evaluate import LATENCY, Estimate
 from .step import Parallel
@@ -150,7 +150,9 @@ def _split(est: Estimate) -> tuple[Num, Num, dict[str, Num]]:
 
 def step_times(rows: Sequence[Row], schedule: Schedule, microbatches: int, pp: int,
                layers_per_stage: float, cp: int, floor_s: Num) -> StepTimes:
-    """The schedule-aware lower bound of a step whose rows run on the slowest stage."""
+    """The schedule-aware lower bound of a step whose rows run on the slowest stage.
+    `floor_s`: the floor of the step's communication (its links and latency, each
+    overlapped); the compute units and memory levels the critical path covers already."""
     m = microbatches
     slots = m + schedule.bubble_slots(pp)
     critical: list[Num] = []
@@ -162,10 +164,10 @@ def step_times(rows: Sequence[Row], schedule: Schedule, microbatches: int, pp: i
         n = row.count * (1 if row.per_step else m)  # occurrences per step
         repeat = row.count * (1 if row.per_step else slots)  # with the bubble's slots
         for link, t in per_link.items():
-            links.setdefault(link, []).append(n * t)
+            links.setdefault(link, []).append(times_n(n, t))
         if not schedule.hidden(row.stream):
-            critical.append(repeat * (local + comm))
-            exposed.append(repeat * comm)
+            critical.append(times_n(repeat, local + comm if per_link else local))
+            exposed.append(times_n(repeat, comm))
             continue
         # hidden: only the part no compute can cover is exposed
         share = 1.0 / cp if row.stream == "cp" else (
@@ -182,11 +184,14 @@ def step_times(rows: Sequence[Row], schedule: Schedule, microbatches: int, pp: i
         if any_true(t > busiest):
             busiest_link = link
         busiest = maximum(busiest, t)
-    bound = maximum(maximum(path, busiest), floor_s)
-    # the floor and the links' totals add the same op times in another order: a difference
-    # within rounding is no "communication not hidden"
-    bound = where(bound - path <= 1e-12 * bound, path, bound)
-    not_hidden = bound - path  # what the critical path leaves uncovered (0 if nothing)
+    # the links' totals (and the floor) add the same op times as the path in another order:
+    # a difference within rounding is no "communication not hidden"
+    limit = maximum(busiest, floor_s)
+    over = limit - path > 1e-12 * limit
+    bound, not_hidden = path, 0.0  # the common case: the critical path covers every link
+    if any_true(over):
+        bound = where(over, limit, path)
+        not_hidden = bound - path  # what the critical path leaves uncovered
     return StepTimes(bound, critical, not_hidden, busiest_link or "links",
                      exposed_total + not_hidden, maximum(hidden_total - not_hidden, 0.0),
                      schedule.bubble_slots(pp) / m)

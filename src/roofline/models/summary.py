@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from ..derivation import Num, add_all, any_true, maximum
-from ..evaluate import Estimate, evaluate, max_argmax
+from ..cost import LINKS
+from ..derivation import Num, add_all, any_true, maximum, times_n
+from ..evaluate import LATENCY, Estimate, evaluate, max_argmax
 from ..hardware import Chip, System, load_chip
 from ..ops.attention import flash_tiling
 from .catalog import load_model
@@ -43,6 +44,9 @@ def load_step(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
     return spec, chip, par, prec, rows
 
 
+COMM = (*LINKS, LATENCY)  # the step's resources the critical path does not already cover
+
+
 def add_by_bound(acc: dict[str, Any], est: Estimate, time: Any) -> None:
     """Credit `time` to the resource that bounds the op, point by point."""
     if isinstance(est.bound_index, int):  # one point
@@ -62,15 +66,23 @@ def occurrences(row: OpCost, microbatches: int) -> float:
 
 @dataclass(frozen=True)
 class StepCore:
+    """A step's times from its op rows; the floor on demand (`t_floor_s`)."""
+
     m: int  # micro-batches
     slots: float  # micro-batch slots of the slowest stage, the bubble's included
     ests: list[Estimate]  # per op row, one occurrence
-    t_floor_s: Any  # every resource of the whole step overlapped
+    resource_s: dict[str, list[Any]]  # per resource, each op's time on it (all occurrences)
     times: StepTimes
     t_upper_s: Any  # nothing overlapped
     op_times: list[dict[str, Any]]  # per op (the not-hidden row last, if any): time by bound
     by_resource: dict[str, Any]  # the step's time credited to each bounding resource
     model_flops: Any  # useful FLOPs per chip per step
+
+    @property
+    def t_floor_s(self) -> Any:
+        """Every resource of the whole step overlapped."""
+        return functools.reduce(maximum, [add_all(parts) for parts in self.resource_s.values()],
+                                0.0)
 
 
 def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
@@ -89,11 +101,15 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
     for r, e in zip(rows, ests, strict=True):
         n = occurrences(r, m)
         for resource, t in e.time_s.items():
-            resource_s.setdefault(resource, []).append(n * t)
-    floor = functools.reduce(maximum, [add_all(parts) for parts in resource_s.values()], 0.0)
+            resource_s.setdefault(resource, []).append(times_n(n, t))
+    # The critical path already covers each compute unit's and memory level's total (every
+    # op adds at least its own time on each), so only the links and the latency can lift
+    # the bound to the floor: the rest of the floor is summed only when it is read.
+    comm_floor = functools.reduce(maximum, [add_all(parts) for resource, parts in
+                                            resource_s.items() if resource in COMM], 0.0)
     times = step_times([Row(r.stream, r.count, r.per_step, e) for r, e in zip(rows, ests,
                                                                               strict=True)],
-                       schedule, m, par.pp, spec.layers / par.pp, par.cp, floor)
+                       schedule, m, par.pp, spec.layers / par.pp, par.cp, comm_floor)
     op_times: list[dict[str, Any]] = []
     credited: dict[str, list[Any]] = {}
     for e, lower in zip(ests, times.critical_s, strict=True):
@@ -102,16 +118,17 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
         op_times.append(per_op)
         for resource, t in per_op.items():
             credited.setdefault(resource, []).append(t)
-    t_upper = add_all(r.count * (1 if r.per_step else slots) * e.t_upper_s  # idle slots too
-                      for r, e in zip(rows, ests, strict=True))
+    t_upper = add_all(times_n(r.count * (1 if r.per_step else slots), e.t_upper_s)  # idle
+                      for r, e in zip(rows, ests, strict=True))  # slots too
     if any_true(times.not_hidden_s > 0):  # a link busier than the critical path
         link = times.not_hidden_link
         op_times.append({link: times.not_hidden_s})
         credited.setdefault(link, []).append(times.not_hidden_s)
     by_resource = {resource: add_all(parts) for resource, parts in credited.items()}
-    model_flops = add_all((r.model_share if r.model_share is not None else r.count)
-                          * (1 if r.per_step else m) * r.model_flops for r in rows)
-    return StepCore(m, slots, ests, floor, times, t_upper, op_times, by_resource, model_flops)
+    model_flops = add_all(times_n((r.model_share if r.model_share is not None else r.count)
+                                  * (1 if r.per_step else m), r.model_flops) for r in rows)
+    return StepCore(m, slots, ests, resource_s, times, t_upper, op_times, by_resource,
+                    model_flops)
 
 
 def dominant_index(times: dict[str, Any]) -> tuple[tuple[str, ...], Any]:
