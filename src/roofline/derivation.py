@@ -245,6 +245,8 @@ def add_all(values: Iterable[Any]) -> Any:
     for v in values:
         shape = v.shape if type(v) is np.ndarray else ()
         groups[shape] = groups[shape] + v if shape in groups else v
+    if len(groups) == 1:  # no pass to add a zero
+        return next(iter(groups.values()))
     out: Any = 0.0
     for shape in sorted(groups, key=math.prod):
         out = out + groups[shape]

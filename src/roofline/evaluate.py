@@ -201,14 +201,13 @@ def _arithmetic_times(cost: Cost, chip: Chip) -> dict[str, Num]:
     """Time per compute unit: tensor cores (`compute`), vector units, special functions."""
     times: dict[str, Num] = {}
     if cost.flops:  # dtypes share the tensor cores: their times add
-        times[COMPUTE] = sum((_num(f) / chip.peak_flops(dt)
-                              for dt, f in cost.flops.items()), 0.0)
+        times[COMPUTE] = add_all(_num(f) / chip.peak_flops(dt) for dt, f in cost.flops.items())
     if cost.vector_flops:
-        times[VECTOR] = sum((_num(f) / chip.vector_flops(dt)
-                             for dt, f in cost.vector_flops.items()), 0.0)
+        times[VECTOR] = add_all(_num(f) / chip.vector_flops(dt)
+                                for dt, f in cost.vector_flops.items())
     rate = chip.special_ops()
     if cost.special_ops and rate:  # a chip file without the rate: no such roof (looser)
-        times[SFU] = sum((_num(n) for n in cost.special_ops.values()), 0.0) / rate
+        times[SFU] = add_all(_num(n) for n in cost.special_ops.values()) / rate
     return times
 
 

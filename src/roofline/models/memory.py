@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..derivation import Num, unwrap
+from ..derivation import Num, add_all, unwrap
 from ..dtypes import dtype as lookup_dtype
 from ..ops.linear_attention import recurrent_state_bytes
 from .params import param_counts
@@ -184,10 +184,10 @@ class MemoryFootprint:
                 "context_limit": self.context_limit, "state_bytes": self.state_bytes,
                 "total_bytes": self.total_bytes, "fits": self.fits}
 
-    @property
+    @cached_property
     def total_bytes(self) -> Num:
-        return self.weights_bytes + self.kv_cache_bytes + self.activations_bytes + \
-            self.optimizer_bytes + self.state_bytes
+        return add_all([self.weights_bytes, self.optimizer_bytes, self.state_bytes,
+                        self.activations_bytes, self.kv_cache_bytes])
 
     @property
     def fits(self) -> Any:

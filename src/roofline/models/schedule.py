@@ -137,8 +137,10 @@ class StepTimes:
 def _split(est: Estimate) -> tuple[Num, Num, dict[str, Num]]:
     """(local time, communication time, communication per link) of one occurrence: compute
     units and memory overlap; a collective's link times and latency add (alpha-beta)."""
-    local = [t for r, t in est.time_s.items() if r not in LINKS and r != LATENCY]
     per_link: dict[str, Num] = {r: t for r, t in est.time_s.items() if r in LINKS}
+    if not per_link and LATENCY not in est.time_s:  # no communication: the op's own bound
+        return est.t_lower_s, 0.0, per_link
+    local = [t for r, t in est.time_s.items() if r not in LINKS and r != LATENCY]
     if per_link:  # the latency rides on the op's first link
         first = next(iter(per_link))
         per_link[first] = per_link[first] + est.time_s.get(LATENCY, 0.0)

@@ -71,7 +71,7 @@ class StepCore:
     m: int  # micro-batches
     slots: float  # micro-batch slots of the slowest stage, the bubble's included
     ests: list[Estimate]  # per op row, one occurrence
-    resource_s: dict[str, list[Any]]  # per resource, each op's time on it (all occurrences)
+    resource_s: dict[str, list[tuple[float, Any]]]  # per resource: (occurrences, time) per op
     times: StepTimes
     t_upper_s: Any  # nothing overlapped
     op_times: list[dict[str, Any]]  # per op (the not-hidden row last, if any): time by bound
@@ -81,8 +81,13 @@ class StepCore:
     @property
     def t_floor_s(self) -> Any:
         """Every resource of the whole step overlapped."""
-        return functools.reduce(maximum, [add_all(parts) for parts in self.resource_s.values()],
+        return functools.reduce(maximum, [_total(parts) for parts in self.resource_s.values()],
                                 0.0)
+
+
+def _total(parts: list[tuple[float, Any]]) -> Any:
+    """Σ occurrences · time."""
+    return add_all(times_n(n, t) for n, t in parts)
 
 
 def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
@@ -97,15 +102,15 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
     # The floor: the step's total work with every resource overlapped. Each resource's time
     # is linear in the work, so the total's time on a resource is the sum of the ops' times
     # on it (the evaluator on the summed Cost, without building that Cost).
-    resource_s: dict[str, list[Any]] = {}
+    resource_s: dict[str, list[tuple[float, Any]]] = {}
     for r, e in zip(rows, ests, strict=True):
         n = occurrences(r, m)
         for resource, t in e.time_s.items():
-            resource_s.setdefault(resource, []).append(times_n(n, t))
+            resource_s.setdefault(resource, []).append((n, t))
     # The critical path already covers each compute unit's and memory level's total (every
     # op adds at least its own time on each), so only the links and the latency can lift
     # the bound to the floor: the rest of the floor is summed only when it is read.
-    comm_floor = functools.reduce(maximum, [add_all(parts) for resource, parts in
+    comm_floor = functools.reduce(maximum, [_total(parts) for resource, parts in
                                             resource_s.items() if resource in COMM], 0.0)
     times = step_times([Row(r.stream, r.count, r.per_step, e) for r, e in zip(rows, ests,
                                                                               strict=True)],
