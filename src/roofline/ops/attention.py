@@ -146,10 +146,12 @@ def attention(
                    score_pairs(q_len, kv_len, causal, window, terms, chunk))
     s, s_kv, s_o = Sym("s", x.bytes), Sym("s_kv", kv.bytes), Sym("s_o", o.bytes)
 
-    matmul_flops = 2 * B * H * pairs * (d + dv)
+    # (per-head sizes before the score pairs: over a batch x length grid, each product
+    # with a grid-shaped factor is a pass over the grid)
+    matmul_flops = 2 * B * H * (d + dv) * pairs
     softmax_flops = Sym("c_softmax", SOFTMAX_FLOPS_PER_SCORE) * B * H * pairs
     exps = B * H * pairs  # one exp per score: the special-function units
-    flops = matmul_flops + softmax_flops
+    flops = Deferred(lambda: matmul_flops + softmax_flops)  # only the derivation shows it
     q_and_o = B * Lq * H * (d * s + dv * s_o)
     kv_row = d * s_kv if kv_shared else (d + dv) * s_kv  # bytes per cached token per KV head
     l2: Expr | None = None  # flash with the L2 capacity given: the L2 traffic
@@ -162,7 +164,7 @@ def attention(
     else:
         visible = define(terms, "keys visible per query", "L_vis", pairs / Lq)
         if impl == "decode":
-            kv_bytes = B * Hkv * visible * kv_row
+            kv_bytes = B * Hkv * kv_row * visible
             terms.append(Term("K/V bytes (each cache read once)", kv_bytes))
         else:
             br = define(terms, "Q rows per block", "Br", _block_rows(sram_bytes, block_q, d, dv, x))
