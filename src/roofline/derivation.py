@@ -241,6 +241,8 @@ def add_all(values: Iterable[Any]) -> Any:
     """The sum of numbers and arrays of several shapes, the smaller ones added among
     themselves first: in a batch x length sweep most ops' figures are (batch, 1) columns, and
     adding each to a (batch, length) grid would cost a pass over the grid per op."""
+    if isinstance(values, list) and all(type(v) is float for v in values):
+        return sum(values, 0.0)  # one point
     groups: dict[tuple[int, ...], Any] = {}
     for v in values:
         shape = v.shape if type(v) is np.ndarray else ()

@@ -201,13 +201,14 @@ def _arithmetic_times(cost: Cost, chip: Chip) -> dict[str, Num]:
     """Time per compute unit: tensor cores (`compute`), vector units, special functions."""
     times: dict[str, Num] = {}
     if cost.flops:  # dtypes share the tensor cores: their times add
-        times[COMPUTE] = add_all(_num(f) / chip.peak_flops(dt) for dt, f in cost.flops.items())
+        times[COMPUTE] = add_all([_num(f) / chip.peak_flops(dt)
+                                  for dt, f in cost.flops.items()])
     if cost.vector_flops:
-        times[VECTOR] = add_all(_num(f) / chip.vector_flops(dt)
-                                for dt, f in cost.vector_flops.items())
+        times[VECTOR] = add_all([_num(f) / chip.vector_flops(dt)
+                                 for dt, f in cost.vector_flops.items()])
     rate = chip.special_ops()
     if cost.special_ops and rate:  # a chip file without the rate: no such roof (looser)
-        times[SFU] = add_all(_num(n) for n in cost.special_ops.values()) / rate
+        times[SFU] = add_all([_num(n) for n in cost.special_ops.values()]) / rate
     return times
 
 
@@ -259,7 +260,7 @@ def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True) -> E
         times[COMPUTE] = 0.0
         local = [0.0]
     names = list(times)
-    t_upper = add_all(times.values())
+    t_upper = add_all(list(times.values()))
     if local:
         t_lower, bound_index = max_argmax(local)
     else:  # a pure collective: its busiest link

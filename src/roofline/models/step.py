@@ -176,12 +176,17 @@ class Placement:
     shares: dict[str, float] = field(default_factory=dict)  # group -> usable link fraction
     chip: Chip | None = None  # whose links pick each collective's algorithm under "auto"
     # a step repeats its collectives (the attention and MLP all-reduces are the same size):
-    # "auto" times every candidate algorithm, so each scalar one is built once (Costs are frozen)
+    # "auto" times every candidate algorithm, so each is built once (Costs are frozen); a
+    # size array is keyed by its bytes while small (a (batch, 1) column of a sweep chunk)
     _built: dict[tuple[Any, ...], Cost] = field(default_factory=dict, init=False, compare=False,
                                                  repr=False)
 
     def comm(self, kind: str, nbytes: Any, group: str, ranks: int) -> Cost:
-        key = (kind, float(nbytes), group, ranks) if np.ndim(nbytes) == 0 else None
+        key: tuple[Any, ...] | None = None
+        if np.ndim(nbytes) == 0:
+            key = (kind, float(nbytes), group, ranks)
+        elif isinstance(nbytes, np.ndarray) and nbytes.size <= 4096:  # a sweep chunk's column
+            key = (kind, nbytes.shape, nbytes.dtype.str, nbytes.tobytes(), group, ranks)
         if key is not None and key in self._built:
             return self._built[key]
         link, domain_size = self.links[group]
