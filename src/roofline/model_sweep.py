@@ -36,8 +36,7 @@ CHUNK_POINTS = 1 << 17  # points per vectorized call: 1 MB per full-grid array k
 # while the per-call overhead (~2 ms) stays small beside the chunk's work
 EXPECT_CHUNK_POINTS = 1 << 14  # with `expect`: the per-op arrays of ~40 ops per point
 CONFIG_COLUMNS = ("hardware", "tp", "pp", "dp", "ep", "chips", "weight_dtype", "kv_dtype")
-POINT_COLUMNS = ("batch", "length", "t_lower_s", "t_upper_s", "tokens_per_s", "mfu",
-                 "memory_bytes", "fits")
+POINT_COLUMNS = ("t_lower_s", "t_upper_s", "tokens_per_s", "mfu", "memory_bytes", "fits")
 EXPECTED_COLUMNS = ("expected_t_s", "expected_tokens_per_s", "expected_mfu")
 ORDER = [*CONFIG_COLUMNS, "batch", "length", "t_lower_s", "t_upper_s", "tokens_per_s",
          "bound", "mfu", "memory_bytes", "fits"]
@@ -81,6 +80,8 @@ class Piece:
     config: int
     batch: Array  # (rows, 1)
     length: Array  # (1, cols)
+    rows: Array  # (rows, 1): the batch's codes (into ModelSweep.batch_table)
+    cols: Array  # (1, cols): the length's codes (into ModelSweep.length)
     summary: StepSummary
     bound: Array  # codes into ModelSweep.bound_names, broadcastable to the grid
     expected: ExpectedStep | None = None  # with `expect`
@@ -95,8 +96,8 @@ class Piece:
 
     def values(self) -> dict[str, Any]:
         s, e = self.summary, self.expected
-        values = {"batch": self.batch, "length": self.length, "t_lower_s": s.t_lower_s,
-                  "t_upper_s": s.t_upper_s, "tokens_per_s": s.tokens_per_s, "mfu": s.mfu,
+        values = {"t_lower_s": s.t_lower_s, "t_upper_s": s.t_upper_s,
+                  "tokens_per_s": s.tokens_per_s, "mfu": s.mfu,
                   "memory_bytes": s.memory_bytes, "fits": s.fits}
         if e is not None:
             values.update({"expected_t_s": e.t_s, "expected_tokens_per_s": e.tokens_per_s,
@@ -138,6 +139,10 @@ class ModelSweep:
                                     "per replica)")
             self.configs.append(_Config(chip, par, prec, {**config, "chips": par.chips}, total))
         self.points = sum(c.batch.size for c in self.configs) * self.length.size
+        # the batch and length columns as codes too: each point's row of the configuration's
+        # batches (all configurations' batches in one table) and its length's index
+        self.batch_table = np.concatenate([c.batch for c in self.configs])
+        self.batch_offset = np.cumsum([0, *(c.batch.size for c in self.configs)])[:-1]
         # the configuration columns as lookup tables, indexed by the configuration's code
         self.tables = {key: np.array([c.columns[key] for c in self.configs])
                        for key in CONFIG_COLUMNS}
@@ -145,6 +150,8 @@ class ModelSweep:
         self.bound_changes: list[dict[str, Any]] = []
         self.expected_sources: dict[str, str] = {}  # figure -> source, with `expect`
         self.point_columns = POINT_COLUMNS + (EXPECTED_COLUMNS if expect else ())
+        self.axis_codes = {"batch": _code_dtype(self.batch_table.size),
+                           "length": _code_dtype(self.length.size)}
 
     def _phase(self, b: Array, n: Array) -> Any:
         if self.phase == "decode":
@@ -200,27 +207,38 @@ class ModelSweep:
                         cols_hit = np.flatnonzero(hit)
                         change[j0 + cols_hit] = i0 + at[cols_hit]
                         to[j0 + cols_hit] = grid[at[cols_hit], cols_hit]
-                    yield Piece(ci, b, n, s, bound, expected)
+                    rows_code = (self.batch_offset[ci] + np.arange(i0, i0 + b.shape[0]))[:, None]
+                    yield Piece(ci, b, n, rows_code, np.arange(j0, j1)[None, :], s, bound,
+                                expected)
             self.bound_changes += [
                 {**{k: v for k, v in cfg.columns.items() if k != "chips"},
                  "length": float(self.length[j]), "batch": float(cfg.batch[change[j]]),
                  "from": self.bound_names[first[j]], "to": self.bound_names[to[j]]}
                 for j in np.flatnonzero(change >= 0)]
 
-    def _columns(self, config: Array, bound: Array, data: dict[str, Array]) -> Columns:
-        codes = {"config": config, "bound": bound}
+    def _columns(self, codes: dict[str, Array], data: dict[str, Array]) -> Columns:
         decoded = {key: ("config", table) for key, table in self.tables.items()}
-        decoded["bound"] = ("bound", np.array(self.bound_names or [""]))
+        decoded.update(bound=("bound", np.array(self.bound_names or [""])),
+                       batch=("batch", self.batch_table), length=("length", self.length))
         return Columns(EXPECTED_ORDER if self.expect else ORDER, data, codes, decoded)
 
+    def _codes_of(self, piece: Piece) -> dict[str, Any]:
+        """A piece's coded columns (broadcastable to its grid)."""
+        return {"config": np.asarray(piece.config), "bound": piece.bound, "batch": piece.rows,
+                "length": piece.cols}
+
+    def _code_types(self) -> dict[str, Any]:
+        return {"config": _code_dtype(len(self.configs)), "bound": np.uint8, **self.axis_codes}
+
     def __iter__(self) -> Iterator[SweepResult]:
+        types = self._code_types()
         for piece in self.pieces():
             shape = piece.shape
             data = {k: np.broadcast_to(v, shape).ravel() for k, v in piece.values().items()}
             data["fits"] = data["fits"].astype(bool)
-            config = np.full(piece.size, piece.config, dtype=_code_dtype(len(self.configs)))
-            bound = np.broadcast_to(piece.bound, shape).ravel()
-            yield SweepResult(self.phase, self._columns(config, bound, data),
+            codes = {k: np.broadcast_to(v, shape).ravel().astype(types[k], copy=False)
+                     for k, v in self._codes_of(piece).items()}
+            yield SweepResult(self.phase, self._columns(codes, data),
                               expected_sources=self.expected_sources)
 
     def collect(self) -> SweepResult:
@@ -228,17 +246,16 @@ class ModelSweep:
         size = self.points
         data = {k: np.empty(size, dtype=bool if k == "fits" else float)
                 for k in self.point_columns}
-        config = np.empty(size, dtype=_code_dtype(len(self.configs)))
-        bound = np.empty(size, dtype=np.uint8)
+        codes = {k: np.empty(size, dtype=t) for k, t in self._code_types().items()}
         at = 0
         for piece in self.pieces():
             shape, end = piece.shape, at + piece.size
             for key, value in piece.values().items():
                 data[key][at:end].reshape(shape)[...] = value
-            config[at:end] = piece.config
-            bound[at:end].reshape(shape)[...] = piece.bound
+            for key, value in self._codes_of(piece).items():
+                codes[key][at:end].reshape(shape)[...] = value
             at = end
-        return SweepResult(self.phase, self._columns(config, bound, data),
+        return SweepResult(self.phase, self._columns(codes, data),
                            self.bound_changes, dict(self.expected_sources))
 
 

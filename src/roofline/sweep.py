@@ -27,7 +27,7 @@ __all__ = ["Frontier", "ModelSweep", "SweepResult", "configurations", "pareto_fr
            "parse_axis", "parse_list", "sweep_model", "sweep_op"]
 
 MAX_AXIS = 10_000_000  # points on one axis
-MAX_POINTS = 20_000_000  # points a SweepResult keeps in memory (about 70 B each); a
+MAX_POINTS = 20_000_000  # points a SweepResult keeps in memory (about 50 B each); a
 # streamed sweep (`ModelSweep`, the CLI) has no limit: it works chunk by chunk
 
 
@@ -65,7 +65,7 @@ def parse_axis(text: str, what: str, number: Callable[[str, str], float] = parse
 def _check_points(points: int) -> None:
     if points > MAX_POINTS:
         raise RooflineError(f"the sweep has more than {MAX_POINTS:.0e} points to keep in memory "
-                            "(about 70 B each); stream it (roofline sweep model --csv, or "
+                            "(about 50 B each); stream it (roofline sweep model --csv, or "
                             "roofline.sweep.ModelSweep) or narrow an axis")
 
 
@@ -86,7 +86,7 @@ def sweep_model(model: str, hardware: Sequence[str], phase: str, batch: Any, len
     or sequence length (train). `batch` is the total over data-parallel replicas, as in
     `analyze` (a configuration skips the batches its dp does not divide); with
     `batch_per_replica` it is per replica (the total is batch x dp). Every point is kept in
-    memory (about 70 B each); `ModelSweep` streams a sweep of any size chunk by chunk.
+    memory (about 50 B each); `ModelSweep` streams a sweep of any size chunk by chunk.
     `expect` adds the expected time beside the bound (`expected_t_s`,
     `expected_tokens_per_s`, `expected_mfu`: `expect.expected_step` of each point)."""
     sweep = ModelSweep(model, hardware, phase, batch, length, tp, pp, dp, ep, weight_dtypes,

@@ -1,8 +1,9 @@
 """A sweep's points as columns, and the answers read from them: the frontier, the Pareto set.
 
-Categorical columns (the chip, parallel degrees, dtypes, the bound) are held as small
-integer codes into a table of values and decoded only when a caller reads them, so a
-million points carry a few bytes of labels each, not a string apiece. The frontier is a
+Categorical columns (the chip, parallel degrees, dtypes, the bound) and a model sweep's
+axes (batch, length) are held as small integer codes into a table of values and decoded only
+when a caller reads them, so a million points carry a few bytes of labels each, not a string
+(or a repeated float) apiece. The frontier is a
 reduction (`Frontier`) that takes the points chunk by chunk, so a sweep of any size can be
 answered without keeping it; a whole result is simply its one chunk.
 """
