@@ -1,7 +1,8 @@
 """Speed benchmarks as ratios. Run: python benchmarks/run.py  (after pip install -e ".[bench]")
 
 Each case is timed against a reference measured in the same run on the same machine (CPU
-time, median of repeats) and passes when case / reference is within its target ratio; the
+time; each repeat runs the case and its reference back to back, and the ratio is the median
+of the repeats' ratios) and passes when case / reference is within its target ratio; the
 exit status is 1 when any case misses (or fails), so CI can gate on it. A reference whose
 package is missing (llm-analysis) skips its case with a message. Timed here, never in the
 unit tests.
@@ -51,15 +52,25 @@ class Skip(Exception):
     """A case whose reference cannot run here."""
 
 
-def cpu_time(fn: Work, repeats: int) -> float:
-    """Median CPU time of one call (this process and its children), after a warm-up call."""
+def cpu_time(fn: Work) -> float:
+    """CPU time of one call (this process and its children)."""
+    before = _cpu()
     fn()
-    samples = []
+    return _cpu() - before
+
+
+def paired(work: Work, reference: Work, repeats: int) -> tuple[float, float, float]:
+    """(median ratio, median time, median reference time) over `repeats` pairs, after a
+    warm-up call of each. Each pair runs the work and its reference back to back, so a
+    change in the machine's state (another process, memory pressure) hits both sides of a
+    ratio alike instead of one side's whole series."""
+    work(), reference()
+    ours, refs = [], []
     for _ in range(repeats):
-        before = _cpu()
-        fn()
-        samples.append(_cpu() - before)
-    return statistics.median(samples)
+        ours.append(cpu_time(work))
+        refs.append(cpu_time(reference))
+    ratios = [a / b if b > 0 else float("inf") for a, b in zip(ours, refs, strict=True)]
+    return statistics.median(ratios), statistics.median(ours), statistics.median(refs)
 
 
 def _cpu() -> float:
@@ -119,7 +130,7 @@ def cases() -> list[Case]:
     return [
         Case("whole model: Llama-2-70B decode, TP 4 (per call)", 1.0, 200, our_analyze(),
              "llm-analysis infer()", llm_analysis_infer()),
-        Case("1,000,000-point sweep model (batch x context)", 5.0, 5,
+        Case("1,000,000-point sweep model (batch x context)", 5.0, 9,
              lambda: sweep_model("llama-3-70b", ["h100"], "decode", batch, context, tp=[4]),
              "closed-form numpy floor", lambda: decode_floor(batch, context)),
         Case("CLI start: roofline --help", 1.5, 5, cli("--help"),
@@ -141,14 +152,12 @@ def run(selected: Sequence[Case], scale: float = 1.0) -> int:
                   "(pip install -e '.[bench]')", file=sys.stderr)
             continue
         try:
-            ours = cpu_time(case.work, case.repeats)
-            ref = cpu_time(case.baseline, case.repeats)
+            ratio, ours, ref = paired(case.work, case.baseline, case.repeats)
         except Exception as exc:  # a broken case is a miss, reported, not a traceback
             failed += 1
             rows.append((case.name, "-", f"<= {target:g}x", case.reference, "-",
                          f"ERROR {type(exc).__name__}"))
             continue
-        ratio = ours / ref if ref > 0 else float("inf")
         ok = ratio <= target
         failed += not ok
         rows.append((case.name, f"{ratio:.2f}x", f"<= {target:g}x", case.reference,
