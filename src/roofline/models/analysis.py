@@ -13,8 +13,9 @@ bubble. These are bounds, not forecasts: no kernel launch overhead, no efficienc
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -96,8 +97,10 @@ class ModelAnalysis:
     precision: Precision
     params_total: float
     params_active: float
-    ops: tuple[StepOp, ...]
-    layers: tuple[StepLayer, ...]
+    # () -> (ops, layers): the per-op and per-layer tables, built on first read (`ops`,
+    # `layers`): the step's own figures do not need them
+    tables: Callable[[], tuple[tuple[StepOp, ...], tuple[StepLayer, ...]]] = field(
+        repr=False, compare=False)
     flops: Num  # per chip per step, as executed (recomputation included)
     model_flops: Num  # per chip per step, useful work only
     bytes: dict[str, Num]  # memory level -> bytes per chip per step
@@ -120,6 +123,20 @@ class ModelAnalysis:
     bubble_fraction: float = 0.0  # the pipeline's idle slots per micro-batch
     flops_by_dtype: dict[str, Num] = field(default_factory=dict)  # tensor-core FLOPs
     comm_streams: tuple[str, ...] = ()  # the parallel groups whose collectives the step has
+
+    @cached_property
+    def _tables(self) -> tuple[tuple[StepOp, ...], tuple[StepLayer, ...]]:
+        return self.tables()
+
+    @property
+    def ops(self) -> tuple[StepOp, ...]:
+        """Every op of the step on one chip, all its occurrences (pipeline slots included)."""
+        return self._tables[0]
+
+    @property
+    def layers(self) -> tuple[StepLayer, ...]:
+        """Per kind of layer: per-layer figures and the kind's share of the step."""
+        return self._tables[1]
 
     @property
     def pipeline(self) -> dict[str, Any]:
@@ -157,7 +174,7 @@ class ModelAnalysis:
                 f"{format_si(float(self.tokens_per_s))} tokens/s)")
 
     def to_dict(self) -> dict[str, Any]:
-        skip = {"memory", "ops", "layers"}
+        skip = {"memory", "tables"}
         data: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)
                                 if f.name not in skip}
         data["phase"], data["parallel"] = asdict(self.phase), asdict(self.parallel)
@@ -216,22 +233,26 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
     counted = {kind: _per_step(rows, m, kind) for kind in
                ("flops", "vector_flops", "special_ops", "bytes", "link_bytes")}
     t_lower: Any = times.t_lower_s
-    ops = []
-    for r, e, lower in zip(rows, ests, times.critical_s, strict=True):
-        n = occurrences(r, m)
-        work, hbm = r.cost.total_flops, r.cost.bytes.get("hbm", 0.0)
-        scale = r.count * (1 if r.per_step else slots)  # occurrences and idle slots
-        ops.append(StepOp(
-            r.group, r.name, n, unwrap(n * work), unwrap(n * hbm),
-            unwrap(n * sum(r.cost.link_bytes.values(), 0.0)), ratio(work, hbm, math.inf),
-            unwrap(lower), unwrap(scale * e.t_upper_s), e.bound,
-            ratio(lower, t_lower, math.nan),
-            {k: unwrap(scale * v) for k, v in e.time_s.items()}, r.cost))
-    if len(core.op_times) > len(rows):  # a link busier than the critical path
-        ops.append(StepOp("model", NOT_HIDDEN, 1, 0.0, 0.0, 0.0, math.inf,
-                          unwrap(times.not_hidden_s), 0.0, times.not_hidden_link,
-                          ratio(times.not_hidden_s, t_lower, math.nan)))
-    op_times, by_resource, model_flops = core.op_times, core.by_resource, core.model_flops
+
+    def tables() -> tuple[tuple[StepOp, ...], tuple[StepLayer, ...]]:
+        ops = []
+        for r, e, lower in zip(rows, ests, times.critical_s, strict=True):
+            n = occurrences(r, m)
+            work, hbm = r.cost.total_flops, r.cost.bytes.get("hbm", 0.0)
+            scale = r.count * (1 if r.per_step else slots)  # occurrences and idle slots
+            ops.append(StepOp(
+                r.group, r.name, n, unwrap(n * work), unwrap(n * hbm),
+                unwrap(n * sum(r.cost.link_bytes.values(), 0.0)), ratio(work, hbm, math.inf),
+                unwrap(lower), unwrap(scale * e.t_upper_s), e.bound,
+                ratio(lower, t_lower, math.nan),
+                {k: unwrap(scale * v) for k, v in e.time_s.items()}, r.cost))
+        if len(core.op_times) > len(rows):  # a link busier than the critical path
+            ops.append(StepOp("model", NOT_HIDDEN, 1, 0.0, 0.0, 0.0, math.inf,
+                              unwrap(times.not_hidden_s), 0.0, times.not_hidden_link,
+                              ratio(times.not_hidden_s, t_lower, math.nan)))
+        return tuple(ops), _layers(ops, core.op_times, t_lower)
+
+    by_resource, model_flops = core.by_resource, core.model_flops
     flops = np.asarray(sum((v for kind in ("flops", "vector_flops", "special_ops")
                             for v in counted[kind].values()), 0.0))
     peak = chip.peak_flops(prec.activations)
@@ -243,8 +264,8 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
     return ModelAnalysis(
         model=spec.name, hardware=chip.id, model_source=spec.source, phase=phase, parallel=par,
         precision=prec,
-        params_total=counts.total, params_active=counts.active, ops=tuple(ops),
-        layers=_layers(ops, op_times, t_lower), flops=unwrap(flops),
+        params_total=counts.total, params_active=counts.active, tables=tables,
+        flops=unwrap(flops),
         model_flops=unwrap(model_flops),
         bytes={k: unwrap(v) for k, v in counted["bytes"].items()},
         link_bytes={k: unwrap(v) for k, v in counted["link_bytes"].items()},

@@ -55,8 +55,9 @@ def add_by_bound(acc: dict[str, Any], est: Estimate, time: Any) -> None:
         return
     index = np.asarray(est.bound_index)
     for i, resource in enumerate(est.time_s):
-        if np.any(index == i):
-            acc[resource] = acc.get(resource, 0.0) + np.where(index == i, time, 0.0)
+        bound_here = index == i
+        if bound_here.any():
+            acc[resource] = acc.get(resource, 0.0) + np.where(bound_here, time, 0.0)
 
 
 def occurrences(row: OpCost, microbatches: int) -> float:
