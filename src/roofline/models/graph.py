@@ -156,9 +156,9 @@ def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chi
              l2.get("l2_bytes"), l2.get("concurrent_blocks"), gemm_dtype(prec, chip))
     useful = 3.0 if phase.kind == "train" else 1.0  # model FLOPs exclude recomputation
     kinds: dict[tuple[bool, str, int | None], int] = {}
-    for moe_layer, mixer, span in spec.layer_mixers:
+    for (moe_layer, mixer, span), n in spec.layer_kinds.items():
         key = (moe_layer, "window" if mixer == "full" else mixer, span)
-        kinds[key] = kinds.get(key, 0) + 1
+        kinds[key] = kinds.get(key, 0) + n
     rows: list[OpCost] = []
     for (moe_layer, kind, window), count in kinds.items():
         group = ("moe" if moe_layer else "dense") + " layer" + (

@@ -100,6 +100,14 @@ class ModelSpec:
         return tuple((self.is_moe_layer(i), *self.layer_attention(i))
                      for i in range(self.layers))
 
+    @cached_property
+    def layer_kinds(self) -> dict[tuple[bool, str, int | None], int]:
+        """How many layers of each (is MoE, token mixer, span), in first-seen order."""
+        counts: dict[tuple[bool, str, int | None], int] = {}
+        for kind in self.layer_mixers:
+            counts[kind] = counts.get(kind, 0) + 1
+        return counts
+
     def layer_attention(self, i: int) -> tuple[str, int | None]:
         """Layer i's token mixer: ("linear", None), ("chunk", C), ("window", W) or
         ("full", None)."""
