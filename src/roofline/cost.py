@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .derivation import Num, Sym, Term
+from .derivation import Num, Sym, Term, add_all
 from .errors import RooflineError, brief
 
 MEMORY_LEVELS = ("hbm", "l2", "sram")  # outermost first; `hbm` is the chip's main memory
@@ -81,8 +81,8 @@ class Cost:
     def total_flops(self) -> Num:
         """All arithmetic: tensor and vector FLOPs, and special-function evaluations (one
         FLOP each), regardless of dtype."""
-        return sum([*self.flops.values(), *self.vector_flops.values(),
-                    *self.special_ops.values()], 0.0)
+        return add_all([*self.flops.values(), *self.vector_flops.values(),
+                        *self.special_ops.values()])
 
     @property
     def has_arithmetic(self) -> bool:

@@ -181,13 +181,17 @@ def max_argmax(values: list[Any]) -> tuple[Any, Any]:
         return top, scalars.index(top)  # the first of equals, as below
     arrays = [np.asarray(v, dtype=float) for v in values]
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
-    best = np.array(np.broadcast_to(arrays[0], shape))  # a writeable copy
+    best = np.empty(shape)
     index = np.zeros(shape, dtype=np.uint8)  # a handful of resources
     above = np.empty(shape, dtype=bool)
+    if len(arrays) == 1:
+        best[...] = arrays[0]
+    current = arrays[0]  # no copy of the first: the first maximum writes `best`
     for i, arr in enumerate(arrays[1:], start=1):
-        np.greater(arr, best, out=above)  # strict: ties stay with the earlier resource
+        np.greater(arr, current, out=above)  # strict: ties stay with the earlier resource
         np.copyto(index, i, where=above)
-        np.maximum(best, arr, out=best)
+        np.maximum(current, arr, out=best)
+        current = best
     return best, index
 
 

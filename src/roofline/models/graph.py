@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import any_true
+from ..derivation import any_true, times_n
 from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError
 from ..hardware import Chip, System, make_system
@@ -170,7 +170,7 @@ def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chi
                 useful_flops = 2 * forward  # the convention's 2x forward (the rest recomputes)
             else:
                 forward = np.asarray(cost.total_flops)
-                useful_flops = forward * (1.0 if name in SPLIT_BACKWARD else useful)
+                useful_flops = times_n(1.0 if name in SPLIT_BACKWARD else useful, forward)
             rows.append(OpCost(group, name, per_stage, _step(cost, phase, name), useful_flops,
                                stream=_stream(name)))
     for name, cost in edge_ops(c):  # the last stage holds the LM head: the slowest stage

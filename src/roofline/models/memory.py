@@ -148,7 +148,8 @@ def state_bytes_per_sequence(spec: ModelSpec, par: Parallel, prec: Precision) ->
 
 @dataclass(frozen=True)
 class MemoryFootprint:
-    """Bytes per chip; fields are arrays when the phase's sizes are."""
+    """Bytes per chip; fields are arrays when the phase's sizes are (broadcastable to the
+    phase's shape; `total_bytes`, `fits` and `to_dict` in it)."""
 
     weights_bytes: float
     kv_cache_bytes: Num
@@ -176,12 +177,16 @@ class MemoryFootprint:
         return self._limits[1]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"weights_bytes": self.weights_bytes, "kv_cache_bytes": self.kv_cache_bytes,
+        """Every figure, the per-point ones in the phase's shape."""
+        def shaped(value: Any) -> Any:
+            return unwrap(np.broadcast_to(value, np.shape(self.total_bytes)))
+        return {"weights_bytes": self.weights_bytes,
+                "kv_cache_bytes": shaped(self.kv_cache_bytes),
                 "kv_bytes_per_token": self.kv_bytes_per_token,
-                "activations_bytes": self.activations_bytes,
+                "activations_bytes": shaped(self.activations_bytes),
                 "optimizer_bytes": self.optimizer_bytes, "capacity_bytes": self.capacity_bytes,
                 "max_batch": self.max_batch, "max_context": self.max_context,
-                "context_limit": self.context_limit, "state_bytes": self.state_bytes,
+                "context_limit": self.context_limit, "state_bytes": shaped(self.state_bytes),
                 "total_bytes": self.total_bytes, "fits": self.fits}
 
     @cached_property
@@ -236,8 +241,9 @@ def footprint(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
             return 0.0 * np.asarray(seqs, dtype=float)
         ctx = np.asarray(context, dtype=float)
         # context parallelism: each rank keeps its own 1/cp chunk of the sequence's cache
-        return np.asarray(seqs, dtype=float) * ctx * kv_bytes_per_token(spec, par, prec,
-                                                                          ctx) / par.cp
+        # (per-sequence bytes first: over a batch x length grid, one pass for the product)
+        per_seq = ctx * kv_bytes_per_token(spec, par, prec, ctx) / par.cp
+        return np.asarray(seqs, dtype=float) * per_seq
 
     state = 0.0 if phase.kind == "train" else state_bytes_per_sequence(spec, par, prec)
 
@@ -247,11 +253,10 @@ def footprint(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
 
     seqs = np.asarray(phase.batch, dtype=float) / par.dp
     context = np.asarray(phase.kv_len, dtype=float)
-    kv_total = kv(seqs, context)
-    states = seqs * state + 0.0 * context  # one state per sequence, whatever the context
     shape = np.broadcast(seqs, context, tokens_per_seq).shape
-    activations = np.broadcast_to(  # a view: every figure has the phase's shape
-        _activations(spec, phase, par, prec, seqs, tokens_per_seq, in_flight), shape)
+    kv_total = np.broadcast_to(kv(seqs, context), shape)  # a view: the phase's shape
+    states = seqs * state  # one state per sequence, whatever the context
+    activations = _activations(spec, phase, par, prec, seqs, tokens_per_seq, in_flight)
 
     def limits() -> tuple[Num, Num | None]:
         # everything but the weights and optimizer state grows linearly with the batch

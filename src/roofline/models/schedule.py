@@ -189,7 +189,7 @@ def step_times(rows: Sequence[Row], schedule: Schedule, microbatches: int, pp: i
     # the links' totals (and the floor) add the same op times as the path in another order:
     # a difference within rounding is no "communication not hidden"
     limit = maximum(busiest, floor_s)
-    over = limit - path > 1e-12 * limit
+    over = path < limit * (1 - 1e-12)
     bound, not_hidden = path, 0.0  # the common case: the critical path covers every link
     if any_true(over):
         bound = where(over, limit, path)
