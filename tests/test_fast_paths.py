@@ -150,3 +150,23 @@ def test_explain_text_is_unchanged():
                               "128·8192·2 + 8192·8192·2 + 128·8192·2 = 1.384e+08"]
     layer = analyze("llama-3-8b", "h100", decode(8, 1024)).ops[0].cost
     assert layer.explain() and all(" = " in line for line in layer.explain())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_grid_analysis_gives_every_point_figure_in_the_grid_shape(seed):
+    """The sweep-oriented shortcuts (small per-sequence terms, figures summed at their own
+    shape) must not leak into the outputs: the JSON of a batch x length analysis has each
+    per-point figure as a full grid, and its op rows add up to the step's t_lower."""
+    args = random_case(np.random.default_rng(100 + seed))
+    a = analyze(*args)
+    shape = np.broadcast_shapes(np.shape(args[2].batch), np.shape(args[2].kv_len))
+    d = a.to_dict()
+    for key in ("t_lower_s", "t_upper_s", "t_floor_s", "exposed_comm_s", "hidden_comm_s",
+                "mfu"):
+        assert np.shape(d[key]) == shape, key
+    for key in ("kv_cache_bytes", "activations_bytes", "state_bytes", "total_bytes", "fits",
+                "max_batch"):
+        assert np.shape(d["memory"][key]) == shape, key
+    rows = sum(np.asarray(op.t_lower_s) for op in a.ops)
+    assert close(rows, a.t_lower_s)
+    assert np.all(np.asarray(a.t_floor_s) <= np.asarray(a.t_lower_s) * (1 + 1e-12))
