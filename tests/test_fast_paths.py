@@ -170,3 +170,19 @@ def test_a_grid_analysis_gives_every_point_figure_in_the_grid_shape(seed):
     rows = sum(np.asarray(op.t_lower_s) for op in a.ops)
     assert close(rows, a.t_lower_s)
     assert np.all(np.asarray(a.t_floor_s) <= np.asarray(a.t_lower_s) * (1 + 1e-12))
+
+
+def test_lazily_built_parts_pickle():
+    """The tables, memory limits and derivation steps built on first read hold no closures:
+    an analysis crosses a process boundary (multiprocessing) before or after they are read."""
+    import pickle
+
+    for phase in (prefill(2, 2048), decode(8, 4096), train(8, 2048)):
+        a = analyze("llama-3-8b", "h100", phase, Parallel(tp=2))
+        b = pickle.loads(pickle.dumps(a))
+        assert b.t_lower_s == a.t_lower_s and b.memory.max_batch == a.memory.max_batch
+        assert [op.t_lower_s for op in b.ops] == [op.t_lower_s for op in a.ops]
+        assert [t.render() for op in b.ops for t in op.cost.terms] == \
+            [t.render() for op in a.ops for t in op.cost.terms]
+        est = rl.evaluate(rl.attention(1, 2048, 2048, 32, block_q=128), "h100")
+        assert pickle.loads(pickle.dumps(est)).ridge == est.ridge

@@ -206,6 +206,13 @@ class Deferred(Expr):
     def substituted(self) -> str:
         return self.resolved().substituted()
 
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled as what it stands for (no closure)
+        return _itself, (self.resolved(),)
+
+
+def _itself(expr: Expr) -> Expr:
+    return expr
+
 
 def unwrap(x: Any) -> Any:
     """0-d arrays back to Python scalars, so scalar inputs give scalar results."""

@@ -64,7 +64,7 @@ class Estimate:
 
     @cached_property
     def flops(self) -> Num:
-        return unwrap(self.cost.total_flops)
+        return unwrap(np.asarray(self.cost.total_flops, dtype=float))
 
     @cached_property
     def flops_by_dtype(self) -> Mapping[str, Num]:

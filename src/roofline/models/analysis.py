@@ -13,7 +13,7 @@ bubble. These are bounds, not forecasts: no kernel launch overhead, no efficienc
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from functools import cached_property
 from typing import Any
@@ -33,7 +33,7 @@ from .params import param_counts
 from .schedule import NOT_HIDDEN, Schedule, check_schedule
 from .spec import ModelSpec
 from .step import MemoryBudget, Parallel, Phase, Precision, context_warning
-from .summary import dominant_index, load_step, occurrences, step_core
+from .summary import StepCore, dominant_index, load_step, occurrences, step_core
 
 # What each time of a step is: every output names them so.
 STEP_TIMES = {
@@ -97,10 +97,9 @@ class ModelAnalysis:
     precision: Precision
     params_total: float
     params_active: float
-    # () -> (ops, layers): the per-op and per-layer tables, built on first read (`ops`,
-    # `layers`): the step's own figures do not need them
-    tables: Callable[[], tuple[tuple[StepOp, ...], tuple[StepLayer, ...]]] = field(
-        repr=False, compare=False)
+    # the op rows and their times: `ops` and `layers` are built from them on first read
+    # (the step's own figures do not need those tables)
+    parts: StepParts = field(repr=False, compare=False)
     flops: Num  # per chip per step, as executed (recomputation included)
     model_flops: Num  # per chip per step, useful work only
     bytes: dict[str, Num]  # memory level -> bytes per chip per step
@@ -126,7 +125,7 @@ class ModelAnalysis:
 
     @cached_property
     def _tables(self) -> tuple[tuple[StepOp, ...], tuple[StepLayer, ...]]:
-        return self.tables()
+        return _tables(self.parts.rows, self.parts.core)
 
     @property
     def ops(self) -> tuple[StepOp, ...]:
@@ -174,7 +173,7 @@ class ModelAnalysis:
                 f"{format_si(float(self.tokens_per_s))} tokens/s)")
 
     def to_dict(self) -> dict[str, Any]:
-        skip = {"memory", "tables"}
+        skip = {"memory", "parts"}
         data: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)
                                 if f.name not in skip}
         data["phase"], data["parallel"] = asdict(self.phase), asdict(self.parallel)
@@ -229,28 +228,10 @@ def analyze(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
 def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: Precision,
                rows: list[OpCost], budget: MemoryBudget, schedule: Schedule) -> ModelAnalysis:
     core = step_core(spec, chip, par, rows, schedule)  # the times (models/summary.py)
-    m, slots, ests, times = core.m, core.slots, core.ests, core.times
+    m, times = core.m, core.times
     counted = {kind: _per_step(rows, m, kind) for kind in
                ("flops", "vector_flops", "special_ops", "bytes", "link_bytes")}
     t_lower: Any = times.t_lower_s
-
-    def tables() -> tuple[tuple[StepOp, ...], tuple[StepLayer, ...]]:
-        ops = []
-        for r, e, lower in zip(rows, ests, times.critical_s, strict=True):
-            n = occurrences(r, m)
-            work, hbm = r.cost.total_flops, r.cost.bytes.get("hbm", 0.0)
-            scale = r.count * (1 if r.per_step else slots)  # occurrences and idle slots
-            ops.append(StepOp(
-                r.group, r.name, n, unwrap(n * work), unwrap(n * hbm),
-                unwrap(n * sum(r.cost.link_bytes.values(), 0.0)), ratio(work, hbm, math.inf),
-                unwrap(lower), unwrap(scale * e.t_upper_s), e.bound,
-                ratio(lower, t_lower, math.nan),
-                {k: unwrap(scale * v) for k, v in e.time_s.items()}, r.cost))
-        if len(core.op_times) > len(rows):  # a link busier than the critical path
-            ops.append(StepOp("model", NOT_HIDDEN, 1, 0.0, 0.0, 0.0, math.inf,
-                              unwrap(times.not_hidden_s), 0.0, times.not_hidden_link,
-                              ratio(times.not_hidden_s, t_lower, math.nan)))
-        return tuple(ops), _layers(ops, core.op_times, t_lower)
 
     by_resource, model_flops = core.by_resource, core.model_flops
     flops = np.asarray(sum((v for kind in ("flops", "vector_flops", "special_ops")
@@ -264,7 +245,7 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
     return ModelAnalysis(
         model=spec.name, hardware=chip.id, model_source=spec.source, phase=phase, parallel=par,
         precision=prec,
-        params_total=counts.total, params_active=counts.active, tables=tables,
+        params_total=counts.total, params_active=counts.active, parts=StepParts(rows, core),
         flops=unwrap(flops),
         model_flops=unwrap(model_flops),
         bytes={k: unwrap(v) for k, v in counted["bytes"].items()},
@@ -290,6 +271,36 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
         flops_by_dtype={k: unwrap(v) for k, v in counted["flops"].items()},
         comm_streams=tuple(dict.fromkeys(r.stream for r in rows if r.stream)),
     )
+
+
+@dataclass(frozen=True)
+class StepParts:
+    """A step's op rows and their times (models/summary.py), kept for its tables."""
+
+    rows: list[OpCost]
+    core: StepCore
+
+
+def _tables(rows: list[OpCost], core: StepCore
+            ) -> tuple[tuple[StepOp, ...], tuple[StepLayer, ...]]:
+    """The per-op and per-layer tables of a step."""
+    times, t_lower = core.times, core.times.t_lower_s
+    ops = []
+    for r, e, lower in zip(rows, core.ests, times.critical_s, strict=True):
+        n = occurrences(r, core.m)
+        work, hbm = r.cost.total_flops, r.cost.bytes.get("hbm", 0.0)
+        scale = r.count * (1 if r.per_step else core.slots)  # occurrences and idle slots
+        ops.append(StepOp(
+            r.group, r.name, n, unwrap(n * work), unwrap(n * hbm),
+            unwrap(n * sum(r.cost.link_bytes.values(), 0.0)), ratio(work, hbm, math.inf),
+            unwrap(lower), unwrap(scale * e.t_upper_s), e.bound,
+            ratio(lower, t_lower, math.nan),
+            {k: unwrap(scale * v) for k, v in e.time_s.items()}, r.cost))
+    if len(core.op_times) > len(rows):  # a link busier than the critical path
+        ops.append(StepOp("model", NOT_HIDDEN, 1, 0.0, 0.0, 0.0, math.inf,
+                          unwrap(times.not_hidden_s), 0.0, times.not_hidden_link,
+                          ratio(times.not_hidden_s, t_lower, math.nan)))
+    return tuple(ops), _layers(ops, core.op_times, t_lower)
 
 
 def _shaped(value: Any, like: Any) -> Any:

@@ -21,7 +21,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from typing import Any
@@ -157,14 +156,15 @@ class MemoryFootprint:
     activations_bytes: Num
     optimizer_bytes: float
     capacity_bytes: float
-    # () -> (max_batch, max_context), worked out on first use (a sweep reads only the bytes)
-    limits: Callable[[], tuple[Num, Num | None]] = field(repr=False, compare=False)
+    # what the step holds per sequence: `max_batch` and `max_context` are worked out from it
+    # on first read (a sweep reads only the bytes)
+    sizing: Sizing = field(repr=False, compare=False)
     context_limit: int | None = None  # the model's own maximum context, which caps it
     state_bytes: Num = 0.0  # linear-attention layers' recurrent state (not a KV cache)
 
     @cached_property
     def _limits(self) -> tuple[Num, Num | None]:
-        return self.limits()
+        return _fit_limits(self)
 
     @property
     def max_batch(self) -> Num:
@@ -223,6 +223,48 @@ def _activations(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
 
 
 
+@dataclass(frozen=True)
+class Sizing:
+    """One step's per-sequence memory on one chip: the KV cache, recurrent state and
+    activations that grow with the batch (and the context)."""
+
+    spec: ModelSpec
+    phase: Phase
+    par: Parallel
+    prec: Precision
+    in_flight: float | None  # micro-batches whose activations the first stage holds
+
+    @property
+    def seqs(self) -> Any:  # sequences on this chip (its DP replica's share)
+        return np.asarray(self.phase.batch, dtype=float) / self.par.dp
+
+    @property
+    def context(self) -> Any:
+        return np.asarray(self.phase.kv_len, dtype=float)
+
+    @property
+    def tokens_per_seq(self) -> Any:  # context parallelism: each rank computes 1/cp
+        return np.asarray(self.phase.q_len, dtype=float) / self.par.cp
+
+    def kv(self, seqs: Any) -> Any:
+        if self.phase.kind == "train":  # training keeps activations, not a KV cache
+            return 0.0 * np.asarray(seqs, dtype=float)
+        ctx = self.context
+        # context parallelism: each rank keeps its own 1/cp chunk of the sequence's cache
+        # (per-sequence bytes first: over a batch x length grid, one pass for the product)
+        per_seq = ctx * kv_bytes_per_token(self.spec, self.par, self.prec, ctx) / self.par.cp
+        return np.asarray(seqs, dtype=float) * per_seq
+
+    @property
+    def state(self) -> float:  # linear-attention state per sequence (not in training)
+        return 0.0 if self.phase.kind == "train" else \
+            state_bytes_per_sequence(self.spec, self.par, self.prec)
+
+    def activations(self, seqs: Any) -> Any:
+        return _activations(self.spec, self.phase, self.par, self.prec, seqs,
+                            self.tokens_per_seq, self.in_flight)
+
+
 def footprint(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
               capacity_bytes: float, in_flight: float | None = None) -> MemoryFootprint:
     """What one chip must hold for this step, and the largest batch / context that fit."""
@@ -234,50 +276,32 @@ def footprint(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
     if phase.kind == "train":
         optimizer = params * 12.0 / (par.dp if zero >= 1 else 1) \
             + params * lookup_dtype(prec.grads).bytes / (par.dp if zero >= 2 else 1)
-    tokens_per_seq = np.asarray(phase.q_len, dtype=float) / par.cp
-
-    def kv(seqs: Any, context: Any) -> Any:
-        if phase.kind == "train":  # training keeps activations, not a KV cache
-            return 0.0 * np.asarray(seqs, dtype=float)
-        ctx = np.asarray(context, dtype=float)
-        # context parallelism: each rank keeps its own 1/cp chunk of the sequence's cache
-        # (per-sequence bytes first: over a batch x length grid, one pass for the product)
-        per_seq = ctx * kv_bytes_per_token(spec, par, prec, ctx) / par.cp
-        return np.asarray(seqs, dtype=float) * per_seq
-
-    state = 0.0 if phase.kind == "train" else state_bytes_per_sequence(spec, par, prec)
-
-    def per_chip(seqs: Any, context: Any) -> Any:
-        return weights + optimizer + kv(seqs, context) + np.asarray(seqs, dtype=float) * state \
-            + _activations(spec, phase, par, prec, seqs, tokens_per_seq, in_flight)
-
-    seqs = np.asarray(phase.batch, dtype=float) / par.dp
-    context = np.asarray(phase.kv_len, dtype=float)
-    shape = np.broadcast(seqs, context, tokens_per_seq).shape
-    kv_total = np.broadcast_to(kv(seqs, context), shape)  # a view: the phase's shape
-    states = seqs * state  # one state per sequence, whatever the context
-    activations = _activations(spec, phase, par, prec, seqs, tokens_per_seq, in_flight)
-
-    def limits() -> tuple[Num, Num | None]:
-        # everything but the weights and optimizer state grows linearly with the batch
-        per_seq = per_chip(1.0, context) - per_chip(0.0, context)
-        room = capacity_bytes - weights - optimizer
-        with np.errstate(divide="ignore", invalid="ignore"):
-            max_batch = _whole(np.broadcast_to(np.where(
-                per_seq > 0, np.maximum(0.0, np.floor(room / per_seq)) * par.dp, np.inf),
-                shape))
-        if phase.kind == "train":
-            return unwrap(max_batch), None
-        # the longest context that fits, never beyond the context the model was built for
-        fits = _max_context(spec, par, prec, seqs / par.cp,  # each CP rank: 1/cp of the cache
-                            capacity_bytes - weights - optimizer - activations - states)
-        limit = spec.max_context or np.inf
-        return unwrap(max_batch), unwrap(_whole(np.broadcast_to(np.minimum(fits, limit),
-                                                                shape)))
-
+    sizing = Sizing(spec, phase, par, prec, in_flight)
+    seqs = sizing.seqs
+    shape = np.broadcast(seqs, sizing.context, sizing.tokens_per_seq).shape
+    kv_total = np.broadcast_to(sizing.kv(seqs), shape)  # a view: the phase's shape
     return MemoryFootprint(weights, unwrap(kv_total), float(kv_bytes_per_token(spec, par, prec)),
-                           unwrap(activations), optimizer, capacity_bytes, limits,
-                           spec.max_context, unwrap(states))
+                           unwrap(sizing.activations(seqs)), optimizer, capacity_bytes, sizing,
+                           spec.max_context, unwrap(seqs * sizing.state))
+
+
+def _fit_limits(fp: MemoryFootprint) -> tuple[Num, Num | None]:
+    """(the largest batch that fits, the longest context that fits at this batch)."""
+    s = fp.sizing
+    shape = np.shape(fp.total_bytes)
+    room = fp.capacity_bytes - fp.weights_bytes - fp.optimizer_bytes
+    # everything but the weights and optimizer state grows linearly with the batch
+    per_seq = s.kv(1.0) + s.state + s.activations(1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        max_batch = _whole(np.broadcast_to(np.where(
+            per_seq > 0, np.maximum(0.0, np.floor(room / per_seq)) * s.par.dp, np.inf), shape))
+    if s.phase.kind == "train":
+        return unwrap(max_batch), None
+    # the longest context that fits, never beyond the context the model was built for
+    fits = _max_context(s.spec, s.par, s.prec, s.seqs / s.par.cp,  # each CP rank: 1/cp
+                        room - fp.activations_bytes - fp.state_bytes)
+    limit = s.spec.max_context or np.inf
+    return unwrap(max_batch), unwrap(_whole(np.broadcast_to(np.minimum(fits, limit), shape)))
 
 
 def _whole(counts: Any) -> Any:
