@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import Call, Deferred, Expr, Num, Sym, Term, define
+from ..derivation import Call, Deferred, Expr, Num, Sym, Term, any_true, define
 from ..dtypes import DType
 from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError
@@ -58,7 +58,7 @@ def score_pairs(q_len: Any, kv_len: Any, causal: bool = True, window: Any = None
                 terms: list[Term] | None = None, chunk: Any = None) -> Expr:
     """(query, key) pairs per head and sequence that attention actually scores."""
     Lq, Lkv = size("Lq", q_len, "q_len"), size("Lkv", kv_len, "kv_len")
-    if np.any(np.asarray(Lq.value) > np.asarray(Lkv.value)):
+    if any_true(Lq.value > Lkv.value):
         raise RooflineError("q_len must not exceed kv_len (queries are the last q_len positions)")
     if chunk is not None:
         if window is not None or not causal:
@@ -133,9 +133,9 @@ def attention(
     o = lookup_dtype(out_dtype) if out_dtype is not None else x
     B, H = size("B", batch, "batch"), size("H", heads, "heads")
     Hkv = size("Hkv", heads if kv_heads is None else kv_heads, "kv_heads")
-    h_arr, kv_arr = np.broadcast_arrays(np.asarray(H.value), np.asarray(Hkv.value))
-    bad = np.mod(h_arr, kv_arr) != 0
-    if np.any(bad):
+    if any_true(H.value % Hkv.value != 0):
+        h_arr, kv_arr = np.broadcast_arrays(np.asarray(H.value), np.asarray(Hkv.value))
+        bad = np.mod(h_arr, kv_arr) != 0
         raise RooflineError(f"heads ({h_arr[bad].flat[0]:g}) must be a multiple of kv_heads "
                             f"({kv_arr[bad].flat[0]:g})")
     d = size("d", head_dim, "head_dim")

@@ -171,16 +171,14 @@ def collective(
         if chip is None:
             raise RooflineError("algorithm 'auto' is chosen on a chip's link: pass chip= (or "
                                 "name the algorithm: " + ", ".join(IMPLEMENTS[kind]) + ")")
-        algo = choose_algorithm(kind, nbytes, ranks, chip, link, domain_size, link_share)
+        algo, built = _choose(kind, nbytes, ranks, chip, link, domain_size, link_share)
+    else:
+        built = {}
     names = np.asarray(algo)
-    if names.ndim == 0:
-        return _collective(kind, str(algo), nbytes, ranks, link, domain_size, link_share)
-    chosen = list(dict.fromkeys(names.ravel().tolist()))
-    if len(chosen) == 1:
-        return _collective(kind, chosen[0], nbytes, ranks, link, domain_size, link_share)
-    costs = {a: _collective(kind, a, nbytes, ranks, link, domain_size, link_share)
-             for a in chosen}
-    return _per_size(kind, names, costs)
+    chosen = [str(algo)] if names.ndim == 0 else list(dict.fromkeys(names.ravel().tolist()))
+    costs = {a: built[a] if a in built else
+             _collective(kind, a, nbytes, ranks, link, domain_size, link_share) for a in chosen}
+    return costs[chosen[0]] if len(chosen) == 1 else _per_size(kind, names, costs)
 
 
 def _collective(kind: str, algo: str, nbytes: Any, ranks: Any, link: str, domain_size: Any,
@@ -294,6 +292,12 @@ def choose_algorithm(kind: str, nbytes: Any, ranks: Any, chip: Chip, link: str =
     for arrays of sizes or ranks), the algorithm implementing `kind` whose alpha-beta time on
     `chip` is smallest; nvls only where the link reduces in the switch. Ties go to the
     earlier of ring, tree, nvls (direct, pairwise, ring for all-to-all)."""
+    return _choose(kind, nbytes, ranks, chip, link, domain_size, link_share)[0]
+
+
+def _choose(kind: str, nbytes: Any, ranks: Any, chip: Chip, link: str, domain_size: Any,
+            link_share: Any) -> tuple[Any, dict[str, Cost]]:
+    """`choose_algorithm`'s pick, and every candidate's Cost (the chosen one is reused)."""
     from ..evaluate import evaluate  # the one evaluator times each candidate
 
     if kind not in COLLECTIVES:
@@ -308,12 +312,14 @@ def choose_algorithm(kind: str, nbytes: Any, ranks: Any, chip: Chip, link: str =
     if kind == "all-to-all" and domain_size is not None and link == "scale-up" \
             and np.any(np.asarray(ranks) > np.asarray(domain_size)):
         candidates.remove("ring")  # a neighbour relay spans one domain
-    times = [np.asarray(evaluate(_collective(kind, a, nbytes, ranks, link, domain_size,
-                                             link_share), chip).t_lower_s)
-             for a in candidates]
-    best = np.argmin(np.stack(np.broadcast_arrays(*times)), axis=0)
+    costs = {a: _collective(kind, a, nbytes, ranks, link, domain_size, link_share)
+             for a in candidates}
+    times = [evaluate(cost, chip).t_lower_s for cost in costs.values()]
+    if all(isinstance(t, float) for t in times):  # one size: the first of the fastest
+        return candidates[times.index(min(times))], costs
+    best = np.argmin(np.stack(np.broadcast_arrays(*map(np.asarray, times))), axis=0)
     picked = np.asarray(candidates)[best]
-    return str(picked) if picked.ndim == 0 else picked
+    return (str(picked) if picked.ndim == 0 else picked), costs
 
 
 def crossover_from_times(nbytes: float, est: Estimate) -> float | None:
