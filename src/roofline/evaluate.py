@@ -172,27 +172,40 @@ class Estimate:
 def max_argmax(values: list[Any]) -> tuple[Any, Any]:
     """Elementwise max and index of the (first) max over a few broadcastable arrays.
 
-    A loop over the handful of resources, in place, beats np.stack + argmax(axis=0), which
-    walks a million-point sweep column by column.
+    A loop over the handful of resources beats np.stack + argmax(axis=0), which walks a
+    million-point sweep column by column. Smaller arrays go first (a (batch, 1) column
+    costs nothing beside a (batch, length) grid), with ties still going to the earlier
+    value in `values`.
     """
     if all(isinstance(v, (float, int)) for v in values):  # one point: no array machinery
         scalars = [float(v) for v in values]
         top = max(scalars)
         return top, scalars.index(top)  # the first of equals, as below
     arrays = [np.asarray(v, dtype=float) for v in values]
-    shape = np.broadcast_shapes(*(a.shape for a in arrays))
-    best = np.empty(shape)
-    index = np.zeros(shape, dtype=np.uint8)  # a handful of resources
-    above = np.empty(shape, dtype=bool)
-    if len(arrays) == 1:
-        best[...] = arrays[0]
-    current = arrays[0]  # no copy of the first: the first maximum writes `best`
-    for i, arr in enumerate(arrays[1:], start=1):
-        np.greater(arr, current, out=above)  # strict: ties stay with the earlier resource
-        np.copyto(index, i, where=above)
-        np.maximum(current, arr, out=best)
-        current = best
-    return best, index
+    order = sorted(range(len(arrays)), key=lambda i: arrays[i].size)  # stable
+    first = order[0]
+    best: Any = arrays[first]
+    index: Any = np.full(best.shape, first, dtype=np.uint8)  # a handful of resources
+    seen = [first]
+    for j in order[1:]:
+        arr = arrays[j]
+        if j > max(seen):  # every earlier winner comes first: ties stay
+            wins = arr > best
+        elif j < min(seen):  # this one comes first: ties go to it
+            wins = arr >= best
+        else:
+            wins = (arr > best) | ((arr == best) & (index > j))
+        shape = np.broadcast_shapes(best.shape, arr.shape)
+        if index.shape == shape and shape and best is not arrays[first]:  # in place
+            np.copyto(index, j, where=wins)
+            np.maximum(best, arr, out=best)
+        else:
+            index = np.where(wins, np.uint8(j), index)
+            best = np.maximum(best, arr)
+        seen.append(j)
+    if best is arrays[first]:
+        best = best.copy()
+    return np.asarray(best), np.asarray(index)
 
 
 def _num(value: Any) -> Any:

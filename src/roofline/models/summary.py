@@ -54,6 +54,11 @@ def add_by_bound(acc: dict[str, Any], est: Estimate, time: Any) -> None:
         acc[resource] = acc.get(resource, 0.0) + time
         return
     index = np.asarray(est.bound_index)
+    first = int(index.min())
+    if first == int(index.max()):  # one resource bounds every point: no masks
+        resource = list(est.time_s)[first]
+        acc[resource] = acc.get(resource, 0.0) + time
+        return
     for i, resource in enumerate(est.time_s):
         bound_here = index == i
         if bound_here.any():
