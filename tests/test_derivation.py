@@ -53,8 +53,11 @@ def test_scalar_helpers_agree_with_numpy():
                           [np.inf, 0.5])
     # add_all: the same sum as adding everything, whatever the mix of shapes
     col, row, grid = rng.random((4, 1)), rng.random((1, 5)), rng.random((4, 5))
-    parts = [1.5, col, grid, col * 2, row, 0.25, grid * 3]
+    parts = [1.5, col, grid, col * 2, row, 0.25, grid * 3, grid]
+    copies = [np.copy(p) for p in parts]
     assert np.allclose(add_all(parts), sum(parts, 0.0), rtol=1e-15, atol=0)
+    assert all(np.array_equal(p, c) for p, c in zip(parts, copies, strict=True))  # inputs kept
+    assert add_all([grid]) is grid and np.array_equal(add_all([col, grid]), col + grid)
     assert add_all([]) == 0.0 and add_all([2.0, 3.0]) == 5.0
 
 

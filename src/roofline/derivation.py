@@ -247,18 +247,31 @@ def any_true(condition: Any) -> bool:
 def add_all(values: Iterable[Any]) -> Any:
     """The sum of numbers and arrays of several shapes, the smaller ones added among
     themselves first: in a batch x length sweep most ops' figures are (batch, 1) columns, and
-    adding each to a (batch, length) grid would cost a pass over the grid per op."""
+    adding each to a (batch, length) grid would cost a pass over the grid per op. A sum this
+    function allocated is added to in place (a fresh grid-sized array per addition is most of
+    a sweep's memory traffic); the arrays it is given are never written."""
     if isinstance(values, list) and all(type(v) is float for v in values):
         return sum(values, 0.0)  # one point
     groups: dict[tuple[int, ...], Any] = {}
+    owned: set[tuple[int, ...]] = set()  # groups whose sum is an array made here
     for v in values:
         shape = v.shape if type(v) is np.ndarray else ()
-        groups[shape] = groups[shape] + v if shape in groups else v
+        if shape not in groups:
+            groups[shape] = v
+        elif shape in owned:
+            np.add(groups[shape], v, out=groups[shape])
+        else:
+            groups[shape] = groups[shape] + v
+            if type(groups[shape]) is np.ndarray and groups[shape].dtype == np.float64:
+                owned.add(shape)
     if len(groups) == 1:  # no pass to add a zero
         return next(iter(groups.values()))
     out: Any = 0.0
-    for shape in sorted(groups, key=math.prod):
-        out = out + groups[shape]
+    for shape in sorted(groups, key=math.prod):  # the largest last: often one grid
+        if shape in owned and np.broadcast_shapes(np.shape(out), shape) == shape:
+            out = np.add(groups[shape], out, out=groups[shape])
+        else:
+            out = out + groups[shape]
     return out
 
 

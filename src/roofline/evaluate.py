@@ -214,18 +214,24 @@ def _num(value: Any) -> Any:
     return value if isinstance(value, (int, float, np.ndarray)) else np.asarray(value)
 
 
+def _per(amount: Any, rate: float) -> Any:
+    """amount / rate; an array is multiplied by the reciprocal (within an ulp of dividing,
+    and a third of the time over a sweep's grid)."""
+    return amount * (1.0 / rate) if type(amount) is np.ndarray else amount / rate
+
+
 def _arithmetic_times(cost: Cost, chip: Chip) -> dict[str, Num]:
     """Time per compute unit: tensor cores (`compute`), vector units, special functions."""
     times: dict[str, Num] = {}
     if cost.flops:  # dtypes share the tensor cores: their times add
-        times[COMPUTE] = add_all([_num(f) / chip.peak_flops(dt)
+        times[COMPUTE] = add_all([_per(_num(f), chip.peak_flops(dt))
                                   for dt, f in cost.flops.items()])
     if cost.vector_flops:
-        times[VECTOR] = add_all([_num(f) / chip.vector_flops(dt)
+        times[VECTOR] = add_all([_per(_num(f), chip.vector_flops(dt))
                                  for dt, f in cost.vector_flops.items()])
     rate = chip.special_ops()
     if cost.special_ops and rate:  # a chip file without the rate: no such roof (looser)
-        times[SFU] = add_all([_num(n) for n in cost.special_ops.values()]) / rate
+        times[SFU] = _per(add_all([_num(n) for n in cost.special_ops.values()]), rate)
     return times
 
 
@@ -237,7 +243,7 @@ def _link_times(cost: Cost, chip: Chip) -> tuple[dict[str, Num], dict[str, Num]]
     names = sorted(set(cost.link_bytes) | set(cost.link_steps) | set(cost.link_calls))
     for name in names:
         link = chip.link(name)
-        transfer[name] = _num(cost.link_bytes.get(name, 0.0)) / link.bandwidth_Bps
+        transfer[name] = _per(_num(cost.link_bytes.get(name, 0.0)), link.bandwidth_Bps)
         latency[name] = (_num(cost.link_steps.get(name, 0.0)) * link.latency_s
                          + _num(cost.link_calls.get(name, 0.0)) * link.base_latency_s)
     return transfer, latency
@@ -260,7 +266,7 @@ def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True) -> E
     found = 0
     for level in chip.memory:  # chip order: outermost first
         if level.name in cost.bytes:
-            times[level.name] = _num(cost.bytes[level.name]) / level.bandwidth_Bps
+            times[level.name] = _per(_num(cost.bytes[level.name]), level.bandwidth_Bps)
             found += 1
     if found < len(cost.bytes):
         for name in cost.bytes:
