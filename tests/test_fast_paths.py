@@ -186,3 +186,18 @@ def test_lazily_built_parts_pickle():
             [t.render() for op in a.ops for t in op.cost.terms]
         est = rl.evaluate(rl.attention(1, 2048, 2048, 32, block_q=128), "h100")
         assert pickle.loads(pickle.dumps(est)).ridge == est.ridge
+
+
+@pytest.mark.parametrize(("phase", "model"), [("prefill", "qwen3-next-80b-a3b"),
+                                              ("train", "mixtral-8x7b"),
+                                              ("decode", "gemma-3-27b")])
+@pytest.mark.parametrize("chunk", [1, 2, 5])
+def test_chunks_add_in_the_whole_grids_order(phase, model, chunk):
+    """Sums add (batch, 1) terms before (batch, length) ones; pieces of one or two columns
+    must not change that order (bit-identical columns), in every phase."""
+    args = (model, ["h100"], phase, [2, 16, 64], [512, 4096, 32768])
+    whole = sweep_model(*args, tp=[2], dp=[1, 2])
+    parts = list(ModelSweep(*args, chunk_points=chunk, tp=[2], dp=[1, 2]))
+    for key in whole.columns:
+        assert np.array_equal(np.concatenate([p.columns[key] for p in parts]),
+                              whole.columns[key]), key
