@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from .errors import RooflineError
-from .files import STDOUT, _umask, write_bytes
+from .files import STDOUT, _umask, csv_rows, write_bytes
 
 
 class CsvStream:
@@ -41,7 +41,7 @@ class CsvStream:
         if not self.header:
             writer.writerow(list(columns))
             self.header = True
-        writer.writerows(zip(*(list(c) for c in columns.values()), strict=True))
+        writer.writerows(csv_rows(columns))
         data = buf.getvalue().encode("utf-8", errors="backslashreplace")
         if self._fd < 0:
             write_bytes(STDOUT, data)

@@ -14,7 +14,7 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, redirect_stdout, suppress
 from pathlib import Path
 from typing import Any, TextIO
@@ -229,5 +229,12 @@ def write_csv(path: str | Path, columns: dict[str, Any]) -> None:
     buf = io.StringIO(newline="")
     writer = csv.writer(buf)
     writer.writerow(list(columns))
-    writer.writerows(zip(*(list(c) for c in columns.values()), strict=True))
+    writer.writerows(csv_rows(columns))
     write_text(path, buf.getvalue())
+
+
+def csv_rows(columns: Mapping[str, Any]) -> Iterator[tuple[Any, ...]]:
+    """The rows of equal-length columns; arrays as Python values (the same text, and
+    Python's float repr is ~30% cheaper than numpy's scalar str)."""
+    return zip(*(c.tolist() if hasattr(c, "tolist") else list(c)
+                 for c in columns.values()), strict=True)
