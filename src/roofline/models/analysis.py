@@ -138,6 +138,12 @@ class ModelAnalysis:
         return self._tables[1]
 
     @property
+    def time_by_resource(self) -> dict[str, Num]:
+        """The step's t_lower split by the resource that bounds each op (per point): what
+        `bound` names the largest of."""
+        return {k: unwrap(v) for k, v in self.parts.core.by_resource.items()}
+
+    @property
     def pipeline(self) -> dict[str, Any]:
         return {"schedule": self.schedule.pipeline, "vpp": self.schedule.vpp,
                 "microbatches": self.parallel.microbatches,

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from .iteration import Engine, time_by_resource
+from .iteration import Engine
 from .queueing import md1_wait_s
 from .workload import Workload
 
@@ -56,7 +56,7 @@ def _columns(a: Any, index: Any) -> dict[str, Any]:
     """The iteration's bound and its time by resource at the chosen points."""
     bound = np.broadcast_to(np.asarray(a.bound), np.shape(a.t_lower_s))[index]
     parts = {f"time_{k}_s": np.broadcast_to(v, np.shape(a.t_lower_s))[index]
-             for k, v in time_by_resource(a).items()}
+             for k, v in a.time_by_resource.items()}
     return {"bound": bound, **parts}
 
 

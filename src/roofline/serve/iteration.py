@@ -38,17 +38,6 @@ def step_time(a: ModelAnalysis, expect: bool = False, chip: Chip | None = None,
     return a.t_lower_s
 
 
-def time_by_resource(a: ModelAnalysis) -> dict[str, Any]:
-    """The step's time split by the resource bounding each op (per point)."""
-    out: dict[str, Any] = {}
-    for op in a.ops:
-        bound = np.asarray(op.bound)
-        for resource in np.unique(bound):
-            out[str(resource)] = out.get(str(resource), 0.0) + np.where(
-                bound == resource, op.t_lower_s, 0.0)
-    return out
-
-
 def activation_dtype(weights: str, chip: Chip) -> str:
     """Compute dtype when none is given: fp8 / fp4 weights run fp8 / fp4 GEMMs (W8A8, NVFP4
     W4A4, as the serving engines' quantized checkpoints do) where the chip has that peak;
