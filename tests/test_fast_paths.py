@@ -201,3 +201,22 @@ def test_chunks_add_in_the_whole_grids_order(phase, model, chunk):
     for key in whole.columns:
         assert np.array_equal(np.concatenate([p.columns[key] for p in parts]),
                               whole.columns[key]), key
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_time_by_resource_adds_up_to_the_bound_and_names_it(seed):
+    args = random_case(np.random.default_rng(200 + seed))
+    a = analyze(*args)
+    split = a.time_by_resource
+    assert close(sum(np.asarray(v) for v in split.values()), a.t_lower_s)
+    names = list(split)
+    top = np.argmax(np.stack(np.broadcast_arrays(*(np.asarray(v) for v in split.values()))),
+                    axis=0)
+    assert np.array_equal(np.asarray(names)[top], np.asarray(a.bound))
+    by_op: dict[str, object] = {}  # the same split from the op table
+    for op in a.ops:
+        bound = np.asarray(op.bound)
+        for r in np.unique(bound):
+            by_op[str(r)] = by_op.get(str(r), 0.0) + np.where(bound == r, op.t_lower_s, 0.0)
+    assert set(by_op) == set(split)
+    assert all(close(by_op[k], split[k]) for k in split)
