@@ -101,7 +101,8 @@ def test_elementwise_overrides_and_out_dtype():
     assert c.bytes == {"hbm": 100 * (2 * 2 + 4)}
 
 
-@pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), "x", np.array([1, 0])])
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), "x", np.array([1, 0]),
+                                 np.array([]), np.array([1.0, np.nan]), np.array([np.inf])])
 def test_bad_sizes_rejected(bad):
     with pytest.raises(RooflineError, match="M"):
         matmul(bad, 8, 8)

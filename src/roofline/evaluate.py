@@ -240,6 +240,8 @@ def _link_times(cost: Cost, chip: Chip) -> tuple[dict[str, Num], dict[str, Num]]
     pays the link's alpha and every collective call its base latency."""
     transfer: dict[str, Num] = {}
     latency: dict[str, Num] = {}
+    if not (cost.link_bytes or cost.link_steps or cost.link_calls):
+        return transfer, latency
     names = sorted(set(cost.link_bytes) | set(cost.link_steps) | set(cost.link_calls))
     for name in names:
         link = chip.link(name)

@@ -13,6 +13,8 @@ from ..errors import RooflineError
 
 def shown(value: Any) -> str:
     """A value for an error message: arrays as their offending range, on one line."""
+    if isinstance(value, np.ndarray) and value.size == 0:
+        return "an empty array"
     if isinstance(value, np.ndarray) and value.size > 1:
         bad = value[~(np.isfinite(value) & (value > 0))] if value.dtype.kind == "f" else value
         pick = bad if bad.size else value
@@ -34,7 +36,8 @@ def size(symbol: str, value: Any, what: str | None = None) -> Sym:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
         raise RooflineError(f"{label}: expected a positive number, got {shown(value)}") from None
-    if arr.size == 0 or not np.all(np.isfinite(arr)) or not np.all(arr > 0):
+    # two reductions, no temporaries (nan fails both comparisons)
+    if arr.size == 0 or not (arr.min() > 0 and arr.max() < math.inf):
         raise RooflineError(f"{label}: must be a positive finite number, got {shown(arr)}")
     v: Num = float(arr) if arr.ndim == 0 else arr
     return Sym(symbol, v)
