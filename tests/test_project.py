@@ -42,3 +42,31 @@ def test_readme_python_example_runs_and_its_comments_hold():
     assert round(scope["est"].intensity["hbm"], 1) == 124.1
     assert scope["first_compute_bound"] == 160
     assert "# 160 (bf16 weights: 319)" in code
+
+
+def device_script_commands() -> list[list[str]]:
+    """Every `python3 -m roofline ...` command of scripts/device_check.sh, its shell
+    variables filled in as a run fills them (continuation lines joined)."""
+    import shlex
+
+    text = (ROOT / "scripts" / "device_check.sh").read_text().replace("\\\n", " ")
+    commands = []
+    for line in text.splitlines():
+        if "python3 -m roofline " not in line:
+            continue
+        words = shlex.split(line.split("python3 -m roofline ", 1)[1].split(">")[0])
+        filled = [w.replace("$OUT", "out").replace("$DEVICE", "cuda") for w in words]
+        commands.append([w for w in filled if w != "$QUICK"])
+    return commands
+
+
+def test_the_device_script_matches_the_cli():
+    """The device check runs when a session has the GPU (15 minutes, no time to find out
+    then that an option was renamed): every command in it parses against the CLI."""
+    from roofline.cli import build_parser
+
+    commands = device_script_commands()
+    assert len(commands) >= 4  # peaks, ops, trace, the GEMM's bound
+    parser = build_parser()
+    for words in commands:
+        parser.parse_args(words)  # argparse exits (fails the test) on an unknown option
