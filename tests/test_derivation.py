@@ -39,7 +39,7 @@ def test_power():
 
 
 def test_scalar_helpers_agree_with_numpy():
-    from roofline.derivation import add_all, any_true, maximum, ratio, where
+    from roofline.derivation import add_all, any_true, maximum, ratio, scaled_sum, where
 
     rng = np.random.default_rng(3)
     for _ in range(50):
@@ -59,6 +59,13 @@ def test_scalar_helpers_agree_with_numpy():
     assert all(np.array_equal(p, c) for p, c in zip(parts, copies, strict=True))  # inputs kept
     assert add_all([grid]) is grid and np.array_equal(add_all([col, grid]), col + grid)
     assert add_all([]) == 0.0 and add_all([2.0, 3.0]) == 5.0
+    # scaled_sum: sum of n·v, the products its own (summed into in place), inputs unwritten
+    pairs = [(2.0, grid), (1, col), (3.0, col), (0.5, 1.5), (1, grid), (4.0, grid), (1, row)]
+    copies = [np.copy(v) for _, v in pairs]
+    expected = sum((n * v for n, v in pairs), 0.0)
+    assert np.allclose(scaled_sum(pairs), expected, rtol=1e-15, atol=0)
+    assert all(np.array_equal(v, c) for (_, v), c in zip(pairs, copies, strict=True))
+    assert scaled_sum([(2.0, 1.5), (1, 0.25)]) == 3.25
 
 
 def test_max_argmax_matches_stacked_argmax():

@@ -252,18 +252,32 @@ def add_all(values: Iterable[Any]) -> Any:
     a sweep's memory traffic); the arrays it is given are never written."""
     if isinstance(values, list) and all(type(v) is float for v in values):
         return sum(values, 0.0)  # one point
+    return scaled_sum((1, v) for v in values)
+
+
+def scaled_sum(pairs: Iterable[tuple[float, Any]]) -> Any:
+    """Σ n·v over (n, v) pairs, added as `add_all` adds; the products it makes (n ≠ 1) are
+    its own, so they are summed into in place rather than copied."""
+    if isinstance(pairs, list) and all(type(v) is float for _, v in pairs):
+        return sum([times_n(n, v) for n, v in pairs], 0.0)  # one point
     groups: dict[tuple[int, ...], Any] = {}
     owned: set[tuple[int, ...]] = set()  # groups whose sum is an array made here
-    for v in values:
+    for n, v in pairs:
         shape = v.shape if type(v) is np.ndarray else ()
+        term, fresh = (v, False) if n == 1 else (n * v, type(v) is np.ndarray)
+        fresh = fresh and term.dtype == np.float64 and shape != ()
         if shape not in groups:
-            groups[shape] = v
+            groups[shape] = term
         elif shape in owned:
-            np.add(groups[shape], v, out=groups[shape])
+            np.add(groups[shape], term, out=groups[shape])
+            continue
+        elif fresh:  # add the sum so far into the new product
+            groups[shape] = np.add(term, groups[shape], out=term)
         else:
-            groups[shape] = groups[shape] + v
-            if type(groups[shape]) is np.ndarray and groups[shape].dtype == np.float64:
-                owned.add(shape)
+            groups[shape] = groups[shape] + term
+            fresh = type(groups[shape]) is np.ndarray and groups[shape].dtype == np.float64
+        if fresh:
+            owned.add(shape)
     if len(groups) == 1:  # no pass to add a zero
         return next(iter(groups.values()))
     out: Any = 0.0

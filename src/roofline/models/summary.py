@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import LINKS
-from ..derivation import Num, add_all, any_true, maximum, times_n
+from ..derivation import Num, add_all, any_true, maximum, scaled_sum
 from ..evaluate import LATENCY, Estimate, evaluate, max_argmax
 from ..hardware import Chip, System, load_chip
 from ..ops.attention import flash_tiling
@@ -93,7 +93,7 @@ class StepCore:
 
 def _total(parts: list[tuple[float, Any]]) -> Any:
     """Σ occurrences · time."""
-    return add_all([times_n(n, t) for n, t in parts])
+    return scaled_sum(parts)
 
 
 def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
@@ -129,15 +129,15 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
         op_times.append(per_op)
         for resource, t in per_op.items():
             credited.setdefault(resource, []).append(t)
-    t_upper = add_all([times_n(r.count * (1 if r.per_step else slots), e.t_upper_s)  # idle
-                       for r, e in zip(rows, ests, strict=True)])  # slots too
+    t_upper = scaled_sum([(r.count * (1 if r.per_step else slots), e.t_upper_s)  # idle
+                          for r, e in zip(rows, ests, strict=True)])  # slots too
     if any_true(times.not_hidden_s > 0):  # a link busier than the critical path
         link = times.not_hidden_link
         op_times.append({link: times.not_hidden_s})
         credited.setdefault(link, []).append(times.not_hidden_s)
     by_resource = {resource: add_all(parts) for resource, parts in credited.items()}
-    model_flops = add_all([times_n((r.model_share if r.model_share is not None else r.count)
-                                   * (1 if r.per_step else m), r.model_flops) for r in rows])
+    model_flops = scaled_sum([((r.model_share if r.model_share is not None else r.count)
+                               * (1 if r.per_step else m), r.model_flops) for r in rows])
     return StepCore(m, slots, ests, resource_s, times, t_upper, op_times, by_resource,
                     model_flops)
 
