@@ -289,6 +289,12 @@ def scaled_sum(pairs: Iterable[tuple[float, Any]]) -> Any:
     return out
 
 
+def in_shape(value: Any, shape: tuple[int, ...]) -> Any:
+    """A figure in a grid's shape (the same at every point where it does not vary); a
+    Python number for one point."""
+    return unwrap(value) if shape == () else np.array(np.broadcast_to(value, shape))
+
+
 def times_n(n: float, value: Any) -> Any:
     """n · value, without a pass over an array when n is 1."""
     return value if n == 1 else n * value

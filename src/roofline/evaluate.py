@@ -59,8 +59,8 @@ class Estimate:
     t_lower_s: Num
     t_upper_s: Num
     bound_index: Any  # index into time_s of the bounding resource (int or int array)
+    chip: Chip = field(repr=False)  # whose peaks the figures use
     chain_s: Mapping[str, Num] = field(default_factory=dict)  # link -> latency + bytes/bw
-    chip: Chip | None = field(default=None, repr=False)  # whose peaks the figures use
 
     @cached_property
     def flops(self) -> Num:
@@ -81,7 +81,7 @@ class Estimate:
     @cached_property
     def peak_flops_per_s(self) -> Num:
         """Effective peak: FLOPs / compute time (the dtype's peak if only one)."""
-        cost, chip = self.cost, self._chip
+        cost, chip = self.cost, self.chip
         arithmetic = [self.time_s[u] for u in (COMPUTE, VECTOR, SFU) if u in self.time_s]
         flops = np.asarray(cost.total_flops, dtype=float)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -115,12 +115,8 @@ class Estimate:
         """Level or link -> FLOP/byte at the effective compute peak."""
         peak = np.asarray(self.peak_flops_per_s)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            return {name: unwrap(peak / self._chip.bandwidth_Bps(name))
+            return {name: unwrap(peak / self.chip.bandwidth_Bps(name))
                     for name in self.intensity}
-
-    @property
-    def _chip(self) -> Chip:
-        return self.chip if self.chip is not None else load_chip(self.hardware)
 
     @property
     def bound(self) -> Any:

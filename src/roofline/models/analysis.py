@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import Num, ratio, unwrap
+from ..derivation import Num, in_shape, ratio, unwrap
 from ..errors import RooflineError
 from ..hardware import Chip, System
 from ..serialize import jsonable
@@ -271,8 +271,8 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
         decode_expert_compute_bound_batch=unwrap(
             critical * par.dp * spec.moe.experts / spec.moe.top_k) if spec.moe else None,
         schedule=schedule,
-        exposed_comm_s=_shaped(times.exposed_comm_s, t_lower),
-        hidden_comm_s=_shaped(times.hidden_comm_s, t_lower),
+        exposed_comm_s=in_shape(times.exposed_comm_s, np.shape(t_lower)),
+        hidden_comm_s=in_shape(times.hidden_comm_s, np.shape(t_lower)),
         bubble_fraction=times.bubble_fraction,
         flops_by_dtype={k: unwrap(v) for k, v in counted["flops"].items()},
         comm_streams=tuple(dict.fromkeys(r.stream for r in rows if r.stream)),
@@ -295,7 +295,7 @@ def _tables(rows: list[OpCost], core: StepCore
     for r, e, lower in zip(rows, core.ests, times.critical_s, strict=True):
         n = occurrences(r, core.m)
         work, hbm = r.cost.total_flops, r.cost.bytes.get("hbm", 0.0)
-        scale = r.count * (1 if r.per_step else core.slots)  # occurrences and idle slots
+        scale = occurrences(r, core.slots)  # occurrences and idle slots
         ops.append(StepOp(
             r.group, r.name, n, unwrap(n * work), unwrap(n * hbm),
             unwrap(n * sum(r.cost.link_bytes.values(), 0.0)), ratio(work, hbm, math.inf),
@@ -307,14 +307,6 @@ def _tables(rows: list[OpCost], core: StepCore
                           unwrap(times.not_hidden_s), 0.0, times.not_hidden_link,
                           ratio(times.not_hidden_s, t_lower, math.nan)))
     return tuple(ops), _layers(ops, core.op_times, t_lower)
-
-
-def _shaped(value: Any, like: Any) -> Any:
-    """A step figure in the step's shape (a grid analysis gives a grid even where the figure
-    is the same at every point)."""
-    if np.ndim(like) == 0:
-        return unwrap(value)
-    return np.array(np.broadcast_to(value, np.shape(like)))
 
 
 def _per_step(rows: list[OpCost], m: int, kind: str) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..derivation import Num, add_all, unwrap
+from ..derivation import Num, add_all, in_shape, unwrap
 from ..dtypes import dtype as lookup_dtype
 from ..ops.linear_attention import recurrent_state_bytes
 from .params import param_counts
@@ -179,7 +179,7 @@ class MemoryFootprint:
     def to_dict(self) -> dict[str, Any]:
         """Every figure, the per-point ones in the phase's shape."""
         def shaped(value: Any) -> Any:
-            return unwrap(np.broadcast_to(value, np.shape(self.total_bytes)))
+            return in_shape(value, np.shape(self.total_bytes))
         return {"weights_bytes": self.weights_bytes,
                 "kv_cache_bytes": shaped(self.kv_cache_bytes),
                 "kv_bytes_per_token": self.kv_bytes_per_token,

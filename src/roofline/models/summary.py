@@ -65,9 +65,10 @@ def add_by_bound(acc: dict[str, Any], est: Estimate, time: Any) -> None:
             acc[resource] = acc.get(resource, 0.0) + np.where(bound_here, time, 0.0)
 
 
-def occurrences(row: OpCost, microbatches: int) -> float:
-    """How often an op row runs per step: per micro-batch unless it runs once per step."""
-    return row.count * (1 if row.per_step else microbatches)
+def occurrences(row: OpCost, slots: float) -> float:
+    """How often an op row runs per step: in each of `slots` (the micro-batches, or with the
+    pipeline's idle slots too) unless it runs once per step."""
+    return row.count * (1 if row.per_step else slots)
 
 
 @dataclass(frozen=True)
@@ -129,8 +130,8 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
         op_times.append(per_op)
         for resource, t in per_op.items():
             credited.setdefault(resource, []).append(t)
-    t_upper = scaled_sum([(r.count * (1 if r.per_step else slots), e.t_upper_s)  # idle
-                          for r, e in zip(rows, ests, strict=True)])  # slots too
+    t_upper = scaled_sum([(occurrences(r, slots), e.t_upper_s)  # idle slots too
+                          for r, e in zip(rows, ests, strict=True)])
     if any_true(times.not_hidden_s > 0):  # a link busier than the critical path
         link = times.not_hidden_link
         op_times.append({link: times.not_hidden_s})
