@@ -26,6 +26,12 @@ def test_arrays_broadcast_and_render_as_range():
     assert e.substituted() == "2·[1…64]·4"
 
 
+def test_a_one_point_grid_renders_as_its_number():
+    # a (1, 1) batch x length grid: float() refuses arrays with dimensions
+    e = 2 * Sym("B", np.array([[3.0]]))
+    assert Term("x", e).render() == "x = 2·B = 2·3 = 6"
+
+
 def test_call():
     e = Call("ceil", np.ceil, Sym("N", 10.0) / Sym("b", 4.0))
     assert e.value == 3.0

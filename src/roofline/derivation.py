@@ -28,7 +28,7 @@ def _fmt_number(value: Num, exact_below: float = 1e7) -> str:
     if arr.size != 1:
         lo, hi = float(arr.min()), float(arr.max())
         return f"[{_fmt_number(lo, exact_below)}…{_fmt_number(hi, exact_below)}]"
-    v = float(arr)
+    v = float(arr.item())  # a (1, 1) grid too: float() takes only 0-d arrays
     if math.isfinite(v) and v == int(v) and abs(v) < exact_below:
         return str(int(v))
     return f"{v:.4g}"
