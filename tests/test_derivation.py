@@ -89,17 +89,33 @@ def test_max_argmax_matches_stacked_argmax():
     assert max_argmax([1.0, 3.0, 3.0]) == (3.0, 1)
 
 
-def test_a_deferred_term_is_built_only_when_read():
-    from roofline.derivation import Deferred
+def test_an_op_runs_on_numbers_and_derives_on_first_read(monkeypatch):
+    import pickle
 
-    built = []
+    from roofline import derivation
+    from roofline.ops import matmul
 
-    def expr():
-        built.append(1)
-        return Sym("a", 2.0) * Sym("b", 3.0)
+    made = []
+    real = derivation.Sym.__init__
 
-    term = Term("x", Deferred(expr))
-    assert not built
-    assert term.render() == "x = a·b = 2·3 = 6"
-    assert built == [1]
-    assert (Sym("n", 4.0) * term.expr).value == 24.0 and built == [1]  # built once
+    def counting(self, name, value):
+        made.append(name)
+        real(self, name, value)
+
+    monkeypatch.setattr(derivation.Sym, "__init__", counting)
+    cost = matmul(128, 8192, 4096)
+    twice = 2 * cost + cost
+    assert made == [] and callable(cost.steps) and callable(twice.steps)  # nothing built
+    assert cost.explain()[0] == "FLOPs = 2·M·N·K = 2·128·4096·8192 = 8.59e+09"
+    assert made and cost.terms[0].expr.value == cost.flops["bf16"]
+    assert [t.name for t in twice.terms] == ["FLOPs", "HBM bytes"] * 2
+    assert twice.explain()[0].startswith("FLOPs = n·2·M·N·K = 2·2·128·4096·8192")
+    fresh = pickle.loads(pickle.dumps(matmul(64, 1024, 1024)))  # a partial, no closure
+    assert fresh.explain()[1].startswith("HBM bytes = M·K·s_x")
+
+
+def test_a_formula_helper_on_its_own_gives_a_derivation():
+    from roofline.ops.attention import score_pairs
+
+    pairs = score_pairs(4, 16)  # outside any op: symbols, as before
+    assert pairs.value == 4 * 16 - 4 * 3 / 2 and "Lq" in pairs.formula()

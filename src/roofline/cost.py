@@ -11,10 +11,11 @@ Only `evaluate` turns a Cost into time.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -56,7 +57,8 @@ class Cost:
     bytes: Mapping[str, Num] = field(default_factory=dict)
     link_bytes: Mapping[str, Num] = field(default_factory=dict)
     link_steps: Mapping[str, Num] = field(default_factory=dict)
-    terms: tuple[Term, ...] = ()
+    # the derivation, or how to build it on first read (derivation.derived): `terms`
+    steps: tuple[Term, ...] | Callable[[], tuple[Term, ...]] = ()
     name: str = ""
     vector_flops: Mapping[str, Num] = field(default_factory=dict)  # non-tensor, per dtype
     special_ops: Mapping[str, Num] = field(default_factory=dict)  # function -> evaluations
@@ -78,6 +80,19 @@ class Cost:
                                         f"{_first_bad(value)}")
 
     @property
+    def terms(self) -> tuple[Term, ...]:
+        """The derivation, one named step per term (built the first time it is read)."""
+        if callable(self.steps):  # cached in place: the steps were always these
+            object.__setattr__(self, "steps", self.steps())
+        return cast(tuple[Term, ...], self.steps)
+
+    def deriving(self, build: Callable[[], tuple[Term, ...]]) -> Cost:
+        """This Cost, its derivation built by `build` when first read (derivation.derived:
+        the op that just made it, re-run on symbols)."""
+        object.__setattr__(self, "steps", build)
+        return self
+
+    @property
     def total_flops(self) -> Num:
         """All arithmetic: tensor and vector FLOPs, and special-function evaluations (one
         FLOP each), regardless of dtype."""
@@ -93,7 +108,9 @@ class Cost:
             return NotImplemented
         name = " + ".join(n for n in (self.name, other.name) if n)
         merged = {k: _merge(getattr(self, k), getattr(other, k)) for k in COUNTS}
-        return Cost(**merged, terms=self.terms + other.terms, name=name)
+        both = () if self.steps == () == other.steps else functools.partial(
+            _concatenated, self, other)
+        return Cost(**merged, steps=both, name=name)
 
     def __radd__(self, other: Any) -> Cost:
         if isinstance(other, (int, float)) and other == 0:  # lets sum(costs) work
@@ -111,9 +128,9 @@ class Cost:
         if not ((arr >= 0) & (arr < np.inf)).all():
             raise RooflineError("a Cost can only be scaled by a finite, non-negative factor, "
                                 f"got {_first_bad(factor)}")
-        times = Sym(symbol, factor)
-        return Cost(**{k: _scale(getattr(self, k), factor) for k in COUNTS},
-                    terms=tuple(Term(t.name, t.expr, (times, *t.repeat)) for t in self.terms),
+        repeated = () if self.steps == () else functools.partial(
+            _repeated, self, symbol, factor)
+        return Cost(**{k: _scale(getattr(self, k), factor) for k in COUNTS}, steps=repeated,
                     name=self.name)
 
     __rmul__ = __mul__
@@ -121,3 +138,13 @@ class Cost:
     def explain(self) -> list[str]:
         """The derivation, one line per term."""
         return [t.render() for t in self.terms]
+
+
+def _concatenated(a: Cost, b: Cost) -> tuple[Term, ...]:
+    return a.terms + b.terms
+
+
+def _repeated(cost: Cost, symbol: str, factor: Num) -> tuple[Term, ...]:
+    """The steps of `cost`, each shown repeated `factor` times (`symbol·(...)`)."""
+    times = Sym(symbol, factor)
+    return tuple(Term(t.name, t.expr, (times, *t.repeat)) for t in cost.terms)

@@ -1,22 +1,31 @@
-"""Formulas that carry their own derivation.
+"""Formulas that carry their own derivation, built only when it is read.
 
-An op builds its FLOPs and bytes from `Sym`bols with `+ - * /`; the resulting `Expr` holds
-the numeric value (a float or numpy array, computed eagerly) and can print itself
-symbolically and with the numbers filled in. So `--explain` shows
+An op writes its FLOPs and bytes once, with `+ - * /` on its sizes. Run on `Sym`bols, the
+result is an `Expr` that holds the value (a float or numpy array) and prints itself
+symbolically and with the numbers filled in, so `--explain` shows
 ``FLOPs = 2·M·N·K = 2·128·8192·8192 = 1.718e+10`` from the one formula that computed it.
+Building that tree costs ~30x the arithmetic, and a whole-model estimate reads no
+derivation, so an op (`derived`) runs on plain numbers and its Cost re-runs it on symbols
+the first time its derivation is read: the same formula, the same values.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from .cost import Cost
+
 Num = float | np.ndarray[Any, Any]
 Operand = Union["Expr", float, int]
+Quantity = Any  # a number or array (an op running on numbers), or an Expr (on symbols)
 
 _PRECEDENCE = {"+": 1, "-": 1, "·": 2, "/": 2, "^": 3}
 
@@ -176,42 +185,78 @@ class Call(Expr):
         return f"{self.fn_name}({self.arg.substituted()})"
 
 
-class Deferred(Expr):
-    """A derivation step built only when it is read: a term nothing computes with (the HBM
-    bytes flash attention saves over naive) costs nothing until `--explain` renders it."""
+# How formulas run. SYMBOLS (the default, so a formula helper called on its own returns an
+# Expr) builds derivation trees; an op (`derived`) runs on NUMBERS; DERIVING re-runs an op on
+# symbols for its derivation. A context variable, so threads and tasks keep their own.
+_SYMBOLS, _NUMBERS, _DERIVING = 0, 1, 2
+_MODE: ContextVar[int] = ContextVar("roofline_formula_mode", default=_SYMBOLS)
 
-    __slots__ = ("_build", "_expr")
-
-    def __init__(self, build: Callable[[], Expr]) -> None:
-        self._build: Callable[[], Expr] | None = build
-        self._expr: Expr | None = None
-
-    def resolved(self) -> Expr:
-        if self._expr is None:
-            assert self._build is not None
-            self._expr, self._build = self._build(), None
-        return self._expr
-
-    @property  # read-only here: computed on first use
-    def value(self) -> Num:  # type: ignore[override]
-        return self.resolved().value
-
-    @property
-    def precedence(self) -> int:  # type: ignore[override]
-        return self.resolved().precedence
-
-    def formula(self) -> str:
-        return self.resolved().formula()
-
-    def substituted(self) -> str:
-        return self.resolved().substituted()
-
-    def __reduce__(self) -> tuple[Any, ...]:  # pickled as what it stands for (no closure)
-        return _itself, (self.resolved(),)
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _itself(expr: Expr) -> Expr:
-    return expr
+def symbolic() -> bool:
+    """Whether formulas build derivation trees here (not inside an op running on numbers)."""
+    return _MODE.get() != _NUMBERS
+
+
+def sym(name: str, value: Num) -> Quantity:
+    """A named quantity: a Sym, or just its value when running on numbers."""
+    return value if _MODE.get() == _NUMBERS else Sym(name, value)
+
+
+def value(x: Quantity) -> Any:
+    """The number behind a quantity: an Expr's value, or the number itself."""
+    return x.value if isinstance(x, Expr) else x
+
+
+def call(fn_name: str, fn: Callable[[Any], Any], arg: Quantity) -> Quantity:
+    """`fn` applied elementwise: a Call on symbols, the plain result on numbers."""
+    return Call(fn_name, fn, arg) if isinstance(arg, Expr) else fn(arg)
+
+
+def steps(*named: tuple[str, Quantity]) -> tuple[Term, ...]:
+    """Derivation steps from (name, formula) pairs; none when running on numbers."""
+    return () if _MODE.get() == _NUMBERS else tuple(Term(n, e) for n, e in named)
+
+
+def derived(op: F) -> F:
+    """An op that runs on plain numbers; the Cost it returns re-runs it on symbols the first
+    time its derivation is read (`Cost.terms`). Inside another op it runs as its caller."""
+    @functools.wraps(op)
+    def run(*args: Any, **kwargs: Any) -> Cost:
+        if _MODE.get() != _SYMBOLS:
+            return op(*args, **kwargs)
+        token = _MODE.set(_NUMBERS)
+        try:
+            cost = op(*args, **kwargs)
+        finally:
+            _MODE.reset(token)
+        return cost.deriving(functools.partial(_derivation, run, args, kwargs))
+    return run  # type: ignore[return-value]
+
+
+def numeric(fn: F) -> F:
+    """A formula helper whose callers want only its number: runs on plain numbers."""
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        if _MODE.get() == _NUMBERS:
+            return fn(*args, **kwargs)
+        token = _MODE.set(_NUMBERS)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _MODE.reset(token)
+    return run  # type: ignore[return-value]
+
+
+def _derivation(op: Callable[..., Cost], args: tuple[Any, ...], kwargs: dict[str, Any]
+                ) -> tuple[Term, ...]:
+    """An op's derivation: the op re-run on symbols (a picklable partial holds the call)."""
+    token = _MODE.set(_DERIVING)
+    try:
+        return op(*args, **kwargs).terms
+    finally:
+        _MODE.reset(token)
 
 
 def unwrap(x: Any) -> Any:
@@ -334,7 +379,16 @@ class Term:
         return self.full().derivation(self.name)
 
 
-def define(terms: list[Term], label: str, symbol: str, expr: Expr) -> Sym:
-    """Record `label symbol = expr` as a derivation step; later formulas use just `symbol`."""
+def define(terms: list[Term], label: str, symbol: str, expr: Quantity) -> Quantity:
+    """Record `label symbol = expr` as a derivation step; later formulas use just `symbol`
+    (on numbers: just the number)."""
+    if _MODE.get() == _NUMBERS:
+        return expr
     terms.append(Term(f"{label} {symbol}", expr))
     return Sym(symbol, expr.value)
+
+
+def note(terms: list[Term], name: str, expr: Quantity) -> None:
+    """Record a derivation step (not when running on numbers)."""
+    if _MODE.get() != _NUMBERS:
+        terms.append(Term(name, expr))

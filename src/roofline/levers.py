@@ -86,7 +86,7 @@ def _scale(key: str, factor: float, when: Callable[[dict[str, Any]], bool] = lam
 
 
 def _fused(kw: dict[str, Any], cost: Cost, chip: Chip) -> Cost:
-    return replace(cost, bytes={}, terms=())  # no HBM round trip at all
+    return replace(cost, bytes={}, steps=())  # no HBM round trip at all
 
 
 def _flash(kw: dict[str, Any], cost: Cost, chip: Chip) -> dict[str, Any] | None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..derivation import Num, Sym
+from ..derivation import Num, Quantity, sym, value
 from ..errors import RooflineError
 
 
@@ -22,33 +22,35 @@ def shown(value: Any) -> str:
     return repr(value.item() if isinstance(value, np.ndarray) else value)
 
 
-def size(symbol: str, value: Any, what: str | None = None) -> Sym:
-    """A positive size as a derivation symbol; arrays are checked element by element."""
+def size(symbol: str, given: Any, what: str | None = None) -> Quantity:
+    """A positive size as a derivation symbol (its number when running on numbers); arrays
+    are checked element by element."""
     label = what or symbol
-    if type(value) is float or type(value) is int:  # the common scalar: no numpy round trip
+    if type(given) is float or type(given) is int:  # the common scalar: no numpy round trip
         try:
-            scalar = float(value)
+            scalar = float(given)
         except OverflowError:
             scalar = math.nan  # the array path below says what was wrong
         if 0 < scalar < math.inf:
-            return Sym(symbol, scalar)
+            return sym(symbol, scalar)
     try:
-        arr = np.asarray(value, dtype=float)
+        arr = np.asarray(given, dtype=float)
     except (TypeError, ValueError):
-        raise RooflineError(f"{label}: expected a positive number, got {shown(value)}") from None
+        raise RooflineError(f"{label}: expected a positive number, got {shown(given)}") from None
     # two reductions, no temporaries (nan fails both comparisons)
     if arr.size == 0 or not (arr.min() > 0 and arr.max() < math.inf):
         raise RooflineError(f"{label}: must be a positive finite number, got {shown(arr)}")
     v: Num = float(arr) if arr.ndim == 0 else arr
-    return Sym(symbol, v)
+    return sym(symbol, v)
 
 
-def whole(symbol: str, value: Any, what: str | None = None) -> Sym:
+def whole(symbol: str, given: Any, what: str | None = None) -> Quantity:
     """A positive whole number (a count of tokens, experts, ...) as a derivation symbol."""
-    count = size(symbol, value, what)
-    if type(count.value) is float and count.value.is_integer():
+    count = size(symbol, given, what)
+    number = value(count)
+    if type(number) is float and number.is_integer():
         return count
-    arr = np.asarray(count.value)
+    arr = np.asarray(number)
     if not np.all(arr == np.round(arr)):
         raise RooflineError(f"{what or symbol}: must be a whole number, got {shown(arr)}")
     return count

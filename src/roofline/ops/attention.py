@@ -43,7 +43,21 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import Call, Deferred, Expr, Num, Sym, Term, any_true, define
+from ..derivation import (
+    Num,
+    Quantity,
+    Term,
+    any_true,
+    call,
+    define,
+    derived,
+    note,
+    numeric,
+    steps,
+    sym,
+    symbolic,
+    value,
+)
 from ..dtypes import DType
 from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError
@@ -55,10 +69,10 @@ SOFTMAX_FLOPS_PER_SCORE = 5.0
 
 
 def score_pairs(q_len: Any, kv_len: Any, causal: bool = True, window: Any = None,
-                terms: list[Term] | None = None, chunk: Any = None) -> Expr:
+                terms: list[Term] | None = None, chunk: Any = None) -> Quantity:
     """(query, key) pairs per head and sequence that attention actually scores."""
     Lq, Lkv = size("Lq", q_len, "q_len"), size("Lkv", kv_len, "kv_len")
-    if any_true(Lq.value > Lkv.value):
+    if any_true(value(Lq) > value(Lkv)):
         raise RooflineError("q_len must not exceed kv_len (queries are the last q_len positions)")
     if chunk is not None:
         if window is not None or not causal:
@@ -74,20 +88,21 @@ def score_pairs(q_len: Any, kv_len: Any, causal: bool = True, window: Any = None
     steps = [] if terms is None else terms
     past = define(steps, "cached keys before the first query", "L_past", Lkv - Lq)
     n1 = define(steps, "queries that see fewer than W keys", "n_short",
-                Call("clip0_Lq", lambda v: np.clip(v, 0, Lq.value), W - past))
+                call("clip0_Lq", lambda v: np.clip(v, 0, value(Lq)), W - past))
     return n1 * past + n1 * (n1 + 1) / 2 + (Lq - n1) * W
 
 
-def _chunked_pairs(Lq: Sym, Lkv: Sym, C: Sym) -> Expr:
+def _chunked_pairs(Lq: Quantity, Lkv: Quantity, C: Quantity) -> Quantity:
     """Pairs of chunked local attention: S(Lkv) - S(Lkv - Lq), S(n) = the keys positions
     0..n-1 see within their own chunk (module docstring)."""
-    def seen(n: Expr, label: str) -> Expr:
-        full = Call(f"floor({label}/C)", lambda v: np.floor(v / C.value), n)
-        rest = Call(f"{label} mod C", lambda v: np.mod(v, C.value), n)
+    def seen(n: Quantity, label: str) -> Quantity:
+        full = call(f"floor({label}/C)", lambda v: np.floor(v / value(C)), n)
+        rest = call(f"{label} mod C", lambda v: np.mod(v, value(C)), n)
         return full * C * (C + 1) / 2 + rest * (rest + 1) / 2
     return seen(Lkv, "Lkv") - seen(Lkv - Lq, "L_past")
 
 
+@derived
 def attention(
     batch: Any,
     q_len: Any,
@@ -133,8 +148,8 @@ def attention(
     o = lookup_dtype(out_dtype) if out_dtype is not None else x
     B, H = size("B", batch, "batch"), size("H", heads, "heads")
     Hkv = size("Hkv", heads if kv_heads is None else kv_heads, "kv_heads")
-    if any_true(H.value % Hkv.value != 0):
-        h_arr, kv_arr = np.broadcast_arrays(np.asarray(H.value), np.asarray(Hkv.value))
+    if any_true(value(H) % value(Hkv) != 0):
+        h_arr, kv_arr = np.broadcast_arrays(np.asarray(value(H)), np.asarray(value(Hkv)))
         bad = np.mod(h_arr, kv_arr) != 0
         raise RooflineError(f"heads ({h_arr[bad].flat[0]:g}) must be a multiple of kv_heads "
                             f"({kv_arr[bad].flat[0]:g})")
@@ -144,35 +159,34 @@ def attention(
     terms: list[Term] = []
     pairs = define(terms, "score pairs per head", "P",
                    score_pairs(q_len, kv_len, causal, window, terms, chunk))
-    s, s_kv, s_o = Sym("s", x.bytes), Sym("s_kv", kv.bytes), Sym("s_o", o.bytes)
+    s, s_kv, s_o = sym("s", x.bytes), sym("s_kv", kv.bytes), sym("s_o", o.bytes)
 
     # (per-head sizes before the score pairs: over a batch x length grid, each product
     # with a grid-shaped factor is a pass over the grid)
     matmul_flops = 2 * B * H * (d + dv) * pairs
-    softmax_flops = Sym("c_softmax", SOFTMAX_FLOPS_PER_SCORE) * B * H * pairs
+    softmax_flops = sym("c_softmax", SOFTMAX_FLOPS_PER_SCORE) * B * H * pairs
     exps = B * H * pairs  # one exp per score: the special-function units
-    flops = Deferred(lambda: matmul_flops + softmax_flops)  # only the derivation shows it
     q_and_o = B * Lq * H * (d * s + dv * s_o)
     kv_row = d * s_kv if kv_shared else (d + dv) * s_kv  # bytes per cached token per KV head
-    l2: Expr | None = None  # flash with the L2 capacity given: the L2 traffic
+    l2: Quantity = None  # flash with the L2 capacity given: the L2 traffic
 
     if impl == "naive":
         kv_bytes = B * Lkv * Hkv * kv_row
-        scores = Sym("passes", 4.0) * B * H * Lq * Lkv * s
+        scores = sym("passes", 4.0) * B * H * Lq * Lkv * s
         hbm = q_and_o + kv_bytes + scores
-        terms += [Term("K/V bytes", kv_bytes), Term("S/P bytes (materialised)", scores)]
+        terms += steps(("K/V bytes", kv_bytes), ("S/P bytes (materialised)", scores))
     else:
         visible = define(terms, "keys visible per query", "L_vis", pairs / Lq)
         if impl == "decode":
             kv_bytes = B * Hkv * kv_row * visible
-            terms.append(Term("K/V bytes (each cache read once)", kv_bytes))
+            note(terms, "K/V bytes (each cache read once)", kv_bytes)
         else:
             br = define(terms, "Q rows per block", "Br", _block_rows(sram_bytes, block_q, d, dv, x))
             group = define(terms, "query heads per KV head", "G", H / Hkv)
             blocks = define(terms, "Q blocks per KV head", "n_blk",
-                            Call("ceil", np.ceil, group * Lq / br))
+                            call("ceil", np.ceil, group * Lq / br))
             kv_bytes = B * Hkv * blocks * visible * kv_row
-            terms.append(Term("K/V bytes (re-read per Q block)", kv_bytes))
+            note(terms, "K/V bytes (re-read per Q block)", kv_bytes)
             if l2_bytes is not None:  # every load passes L2; HBM sees one pass + the spill
                 once = define(terms, "K/V first pass (compulsory, what decode reads)", "KV_1",
                               B * Hkv * visible * kv_row)
@@ -182,66 +196,68 @@ def attention(
                                             (blocks - 1) * once, l2_bytes, concurrent_blocks)
         hbm = q_and_o + kv_bytes
 
-    terms += [Term("FLOPs", flops), Term("HBM bytes", hbm)]
+    if symbolic():  # the total FLOPs: a step of the derivation only (a grid in a sweep)
+        terms.append(Term("FLOPs", matmul_flops + softmax_flops))
+    note(terms, "HBM bytes", hbm)
     levels = {"hbm": hbm}
     if l2 is not None:
         levels["l2"] = l2
-        terms.append(Term("L2 bytes (every load and store)", l2))
-    if impl == "flash":  # built only if the derivation is shown
-        def saved() -> Expr:
-            naive = attention(batch, q_len, kv_len, heads, kv_heads, head_dim, v_head_dim,
-                              causal, window, "naive", x, kv, o, kv_shared=kv_shared,
-                              chunk=chunk)
-            return Sym("naive", naive.bytes["hbm"]) - Sym("flash", hbm.value)
-        terms.append(Term("HBM bytes saved vs naive", Deferred(saved)))
+        note(terms, "L2 bytes (every load and store)", l2)
+    if impl == "flash" and symbolic():  # a step of the derivation only
+        naive = attention(batch, q_len, kv_len, heads, kv_heads, head_dim, v_head_dim,
+                          causal, window, "naive", x, kv, o, kv_shared=kv_shared, chunk=chunk)
+        note(terms, "HBM bytes saved vs naive",
+             sym("naive", naive.bytes["hbm"]) - sym("flash", value(hbm)))
     # The GEMMs run on the tensor cores; the softmax in fp32 on the vector units, its exp on
     # the special-function units (FlashAttention-3 §3.1: the exp rate is a real wall).
-    return Cost(flops={x.peak: matmul_flops.value},
-                vector_flops={"fp32": (softmax_flops - exps).value},
-                special_ops={"exp": exps.value},
-                bytes={level: e.value for level, e in levels.items()},
-                terms=tuple(terms), name=name)
+    return Cost(flops={x.peak: value(matmul_flops)},
+                vector_flops={"fp32": value(softmax_flops - exps)},
+                special_ops={"exp": value(exps)},
+                bytes={level: value(e) for level, e in levels.items()},
+                steps=tuple(terms), name=name)
 
 
-def _keys_seen(Lkv: Sym, window: Any, chunk: Any) -> Expr:
+def _keys_seen(Lkv: Quantity, window: Any, chunk: Any) -> Quantity:
     """The most keys one query sees: all Lkv, or at most the window W or the chunk C."""
     limit = window if window is not None else chunk
     if limit is None:
         return Lkv
     cap = size("W" if window is not None else "C", limit)
-    return Call(f"min_{cap.name}", lambda v: np.minimum(v, cap.value), Lkv)
+    name = "W" if window is not None else "C"
+    return call(f"min_{name}", lambda v: np.minimum(v, value(cap)), Lkv)
 
 
-def _l2_spill(terms: list[Term], B: Sym, Hkv: Sym, blocks: Sym, working_set: Expr,
-              rereads: Expr, l2_bytes: Any, concurrent_blocks: Any, what: str = "K/V",
-              heads: str = "KV head") -> Expr:
+def _l2_spill(terms: list[Term], B: Quantity, Hkv: Quantity, blocks: Quantity,
+              working_set: Quantity, rereads: Quantity, l2_bytes: Any, concurrent_blocks: Any,
+              what: str = "K/V", heads: str = "KV head") -> Quantity:
     """The re-reads (of K/V in the forward; of Q, dO, dQ in the backward) that reach HBM:
     none when the working set of the (batch, KV head) pairs in flight fits in L2 (module
     docstring), all of them otherwise."""
     L2 = size("L2", l2_bytes, "l2_bytes")
     run = size("n_run", 1 if concurrent_blocks is None else concurrent_blocks,
                "concurrent_blocks")
-    pairs = (B * Hkv).value
+    pairs = value(B * Hkv)
     S = define(terms, f"{what} working set per (batch, {heads})", "S_ws", working_set)
     R = define(terms, f"(batch, {heads}) pairs in flight", "R",
-               Call("min_BHkv", lambda v: np.minimum(v, pairs),
-                    Call("ceil", np.ceil, run / blocks)))
+               call("min_BHkv", lambda v: np.minimum(v, pairs),
+                    call("ceil", np.ceil, run / blocks)))
     fits = define(terms, "re-reads served by L2 (1 when R·S_kv <= L2)", "f",
-                  Call("fits", lambda v: np.where(v <= 1.0, 1.0, 0.0), R * S / L2))
+                  call("fits", lambda v: np.where(v <= 1.0, 1.0, 0.0), R * S / L2))
     spill = (1 - fits) * rereads
-    terms.append(Term(f"{what} re-reads spilled to HBM", spill))
+    note(terms, f"{what} re-reads spilled to HBM", spill)
     return spill
 
 
-def _block_rows(sram_bytes: Any, block_q: Any, d: Sym, dv: Sym, x: DType) -> Expr:
+def _block_rows(sram_bytes: Any, block_q: Any, d: Quantity, dv: Quantity, x: DType
+                ) -> Quantity:
     if block_q is not None:
         return size("Br", block_q, "block_q")
     if sram_bytes is None:
         raise RooflineError("flash attention needs the on-chip SRAM size: pass sram_bytes "
                             "(e.g. the chip's sram unit_capacity_bytes) or block_q")
     M = size("M", sram_bytes, "sram_bytes")
-    rows = Call("floor", np.floor, M / (Sym("s", x.bytes) * (d + dv)))
-    if np.any(np.asarray(rows.value) < 1):
+    rows = call("floor", np.floor, M / (sym("s", x.bytes) * (d + dv)))
+    if np.any(np.asarray(value(rows)) < 1):
         raise RooflineError("sram_bytes is too small to hold one query row and its output")
     return rows
 
@@ -276,11 +292,12 @@ def _has_level(chip: Chip, name: str) -> bool:
     return any(m.name == name for m in chip.memory)
 
 
+@numeric
 def kv_cache_bytes(tokens: Any, kv_heads: Any, head_dim: Any, v_head_dim: Any = None,
                    kv_dtype: str | DType = "bf16", kv_shared: bool = False) -> Num:
     """Bytes of K/V cache for `tokens` cached tokens in one layer (all sequences together)."""
     T, Hkv, d = size("T", tokens, "tokens"), size("Hkv", kv_heads, "kv_heads"), size(
         "d", head_dim, "head_dim")
     dv = size("d_v", head_dim if v_head_dim is None else v_head_dim, "v_head_dim")
-    s = Sym("s_kv", lookup_dtype(kv_dtype).bytes)
-    return (T * Hkv * (d if kv_shared else d + dv) * s).value
+    s = sym("s_kv", lookup_dtype(kv_dtype).bytes)
+    return value(T * Hkv * (d if kv_shared else d + dv) * s)

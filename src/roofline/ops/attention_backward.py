@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import Call, Sym, Term, define
+from ..derivation import Term, call, define, derived, note, steps, sym, value
 from ..dtypes import DType
 from ..dtypes import dtype as lookup_dtype
 from ._common import size
@@ -42,6 +42,7 @@ SOFTMAX_BACKWARD_VECTOR_OPS = 4.0  # per score: minus logsumexp, dP - D, times P
 ACCUMULATOR_BYTES = 4.0  # dQ, logsumexp and D are fp32
 
 
+@derived
 def attention_backward(
     batch: Any, q_len: Any, kv_len: Any, heads: Any, kv_heads: Any = None,
     head_dim: Any = 128, v_head_dim: Any = None, causal: bool = True, window: Any = None,
@@ -58,11 +59,11 @@ def attention_backward(
     terms: list[Term] = []
     pairs = define(terms, "score pairs per head", "P",
                    score_pairs(q_len, kv_len, causal, window, terms, chunk=chunk))
-    s, acc = Sym("s", x.bytes), Sym("s_acc", ACCUMULATOR_BYTES)
+    s, acc = sym("s", x.bytes), sym("s_acc", ACCUMULATOR_BYTES)
 
     gemm = 2 * B * H * pairs * (3 * d + 2 * dv)
     exps = B * H * pairs
-    vector = Sym("c_bwd", SOFTMAX_BACKWARD_VECTOR_OPS) * B * H * pairs
+    vector = sym("c_bwd", SOFTMAX_BACKWARD_VECTOR_OPS) * B * H * pairs
     bc = define(terms, "K/V rows per block", "Bc", _block_rows(sram_bytes, block_kv, d, dv, x))
     compulsory = (2 * B * Lkv * Hkv * (d + dv) * s  # K, V in; dK, dV out
                   + 2 * B * Lq * H * dv * s  # O and dO for D = rowsum(dO∘O)
@@ -72,22 +73,22 @@ def attention_backward(
     levels: dict[str, Any] = {}
     if l2_bytes is None:
         hbm = compulsory + reread
-        terms.append(Term("HBM bytes re-read per K/V block (Q, dO, dQ accumulator)", reread))
+        note(terms, "HBM bytes re-read per K/V block (Q, dO, dQ accumulator)", reread)
     else:  # every load passes L2; HBM sees one query-side pass and the spill
         once = define(terms, "query side once (Q, dO in; dQ out)", "Q_1",
                       B * H * Lq * (d * s + dv * s + d * acc))
         blocks = define(terms, "K/V blocks per KV head", "n_blk",
-                        Call("ceil", np.ceil, Lkv / bc))
+                        call("ceil", np.ceil, Lkv / bc))
         spill = _l2_spill(terms, B, H, blocks, Lq * (d * s + dv * s + d * acc),
                           reread - once, l2_bytes, concurrent_blocks, what="query-side",
                           heads="query head")
         hbm = compulsory + once + spill
         levels["l2"] = compulsory + reread
-        terms.append(Term("L2 bytes (every load and store)", levels["l2"]))
-    terms += [Term("FLOPs (5 GEMM-sized products)", gemm),
-              Term("HBM bytes compulsory (K, V, dK, dV, O, dO, statistics)", compulsory),
-              Term("HBM bytes", hbm)]
-    levels = {"hbm": hbm.value, **{k: v.value for k, v in levels.items()}}
-    return Cost(flops={x.peak: gemm.value}, vector_flops={"fp32": vector.value},
-                special_ops={"exp": exps.value}, bytes=levels,
-                terms=tuple(terms), name="attention backward")
+        note(terms, "L2 bytes (every load and store)", levels["l2"])
+    terms += steps(("FLOPs (5 GEMM-sized products)", gemm),
+                   ("HBM bytes compulsory (K, V, dK, dV, O, dO, statistics)", compulsory),
+                   ("HBM bytes", hbm))
+    levels = {"hbm": value(hbm), **{k: value(v) for k, v in levels.items()}}
+    return Cost(flops={x.peak: value(gemm)}, vector_flops={"fp32": value(vector)},
+                special_ops={"exp": value(exps)}, bytes=levels,
+                steps=tuple(terms), name="attention backward")

@@ -59,7 +59,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..cost import LINKS, Cost
-from ..derivation import Call, Expr, Num, Sym, Term, any_true, define, unwrap
+from ..derivation import (
+    Num,
+    Quantity,
+    Term,
+    any_true,
+    call,
+    define,
+    derived,
+    numeric,
+    steps,
+    sym,
+    unwrap,
+    value,
+)
 from ..errors import RooflineError, unknown
 from ..hardware import Chip
 from ._common import size, whole
@@ -97,22 +110,22 @@ def busbw_factor(kind: str, ranks: Any) -> Num:
     return float(value) if np.ndim(value) == 0 else value
 
 
-def _log2(n: Expr) -> Expr:
-    return Call("ceil_log2", lambda v: np.ceil(np.log2(v)), n)
+def _log2(n: Quantity) -> Quantity:
+    return call("ceil_log2", lambda v: np.ceil(np.log2(v)), n)
 
 
-def _flat(kind: str, algo: str, n: Expr, m: Expr) -> tuple[Expr, Expr]:
+def _flat(kind: str, algo: str, n: Quantity, m: Quantity) -> tuple[Quantity, Quantity]:
     """(steps, bytes per direction) for one phase over n ranks on one link."""
     if kind == "send-recv":
-        return Sym("1", 1.0), m
+        return sym("1", 1.0), m
     if kind == "all-to-all":
         if algo == "direct":
-            return Sym("1", 1.0), (n - 1) / n * m
+            return sym("1", 1.0), (n - 1) / n * m
         if algo == "pairwise":
             return n - 1, (n - 1) / n * m
         # ring relay, each chunk the short way: sum over k of min(k, n-k) hops = floor(n²/4)
-        return (Call("floor", np.floor, n / 2),
-                Call("floor", np.floor, n * n / 4) / n * m)
+        return (call("floor", np.floor, n / 2),
+                call("floor", np.floor, n * n / 4) / n * m)
     if algo == "ring":
         if kind == "all-reduce":
             return 2 * (n - 1), 2 * (n - 1) / n * m
@@ -120,11 +133,11 @@ def _flat(kind: str, algo: str, n: Expr, m: Expr) -> tuple[Expr, Expr]:
             return n - 1, m
         return n - 1, (n - 1) / n * m
     if algo == "one-shot":  # every rank reads the n - 1 other buffers at once and reduces
-        return Sym("1", 1.0), (n - 1) * m
+        return sym("1", 1.0), (n - 1) * m
     if algo == "tree":
         depth = _log2(n)
         return (2 * depth, 2 * m) if kind == "all-reduce" else (depth, m)
-    return Sym("2", 2.0), m  # nvls all-reduce
+    return sym("2", 2.0), m  # nvls all-reduce
 
 
 def _check_algo(kind: str, algo: str) -> None:
@@ -135,6 +148,7 @@ def _check_algo(kind: str, algo: str) -> None:
                             f"{', '.join(IMPLEMENTS[kind])}, or {AUTO})")
 
 
+@derived
 def collective(
     kind: str,
     nbytes: Any,
@@ -189,24 +203,24 @@ def _collective(kind: str, algo: str, nbytes: Any, ranks: Any, link: str, domain
     # ranks = 1 is allowed (a sweep may include it): 0 steps, 0 bytes and no call
     # (scalar-friendly comparisons: a whole-model estimate builds these on single numbers)
     hierarchical = domain_size is not None and link == "scale-up" and kind != "send-recv" \
-        and any_true(n.value > np.asarray(domain_size) if np.ndim(domain_size) else
-                     n.value > domain_size)
+        and any_true(value(n) > np.asarray(domain_size) if np.ndim(domain_size) else
+                     value(n) > domain_size)
     share = size("share", link_share, "link_share")
-    if any_true(share.value > 1):
+    if any_true(value(share) > 1):
         raise RooflineError(f"link_share: a fraction in (0, 1], got {link_share!r}")
     if not hierarchical:
-        steps, traffic = _flat(kind, algo, n, m)
-        others = (n.value > 1) * 1.0
+        hops, traffic = _flat(kind, algo, n, m)
+        others = (value(n) > 1) * 1.0
         if any_true(others == 0):  # a group of one moves nothing, on any algorithm
-            steps, traffic = steps * Sym("[n > 1]", others), traffic * Sym("[n > 1]", others)
-        if any_true(share.value < 1):
+            hops, traffic = hops * sym("[n > 1]", others), traffic * sym("[n > 1]", others)
+        if any_true(value(share) < 1):
             traffic = traffic / share
         # a one-shot all-reduce is the engines' own kernel (vLLM, SGLang, TensorRT-LLM custom
         # all-reduce), not a NCCL call: no NCCL base latency, one step
         calls = others * (0.0 if algo == "one-shot" else 1.0)
-        return Cost(link_bytes={link: traffic.value}, link_steps={link: _full(steps.value, m)},
+        return Cost(link_bytes={link: value(traffic)}, link_steps={link: _full(value(hops), m)},
                     link_calls={link: _full(calls, m)},
-                    terms=(Term(f"{link} steps", steps), Term(f"{link} bytes", traffic)),
+                    steps=steps((f"{link} steps", hops), (f"{link} bytes", traffic)),
                     name=f"{kind} ({algo})")
     if algo == "ring" and kind == "all-to-all":
         raise RooflineError("all-to-all 'ring' relays between neighbours of one ring; a group "
@@ -216,27 +230,29 @@ def _collective(kind: str, algo: str, nbytes: Any, ranks: Any, link: str, domain
                             "link: its group must fit one domain (use ring, tree or nvls)")
     domain = whole("a", domain_size, "domain_size")
     # a group smaller than a domain stays inside it: a = min(n, domain), b = n / a domains
-    a = Sym("a", np.minimum(np.asarray(n.value), np.asarray(domain.value)) * 1.0)
-    return _hierarchical(kind, algo, n, m, Sym("a", unwrap(a.value)))
+    a = np.minimum(np.asarray(value(n)), np.asarray(value(domain))) * 1.0
+    return _hierarchical(kind, algo, n, m, unwrap(a))
 
 
-def _full(value: Num, like: Expr) -> Num:
+def _full(count: Num, like: Quantity) -> Num:
     """Steps broadcast to the message shape, so a sweep over sizes gives arrays throughout."""
-    if type(value) is float and type(like.value) is float:
-        return value
-    shape = np.broadcast_shapes(np.shape(value), np.shape(like.value))
-    return value if shape == () else np.broadcast_to(value, shape)
+    message = value(like)
+    if type(count) is float and type(message) is float:
+        return count
+    shape = np.broadcast_shapes(np.shape(count), np.shape(message))
+    return count if shape == () else np.broadcast_to(count, shape)
 
 
-def _hierarchical(kind: str, algo: str, n: Sym, m: Sym, a: Sym) -> Cost:
+def _hierarchical(kind: str, algo: str, n: Quantity, m: Quantity, in_domain: Num) -> Cost:
     terms: list[Term] = []
-    uneven = np.mod(np.asarray(n.value), np.asarray(a.value)) != 0
+    uneven = np.mod(np.asarray(value(n)), np.asarray(in_domain)) != 0
     if np.any(uneven):
         # n ranks that do not fill whole domains (16 of 9-per-domain): spread them evenly over
         # the fewest domains that hold them, b = ceil(n / a) with n / b ranks in each
-        fewest = np.ceil(np.asarray(n.value) / np.asarray(a.value))
-        a = Sym("a", unwrap(np.where(uneven, np.asarray(n.value) / fewest,
-                                     np.asarray(a.value) * 1.0)))
+        fewest = np.ceil(np.asarray(value(n)) / np.asarray(in_domain))
+        in_domain = unwrap(np.where(uneven, np.asarray(value(n)) / fewest,
+                                    np.asarray(in_domain) * 1.0))
+    a = sym("a", in_domain)
     b = define(terms, "scale-up domains spanned", "b", n / a)
     if kind == "all-reduce":
         up_steps, up_bytes = _flat("all-reduce", algo if algo == "nvls" else "ring", a, m)
@@ -251,18 +267,18 @@ def _hierarchical(kind: str, algo: str, n: Sym, m: Sym, a: Sym) -> Cost:
     else:  # all-to-all: (a-1) peers inside the domain, n-a outside; direct: one round each
         up_bytes, out_bytes = (a - 1) / n * m, (n - a) / n * m
         up_steps, out_steps = (a - 1, n - a) if algo == "pairwise" else \
-            (Sym("[a > 1]", (np.asarray(a.value) > 1) * 1.0),
-             Sym("[b > 1]", (np.asarray(b.value) > 1) * 1.0))
-    terms += [Term("scale-up steps", up_steps), Term("scale-up bytes", up_bytes),
-              Term("scale-out steps", out_steps), Term("scale-out bytes", out_bytes)]
+            (sym("[a > 1]", (np.asarray(value(a)) > 1) * 1.0),
+             sym("[b > 1]", (np.asarray(value(b)) > 1) * 1.0))
+    terms += steps(("scale-up steps", up_steps), ("scale-up bytes", up_bytes),
+                   ("scale-out steps", out_steps), ("scale-out bytes", out_bytes))
     # one call: its launch precedes the phase on each link it uses (a group of one: none)
-    across = (np.asarray(b.value) > 1) * 1.0
-    inside = (np.asarray(a.value) > 1) * 1.0
-    return Cost(link_bytes={"scale-up": up_bytes.value, "scale-out": out_bytes.value},
-                link_steps={"scale-up": _full(up_steps.value, m),
-                            "scale-out": _full(out_steps.value, m)},
+    across = (np.asarray(value(b)) > 1) * 1.0
+    inside = (np.asarray(value(a)) > 1) * 1.0
+    return Cost(link_bytes={"scale-up": value(up_bytes), "scale-out": value(out_bytes)},
+                link_steps={"scale-up": _full(value(up_steps), m),
+                            "scale-out": _full(value(out_steps), m)},
                 link_calls={"scale-up": _full(inside, m), "scale-out": _full(across, m)},
-                terms=tuple(terms), name=f"{kind} ({algo}, hierarchical)")
+                steps=tuple(terms), name=f"{kind} ({algo}, hierarchical)")
 
 
 def _per_size(kind: str, names: np.ndarray[Any, Any], costs: dict[str, Cost]) -> Cost:
@@ -273,19 +289,20 @@ def _per_size(kind: str, names: np.ndarray[Any, Any], costs: dict[str, Cost]) ->
                         ("link_calls", "calls")):
         merged: dict[str, Num] = {}
         for key in dict.fromkeys(k for c in costs.values() for k in getattr(c, field)):
-            value = np.zeros(names.shape)
+            picked = np.zeros(names.shape)
             for algo, cost in costs.items():
                 if key in getattr(cost, field):
                     part = np.broadcast_to(getattr(cost, field)[key], names.shape)
-                    value = np.where(names == algo, part, value)
-            merged[key] = value
+                    picked = np.where(names == algo, part, picked)
+            merged[key] = picked
             if what != "calls":
-                terms.append(Term(f"{key} {what}", Sym(f"{what}(algo)", value)))
+                terms += steps((f"{key} {what}", sym(f"{what}(algo)", picked)))
         fields[field] = merged
-    return Cost(**fields, terms=tuple(terms),
+    return Cost(**fields, steps=tuple(terms),
                 name=f"{kind} (auto per size: {'/'.join(costs)})")
 
 
+@numeric
 def choose_algorithm(kind: str, nbytes: Any, ranks: Any, chip: Chip, link: str = "scale-up",
                      domain_size: Any = None, link_share: Any = 1.0) -> Any:
     """What the library would pick ("auto"): per message size (a name, or an array of names

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import Sym, Term
+from ..derivation import derived, steps, sym, value
 from ..dtypes import DType
 from ..dtypes import dtype as lookup_dtype
 from ..errors import unknown
@@ -56,6 +56,7 @@ def preset(kind: str) -> ElementwiseKind:
     return KINDS[kind]
 
 
+@derived
 def elementwise(
     n: object,
     kind: str = "generic",
@@ -79,16 +80,18 @@ def elementwise(
                "ops per element")
     n_in = size("n_in", spec.inputs if inputs is None else inputs, "inputs")
     flops = ops * N
-    special = Sym("c_sfu", np.minimum(spec.special, ops.value)) * N
-    hbm = N * (n_in * Sym("s_in", x.bytes) + Sym("s_out", o.bytes))
-    terms = [Term("FLOPs", flops)]
-    if spec.special:
-        terms.append(Term("of which transcendentals (special-function units)", special))
+    per_element = value(ops)  # transcendentals: at most all the element's operations
+    c_sfu = min(spec.special, per_element) if type(per_element) is float else \
+        np.minimum(spec.special, per_element)
+    special = sym("c_sfu", c_sfu) * N
+    hbm = N * (n_in * sym("s_in", x.bytes) + sym("s_out", o.bytes))
+    transcendentals = [("of which transcendentals (special-function units)", special)]
     return Cost(
-        vector_flops={c.peak: (flops - special).value},
-        special_ops={"exp": special.value} if spec.special else {},
-        bytes={"hbm": hbm.value},
-        terms=(*terms, Term("HBM bytes", hbm)),
+        vector_flops={c.peak: value(flops - special)},
+        special_ops={"exp": value(special)} if spec.special else {},
+        bytes={"hbm": value(hbm)},
+        steps=steps(("FLOPs", flops), *(transcendentals if spec.special else []),
+                    ("HBM bytes", hbm)),
         name=kind,
     )
 

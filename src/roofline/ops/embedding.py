@@ -9,15 +9,16 @@ from __future__ import annotations
 from typing import Any
 
 from ..cost import Cost
-from ..derivation import Sym, Term
+from ..derivation import derived, steps, sym, value
 from ..dtypes import DType
 from ..dtypes import dtype as lookup_dtype
 from ._common import size
 
 
+@derived
 def embedding_lookup(tokens: Any, hidden: Any, weight_dtype: str | DType = "bf16",
                      dtype: str | DType = "bf16") -> Cost:
     T, h = size("T", tokens, "tokens"), size("h", hidden, "hidden")
-    hbm = T * h * (Sym("s_w", lookup_dtype(weight_dtype).bytes) + Sym("s_x", lookup_dtype(
+    hbm = T * h * (sym("s_w", lookup_dtype(weight_dtype).bytes) + sym("s_x", lookup_dtype(
         dtype).bytes))
-    return Cost(bytes={"hbm": hbm.value}, terms=(Term("HBM bytes", hbm),), name="embedding")
+    return Cost(bytes={"hbm": value(hbm)}, steps=steps(("HBM bytes", hbm)), name="embedding")

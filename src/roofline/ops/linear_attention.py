@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import Call, Expr, Num, Sym, Term, define
+from ..derivation import Num, Quantity, Term, call, define, derived, numeric, steps, sym, value
 from ..dtypes import DType
 from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError, unknown
@@ -56,6 +56,7 @@ DEFAULT_CHUNK = 64  # FLA's chunk_gated_delta_rule and Mamba-2's SSD kernels use
 STATE_DTYPE = "fp32"
 
 
+@numeric
 def recurrent_state_bytes(heads: Any, key_dim: Any, value_dim: Any,
                           state_dtype: str | DType = STATE_DTYPE, conv_dim: Any = 0,
                           conv_kernel: Any = 4, conv_dtype: str | DType = "bf16") -> Num:
@@ -63,14 +64,15 @@ def recurrent_state_bytes(heads: Any, key_dim: Any, value_dim: Any,
     last (kernel - 1) inputs of conv_dim channels. The same whatever the context length."""
     H, dk, dv = size("H", heads, "heads"), size("d_k", key_dim, "key_dim"), \
         size("d_v", value_dim, "value_dim")
-    state = H * dk * dv * Sym("s_state", lookup_dtype(state_dtype).bytes)
+    state = H * dk * dv * sym("s_state", lookup_dtype(state_dtype).bytes)
     if not np.any(np.asarray(conv_dim)):
-        return state.value
+        return value(state)
     conv = size("conv", conv_dim, "conv_dim") * (size("k_conv", conv_kernel, "conv_kernel") - 1) \
-        * Sym("s_x", lookup_dtype(conv_dtype).bytes)
-    return (state + conv).value
+        * sym("s_x", lookup_dtype(conv_dtype).bytes)
+    return value(state + conv)
 
 
+@derived
 def linear_attention(
     batch: Any,
     q_len: Any,
@@ -101,7 +103,7 @@ def linear_attention(
     x, s_state = lookup_dtype(dtype), lookup_dtype(state_dtype)
     B, Lq = size("B", batch, "batch"), size("Lq", q_len, "q_len")
     Lkv = size("Lkv", q_len if kv_len is None else kv_len, "kv_len")
-    if np.any(np.asarray(Lq.value) > np.asarray(Lkv.value)):
+    if np.any(np.asarray(value(Lq)) > np.asarray(value(Lkv))):
         raise RooflineError("q_len must not exceed kv_len (the new tokens are the last q_len "
                             "positions)")
     H, dk, dv = size("H", heads, "heads"), size("d_k", key_dim, "key_dim"), \
@@ -109,33 +111,33 @@ def linear_attention(
     Hk = size("H_k", heads if key_heads is None else key_heads, "key_heads")
     C, kc = size("C", chunk, "chunk"), size("k_conv", conv_kernel, "conv_kernel")
     channels = 2 * Hk * dk + H * dv if conv_dim is None else size("conv", conv_dim, "conv_dim")
-    s, s_st = Sym("s", x.bytes), Sym("s_state", s_state.bytes)
+    s, s_st = sym("s", x.bytes), sym("s_state", s_state.bytes)
     terms: list[Term] = []
-    ce = define(terms, "tokens per chunk", "Ce", Call("min_C", lambda v: np.minimum(v, C.value),
+    ce = define(terms, "tokens per chunk", "Ce", call("min_C", lambda v: np.minimum(v, value(C)),
                                                        Lq))
     tokens = B * Lq * H
-    state_flops = 2 * Sym("n_s", float(mixer.state_products)) * dk * dv * tokens
-    intra_flops = 2 * ce * (Sym("a_k", float(mixer.intra_k)) * dk +
-                            Sym("a_v", float(mixer.intra_v)) * dv) * tokens
+    state_flops = 2 * sym("n_s", float(mixer.state_products)) * dk * dv * tokens
+    intra_flops = 2 * ce * (sym("a_k", float(mixer.intra_k)) * dk +
+                            sym("a_v", float(mixer.intra_v)) * dv) * tokens
     conv_flops = 2 * kc * channels * B * Lq
     flops = state_flops + intra_flops + conv_flops
     io = B * Lq * (2 * Hk * dk + H * dv + 2 * H + H * dv) * s  # q, k, v, 2 gates in; o out
     has_past = define(terms, "sequences carry a state (1: a past, 0: a fresh prompt)", "past",
-                      Call("past>0", lambda v: (v > 0).astype(float) if isinstance(v, np.ndarray)
+                      call("past>0", lambda v: (v > 0).astype(float) if isinstance(v, np.ndarray)
                            else float(v > 0), Lkv - Lq))
     state_once = B * H * dk * dv * s_st + B * channels * (kc - 1) * s
     state_rw = define(terms, "state bytes read and written", "state",
                       (1 + has_past) * state_once)
     hbm = io + state_rw
-    terms += [Term("state FLOPs (n_s products with the state)", state_flops),
-              Term("intra-chunk FLOPs", intra_flops), Term("convolution FLOPs", conv_flops),
-              Term("FLOPs", flops), Term("input/output bytes", io), Term("HBM bytes", hbm)]
-    return Cost(flops={x.peak: _value(flops)}, bytes={"hbm": _value(hbm)}, terms=tuple(terms),
+    terms += steps(("state FLOPs (n_s products with the state)", state_flops),
+                   ("intra-chunk FLOPs", intra_flops), ("convolution FLOPs", conv_flops),
+                   ("FLOPs", flops), ("input/output bytes", io), ("HBM bytes", hbm))
+    return Cost(flops={x.peak: _value(flops)}, bytes={"hbm": _value(hbm)}, steps=tuple(terms),
                 name=name if name != "linear attention" else f"linear attention ({kind})")
 
 
-def _value(e: Expr) -> Num:
-    v = np.asarray(e.value, dtype=float)  # a plain float for scalars, as the other ops give
+def _value(e: Quantity) -> Num:
+    v = np.asarray(value(e), dtype=float)  # a plain float for scalars, as the other ops give
     return float(v) if v.ndim == 0 else v
 
 

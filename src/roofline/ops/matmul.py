@@ -10,12 +10,13 @@ The compute dtype defaults to the activation dtype: weight-only int4 computes at
 from __future__ import annotations
 
 from ..cost import Cost
-from ..derivation import Sym, Term
+from ..derivation import derived, steps, sym, value
 from ..dtypes import DType, operand_dtypes
 from ._common import size
 from .params import OpDecl, Param, dtype_params
 
 
+@derived
 def matmul(
     m: object,
     k: object,
@@ -35,13 +36,13 @@ def matmul(
     """
     x, w, o, c = operand_dtypes(dtype, weight_dtype, out_dtype, compute_dtype)
     M, K, N = size("M", m), size("K", k), size("N", n)
-    sx, sw, so = Sym("s_x", x.bytes), Sym("s_w", w.bytes), Sym("s_o", o.bytes)
+    sx, sw, so = sym("s_x", x.bytes), sym("s_w", w.bytes), sym("s_o", o.bytes)
     flops = 2 * M * N * K
     hbm = M * K * sx + K * N * sw + M * N * so
     return Cost(
-        flops={c.peak: flops.value},
-        bytes={"hbm": hbm.value},
-        terms=(Term("FLOPs", flops), Term("HBM bytes", hbm)),
+        flops={c.peak: value(flops)},
+        bytes={"hbm": value(hbm)},
+        steps=steps(("FLOPs", flops), ("HBM bytes", hbm)),
         name=name,
     )
 

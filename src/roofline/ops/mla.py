@@ -8,13 +8,14 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import Num
+from ..derivation import Num, derived, numeric, value
 from ..dtypes import DType
 from ..errors import RooflineError
 from ._common import shown, size
 from .attention import attention
 
 
+@derived
 def mla_attention(
     batch: Any,
     q_len: Any,
@@ -48,14 +49,14 @@ def mla_attention(
     if form == "absorbed":
         r = size("r", kv_lora_rank, "kv_lora_rank")
         rope = size("rope", qk_rope_dim, "qk_rope_dim")
-        return attention(batch, q_len, kv_len, heads, 1, r.value + rope.value, r.value, causal,
+        return attention(batch, q_len, kv_len, heads, 1, value(r) + value(rope), value(r), causal,
                          None, kernel, dtype, kv_dtype, out_dtype, sram_bytes,
                          block_q, kv_shared=True, name="mla (absorbed)", l2_bytes=l2_bytes,
                          concurrent_blocks=concurrent_blocks)
     if form == "expanded":
         nope = size("nope", qk_nope_dim, "qk_nope_dim")
         rope = size("rope", qk_rope_dim, "qk_rope_dim")
-        return attention(batch, q_len, kv_len, heads, heads, nope.value + rope.value,
+        return attention(batch, q_len, kv_len, heads, heads, value(nope) + value(rope),
                          v_head_dim, causal, None, kernel, dtype, kv_dtype, out_dtype,
                          sram_bytes, block_q, name="mla (expanded)", l2_bytes=l2_bytes,
                          concurrent_blocks=concurrent_blocks)
@@ -83,9 +84,10 @@ def mla_form(q_len: Any) -> str:
                         f"expanded above; sweep q_len on one side of it, got {shown(q_len)}")
 
 
+@numeric
 def mla_cache_elements(kv_lora_rank: Any = 512, qk_rope_dim: Any = 64) -> Num:
     """Cached elements per token per layer: the latent c_kv plus the shared RoPE key."""
-    return (size("r", kv_lora_rank, "kv_lora_rank")
-            + size("rope", qk_rope_dim, "qk_rope_dim")).value
+    return value(size("r", kv_lora_rank, "kv_lora_rank")
+                 + size("rope", qk_rope_dim, "qk_rope_dim"))
 
 

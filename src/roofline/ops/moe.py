@@ -35,13 +35,14 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import Expr, Sym, Term
+from ..derivation import Quantity, derived, steps, sym, value
 from ..dtypes import DType, operand_dtypes
 from ..errors import RooflineError
 from ._common import shown, size, whole
 from .params import OpDecl, Param, dtype_params
 
 
+@derived
 def batched_matmul(
     batch: object,
     m: object,
@@ -61,13 +62,13 @@ def batched_matmul(
     """
     x, w, o, c = operand_dtypes(dtype, weight_dtype, out_dtype, compute_dtype)
     B, M, K, N = size("B", batch), size("M", m), size("K", k), size("N", n)
-    sx, sw, so = Sym("s_x", x.bytes), Sym("s_w", w.bytes), Sym("s_o", o.bytes)
+    sx, sw, so = sym("s_x", x.bytes), sym("s_w", w.bytes), sym("s_o", o.bytes)
     flops = 2 * B * M * N * K
     hbm = B * (M * K * sx + K * N * sw + M * N * so)
     return Cost(
-        flops={c.peak: flops.value},
-        bytes={"hbm": hbm.value},
-        terms=(Term("FLOPs", flops), Term("HBM bytes", hbm)),
+        flops={c.peak: value(flops)},
+        bytes={"hbm": value(hbm)},
+        steps=steps(("FLOPs", flops), ("HBM bytes", hbm)),
         name="batched_matmul",
     )
 
@@ -93,6 +94,7 @@ def _counts(tokens_per_expert: object, experts: object) -> np.ndarray[Any, Any]:
     return counts
 
 
+@derived
 def grouped_matmul(
     tokens: object,
     k: object,
@@ -119,47 +121,46 @@ def grouped_matmul(
     x, w, o, c = operand_dtypes(dtype, weight_dtype, out_dtype, compute_dtype)
     K, N = size("K", k), size("N", n)
     TOPK = whole("top_k", top_k)
-    touched_term: Expr
+    touched_term: Quantity
     if tokens_per_expert is None:
         if tokens is None or experts is None:
             raise RooflineError("tokens and experts are required unless tokens_per_expert "
                                 "is given")
         T, E = size("T", tokens), whole("E", experts, "experts")
-        if np.any(np.asarray(TOPK.value) > np.asarray(E.value)):
+        if np.any(np.asarray(value(TOPK)) > np.asarray(value(E))):
             raise RooflineError(f"top_k: at most the number of experts ({shown(experts)}), "
                                 f"got {shown(top_k)}")
         touched_term = E * (1 - (1 - TOPK / E) ** T)
-        E_t = Sym("E_t", touched_term.value)
+        E_t = sym("E_t", value(touched_term))
     else:
         counts = _counts(tokens_per_expert, experts)
-        if np.any(np.asarray(TOPK.value) > counts.shape[-1]):
+        if np.any(np.asarray(value(TOPK)) > counts.shape[-1]):
             raise RooflineError(f"top_k: at most the number of experts "
                                 f"({counts.shape[-1]}), got {shown(top_k)}")
         routed = counts.sum(axis=-1)
         if tokens is None:
-            t_value = routed / np.asarray(TOPK.value)
-            T = Sym("T", float(t_value) if t_value.ndim == 0 else t_value)
+            t_value = routed / np.asarray(value(TOPK))
+            T = sym("T", float(t_value) if t_value.ndim == 0 else t_value)
         else:
             T = size("T", tokens)
-            expected = np.asarray(T.value) * np.asarray(TOPK.value)
+            expected = np.asarray(value(T)) * np.asarray(value(TOPK))
             if not np.allclose(routed, expected, rtol=1e-9, atol=0):
                 raise RooflineError(
                     f"tokens_per_expert: counts sum to {_show(routed)} but tokens·top_k = "
                     f"{_show(expected)} (each token goes to exactly top_k experts)")
-        if np.any(counts > np.expand_dims(np.asarray(T.value), -1)):
+        if np.any(counts > np.expand_dims(np.asarray(value(T)), -1)):
             raise RooflineError("tokens_per_expert: an expert got more than `tokens` tokens "
                                 "(a token's top_k experts are distinct)")
         n_touched = np.count_nonzero(counts > 0, axis=-1).astype(float)
-        E_t = Sym("E_t", float(n_touched) if n_touched.ndim == 0 else n_touched)
+        E_t = sym("E_t", float(n_touched) if n_touched.ndim == 0 else n_touched)
         touched_term = E_t
-    sx, sw, so = Sym("s_x", x.bytes), Sym("s_w", w.bytes), Sym("s_o", o.bytes)
+    sx, sw, so = sym("s_x", x.bytes), sym("s_w", w.bytes), sym("s_o", o.bytes)
     flops = 2 * T * TOPK * K * N
     hbm = T * TOPK * (K * sx + N * so) + E_t * K * N * sw
     return Cost(
-        flops={c.peak: flops.value},
-        bytes={"hbm": hbm.value},
-        terms=(Term("FLOPs", flops), Term("touched experts", touched_term),
-               Term("HBM bytes", hbm)),
+        flops={c.peak: value(flops)},
+        bytes={"hbm": value(hbm)},
+        steps=steps(("FLOPs", flops), ("touched experts", touched_term), ("HBM bytes", hbm)),
         name="grouped_matmul",
     )
 

@@ -13,25 +13,26 @@ from __future__ import annotations
 from typing import Any
 
 from ..cost import Cost
-from ..derivation import Sym, Term
+from ..derivation import derived, steps, sym, value
 from ..dtypes import dtype as lookup_dtype
 from ._common import size
 
 ADAM_FLOPS_PER_PARAM = 12.0
 
 
+@derived
 def adam_update(params: Any, state_dtype: str = "fp32", grad_dtype: str = "bf16",
                 weight_dtype: str = "bf16", compute_dtype: str | None = None) -> Cost:
     """The update of `params` parameters. FLOPs count at `compute_dtype`'s peak (default the
     state dtype; chips that publish no fp32 peak, like TPUs, pass their widest one: a valid
     but loose bound)."""
     P = size("P", params, "params")
-    s = Sym("s_state", lookup_dtype(state_dtype).bytes)
-    hbm = P * (6 * s + Sym("s_g", lookup_dtype(grad_dtype).bytes)
-               + Sym("s_w", lookup_dtype(weight_dtype).bytes))
-    flops = Sym("c", ADAM_FLOPS_PER_PARAM) * P
+    s = sym("s_state", lookup_dtype(state_dtype).bytes)
+    hbm = P * (6 * s + sym("s_g", lookup_dtype(grad_dtype).bytes)
+               + sym("s_w", lookup_dtype(weight_dtype).bytes))
+    flops = sym("c", ADAM_FLOPS_PER_PARAM) * P
     peak = lookup_dtype(compute_dtype or state_dtype).peak
     # the vector units, and one square root per parameter on the special-function units
-    return Cost(vector_flops={peak: (flops - P).value}, special_ops={"sqrt": P.value},
-                bytes={"hbm": hbm.value},
-                terms=(Term("FLOPs", flops), Term("HBM bytes", hbm)), name="adam update")
+    return Cost(vector_flops={peak: value(flops - P)}, special_ops={"sqrt": value(P)},
+                bytes={"hbm": value(hbm)},
+                steps=steps(("FLOPs", flops), ("HBM bytes", hbm)), name="adam update")

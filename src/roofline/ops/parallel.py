@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
+from ..derivation import derived, value
 from ..dtypes import DType, operand_dtypes
 from ..errors import RooflineError
 from ..hardware import Chip
@@ -36,6 +37,7 @@ from .params import OpDecl, Param, chain, dtype_params
 SHARDINGS = ("contraction", "output")
 
 
+@derived
 def sharded_matmul(
     m: Any,
     k: Any,
@@ -65,18 +67,18 @@ def sharded_matmul(
     ops = operand_dtypes(dtype, weight_dtype, out_dtype, compute_dtype)
     M, K, N = size("M", m), size("K", k), size("N", n)
     split = K if shard == "contraction" else N
-    if np.any(np.asarray(p.value) > np.asarray(split.value)):  # a shard below one row
+    if np.any(np.asarray(value(p)) > np.asarray(value(split))):  # a shard below one row
         raise RooflineError(f"shards ({shown(shards)}) exceed the {shard} dimension "
-                            f"({shown(split.value)}) they split")
-    output_bytes = (M * N * ops.o.bytes).value
+                            f"({shown(value(split))}) they split")
+    output_bytes = value(M * N * ops.o.bytes)
     if shard == "contraction":
         if reduce not in ("all-reduce", "reduce-scatter"):
             raise RooflineError(f"reduce: partial sums are combined by 'all-reduce' or "
                                 f"'reduce-scatter', got {reduce!r}")
-        local = matmul(m, (K / p).value, n, *ops, name="local matmul")
+        local = matmul(m, value(K / p), n, *ops, name="local matmul")
         comm = collective(reduce, output_bytes, shards, algo, link, domain_size, link_share)
     elif shard == "output":
-        local = matmul(m, k, (N / p).value, *ops, name="local matmul")
+        local = matmul(m, k, value(N / p), *ops, name="local matmul")
         if not gather:
             return local
         comm = collective("all-gather", output_bytes, shards, algo, link, domain_size,
@@ -111,13 +113,13 @@ def _layer_shape(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
     """The layer's shape builds a model spec, so it is one value (batch and length may be
     swept); the head dimension defaults to hidden / heads where that divides."""
     for name in _LAYER_SHAPE:
-        value = kwargs.get(name)
-        if isinstance(value, np.ndarray):
-            if np.unique(value).size > 1:
+        given = kwargs.get(name)
+        if isinstance(given, np.ndarray):
+            if np.unique(given).size > 1:
                 flag = "--" + name.replace("_", "-")
                 raise RooflineError(f"tp-layer: {flag} shapes the layer and cannot be swept "
                                     "(sweep --batch or --seq-len; one sweep per layer shape)")
-            kwargs[name] = int(value.flat[0])
+            kwargs[name] = int(given.flat[0])
     if kwargs.get("head_dim") is None and kwargs["hidden"] % kwargs["heads"] == 0:
         kwargs["head_dim"] = kwargs["hidden"] // kwargs["heads"]
     return kwargs

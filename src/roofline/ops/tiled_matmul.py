@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import Call, Expr, Sym, Term
+from ..derivation import Quantity, call, derived, steps, sym, value
 from ..dtypes import DType, operand_dtypes
 from ..errors import RooflineError
 from ._common import shown, size
@@ -49,29 +49,30 @@ if TYPE_CHECKING:
 LEVELS = ("hbm", "l2")
 
 
-def _tile(symbol: str, value: Any) -> Sym:
+def _tile(symbol: str, given: Any) -> Quantity:
     """A tile size: a positive whole number (or an array of them)."""
-    tile = size(symbol, value)
-    arr = np.asarray(tile.value)
+    tile = size(symbol, given)
+    arr = np.asarray(value(tile))
     if not np.all(arr == np.round(arr)):
-        raise RooflineError(f"{symbol}: tile sizes must be whole numbers, got {shown(value)}")
+        raise RooflineError(f"{symbol}: tile sizes must be whole numbers, got {shown(given)}")
     return tile
 
 
-def _divides(inner: Sym, outer: Sym) -> None:
-    a, b = np.asarray(inner.value), np.asarray(outer.value)
+def _divides(inner_name: str, inner: Quantity, outer_name: str, outer: Quantity) -> None:
+    a, b = np.asarray(value(inner)), np.asarray(value(outer))
     if np.any(a > b) or np.any(np.mod(b, a) != 0):
         raise RooflineError(
-            f"{inner.name}: a warp tile must divide the block tile {outer.name} "
-            f"(so {inner.name} <= {outer.name}), got {inner.name}={shown(inner.value)}, "
-            f"{outer.name}={shown(outer.value)}"
+            f"{inner_name}: a warp tile must divide the block tile {outer_name} "
+            f"(so {inner_name} <= {outer_name}), got {inner_name}={shown(a)}, "
+            f"{outer_name}={shown(b)}"
         )
 
 
-def _ceil(x: Expr) -> Expr:
-    return Call("ceil", np.ceil, x)
+def _ceil(x: Quantity) -> Quantity:
+    return call("ceil", np.ceil, x)
 
 
+@derived
 def tiled_matmul(
     m: object,
     k: object,
@@ -103,9 +104,9 @@ def tiled_matmul(
     M, K, N = size("M", m), size("K", k), size("N", n)
     BM, BN, _BK = _tile("bm", bm), _tile("bn", bn), _tile("bk", bk)
     WM, WN = _tile("wm", wm), _tile("wn", wn)
-    _divides(WM, BM)
-    _divides(WN, BN)
-    sx, sw, so = Sym("s_x", x.bytes), Sym("s_w", w.bytes), Sym("s_o", o.bytes)
+    _divides("wm", WM, "bm", BM)
+    _divides("wn", WN, "bn", BN)
+    sx, sw, so = sym("s_x", x.bytes), sym("s_w", w.bytes), sym("s_o", o.bytes)
 
     flops = 2 * M * N * K
     x_loads = M * K * sx * _ceil(N / BN)  # X re-read once per block column
@@ -114,17 +115,17 @@ def tiled_matmul(
     warp_reads = M * K * sx * _ceil(N / WN) + K * N * sw * _ceil(M / WM)
     sram = x_loads + w_loads + warp_reads  # staged tiles written once, then read by warps
     label = level.upper()
-    byte_counts = {level: tiles.value, "sram": sram.value}
-    terms = [Term("FLOPs", flops), Term(f"{label} bytes", tiles)]
+    byte_counts = {level: value(tiles), "sram": value(sram)}
+    compulsory: list[tuple[str, Quantity]] = []
     if level != "hbm":
-        compulsory = M * K * sx + K * N * sw + M * N * so
-        byte_counts = {"hbm": compulsory.value, **byte_counts}
-        terms.insert(1, Term("HBM bytes", compulsory))
-    terms.append(Term("SRAM bytes", sram))
+        hbm = M * K * sx + K * N * sw + M * N * so
+        byte_counts = {"hbm": value(hbm), **byte_counts}
+        compulsory.append(("HBM bytes", hbm))
     return Cost(
-        flops={c.peak: flops.value},
+        flops={c.peak: value(flops)},
         bytes=byte_counts,
-        terms=tuple(terms),
+        steps=steps(("FLOPs", flops), *compulsory, (f"{label} bytes", tiles),
+                    ("SRAM bytes", sram)),
         name="tiled_matmul",
     )
 
