@@ -67,14 +67,25 @@ class Cost:
     def __post_init__(self) -> None:
         # nan, inf (an overflowing size) or a negative count would become a time that looks
         # like an answer; refuse them where the Cost is made. Scalars take the fast path.
-        for kind in COUNTS:
-            for key, value in getattr(self, kind).items():
-                if isinstance(value, (int, float)):
+        for counts in (self.flops, self.bytes, self.link_bytes, self.link_steps,
+                       self.vector_flops, self.special_ops, self.link_calls):
+            for value in counts.values():
+                if type(value) is float:
                     ok = 0 <= value < math.inf  # False for nan
+                elif isinstance(value, (int, float)):
+                    ok = 0 <= value < math.inf
                 else:  # two reductions, no temporaries (nan fails both comparisons)
                     arr = np.asarray(value)
                     ok = arr.size == 0 or bool(arr.min() >= 0 and arr.max() < np.inf)
                 if not ok:
+                    self._refuse()
+
+    def _refuse(self) -> None:
+        """Name the first count that is negative, nan or infinite."""
+        for kind in COUNTS:
+            for key, value in getattr(self, kind).items():
+                arr = np.asarray(value, dtype=float)
+                if arr.size and not bool(arr.min() >= 0 and arr.max() < np.inf):
                     raise RooflineError(f"Cost {self.name or '(unnamed)'}: {kind}[{key!r}] "
                                         f"must be finite and non-negative, got "
                                         f"{_first_bad(value)}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -289,21 +290,28 @@ def any_true(condition: Any) -> bool:
     return condition if type(condition) is bool else bool(np.any(condition))
 
 
+_FLOAT = frozenset({float})  # _FLOAT.issuperset(map(type, xs)): all Python floats, in C
+_second = operator.itemgetter(1)
+
+
 def add_all(values: Iterable[Any]) -> Any:
     """The sum of numbers and arrays of several shapes, the smaller ones added among
     themselves first: in a batch x length sweep most ops' figures are (batch, 1) columns, and
     adding each to a (batch, length) grid would cost a pass over the grid per op. A sum this
     function allocated is added to in place (a fresh grid-sized array per addition is most of
     a sweep's memory traffic); the arrays it is given are never written."""
-    if isinstance(values, list) and all(type(v) is float for v in values):
-        return sum(values, 0.0)  # one point
+    if isinstance(values, list):
+        if len(values) == 1:
+            return values[0]
+        if _FLOAT.issuperset(map(type, values)):
+            return sum(values, 0.0)  # one point
     return scaled_sum((1, v) for v in values)
 
 
 def scaled_sum(pairs: Iterable[tuple[float, Any]]) -> Any:
     """Σ n·v over (n, v) pairs, added as `add_all` adds; the products it makes (n ≠ 1) are
     its own, so they are summed into in place rather than copied."""
-    if isinstance(pairs, list) and all(type(v) is float for _, v in pairs):
+    if isinstance(pairs, list) and _FLOAT.issuperset(map(type, map(_second, pairs))):
         return sum([times_n(n, v) for n, v in pairs], 0.0)  # one point
     groups: dict[tuple[int, ...], Any] = {}
     owned: set[tuple[int, ...]] = set()  # groups whose sum is an array made here

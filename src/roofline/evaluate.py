@@ -19,7 +19,7 @@ Everything broadcasts: array-valued Costs give array-valued Estimates.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -165,6 +165,10 @@ class Estimate:
         })
 
 
+_SCALARS = frozenset({float, int, np.float64})
+_FLOATS = frozenset({float})
+
+
 def max_argmax(values: list[Any]) -> tuple[Any, Any]:
     """Elementwise max and index of the (first) max over a few broadcastable arrays.
 
@@ -173,7 +177,7 @@ def max_argmax(values: list[Any]) -> tuple[Any, Any]:
     costs nothing beside a (batch, length) grid), with ties still going to the earlier
     value in `values`.
     """
-    if all(isinstance(v, (float, int)) for v in values):  # one point: no array machinery
+    if _SCALARS.issuperset(map(type, values)):  # one point: no array machinery
         scalars = [float(v) for v in values]
         top = max(scalars)
         return top, scalars.index(top)  # the first of equals, as below
@@ -216,19 +220,24 @@ def _per(amount: Any, rate: float) -> Any:
     return amount * (1.0 / rate) if type(amount) is np.ndarray else amount / rate
 
 
-def _arithmetic_times(cost: Cost, chip: Chip) -> dict[str, Num]:
+def _busy(counts: Mapping[str, Num], rate: Callable[[str], float]) -> Any:
+    """Σ count / rate(dtype): the units' time (dtypes share the units, so their times add)."""
+    if len(counts) == 1:  # the common case: one dtype
+        ((dtype, count),) = counts.items()
+        return _per(_num(count), rate(dtype))
+    return add_all([_per(_num(count), rate(dtype)) for dtype, count in counts.items()])
+
+
+def _arithmetic_times(cost: Cost, chip: Chip, times: dict[str, Num]) -> None:
     """Time per compute unit: tensor cores (`compute`), vector units, special functions."""
-    times: dict[str, Num] = {}
-    if cost.flops:  # dtypes share the tensor cores: their times add
-        times[COMPUTE] = add_all([_per(_num(f), chip.peak_flops(dt))
-                                  for dt, f in cost.flops.items()])
+    if cost.flops:
+        times[COMPUTE] = _busy(cost.flops, chip.peak_flops)
     if cost.vector_flops:
-        times[VECTOR] = add_all([_per(_num(f), chip.vector_flops(dt))
-                                 for dt, f in cost.vector_flops.items()])
-    rate = chip.special_ops()
-    if cost.special_ops and rate:  # a chip file without the rate: no such roof (looser)
-        times[SFU] = _per(add_all([_num(n) for n in cost.special_ops.values()]), rate)
-    return times
+        times[VECTOR] = _busy(cost.vector_flops, chip.vector_flops)
+    if cost.special_ops:
+        rate = chip.special_ops()
+        if rate:  # a chip file without the rate: no such roof (looser)
+            times[SFU] = _per(add_all([_num(n) for n in cost.special_ops.values()]), rate)
 
 
 def _link_times(cost: Cost, chip: Chip) -> tuple[dict[str, Num], dict[str, Num]]:
@@ -236,9 +245,7 @@ def _link_times(cost: Cost, chip: Chip) -> tuple[dict[str, Num], dict[str, Num]]
     pays the link's alpha and every collective call its base latency."""
     transfer: dict[str, Num] = {}
     latency: dict[str, Num] = {}
-    if not (cost.link_bytes or cost.link_steps or cost.link_calls):
-        return transfer, latency
-    names = sorted(set(cost.link_bytes) | set(cost.link_steps) | set(cost.link_calls))
+    names = sorted(cost.link_bytes.keys() | cost.link_steps.keys() | cost.link_calls.keys())
     for name in names:
         link = chip.link(name)
         transfer[name] = _per(_num(cost.link_bytes.get(name, 0.0)), link.bandwidth_Bps)
@@ -260,26 +267,33 @@ def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True) -> E
     bytes and the latency overlap like every other resource: the floor of a whole step.
     """
     chip = load_chip(hw)
-    times = _arithmetic_times(cost, chip)
-    found = 0
-    for level in chip.memory:  # chip order: outermost first
-        if level.name in cost.bytes:
-            times[level.name] = _per(_num(cost.bytes[level.name]), level.bandwidth_Bps)
-            found += 1
-    if found < len(cost.bytes):
-        for name in cost.bytes:
-            chip.level(name)  # raises for the level the chip lacks
-    local = list(times.values())
-    transfer, latency = _link_times(cost, chip)
-    times.update(transfer)
-    if cost.link_steps or cost.link_calls:
-        times[LATENCY] = sum(latency.values(), 0.0)
-    chains = {k: transfer[k] + latency[k] for k in transfer}
-    if not serial_comm or not chains:  # every resource its own roof
-        local, chains = list(times.values()), {}
-    if not times:  # an empty Cost: nothing to do
+    times: dict[str, Num] = {}
+    _arithmetic_times(cost, chip, times)
+    if cost.bytes:
+        found = 0
+        for level in chip.memory:  # chip order: outermost first
+            if level.name in cost.bytes:
+                times[level.name] = _per(_num(cost.bytes[level.name]), level.bandwidth_Bps)
+                found += 1
+        if found < len(cost.bytes):
+            for name in cost.bytes:
+                chip.level(name)  # raises for the level the chip lacks
+    chains: dict[str, Any] = {}
+    if cost.link_bytes or cost.link_steps or cost.link_calls:
+        local = list(times.values())
+        transfer, latency = _link_times(cost, chip)
+        times.update(transfer)
+        if cost.link_steps or cost.link_calls:
+            times[LATENCY] = add_all(list(latency.values()))
+        if serial_comm:
+            chains = {k: transfer[k] + latency[k] for k in transfer}
+        else:  # every resource its own roof
+            local = list(times.values())
+    elif not times:  # an empty Cost: nothing to do
         times[COMPUTE] = 0.0
         local = [0.0]
+    else:
+        local = list(times.values())
     names = list(times)
     t_upper = add_all(list(times.values()))
     if local:
@@ -288,11 +302,19 @@ def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True) -> E
         t_lower, bound_index = 0.0, names.index(next(iter(chains)))
     for name, chain in chains.items():  # each link's chain against the best so far
         which = names.index(name)
-        if LATENCY in names:  # `latency` where alpha dominates the chain
+        if LATENCY in times:  # `latency` where alpha dominates the chain
             which = where(latency[name] > transfer[name], names.index(LATENCY), which)
-        bound_index = where(chain > t_lower, which, bound_index)  # ties: compute / memory
-        t_lower = where(chain > t_lower, chain, t_lower)
+        longer = chain > t_lower
+        bound_index = where(longer, which, bound_index)  # ties: compute / memory
+        t_lower = where(longer, chain, t_lower)
     return Estimate(
-        hardware=chip.id, cost=cost, chain_s={k: unwrap(v) for k, v in chains.items()},
-        time_s={k: unwrap(v) for k, v in times.items()}, t_lower_s=unwrap(t_lower),
-        t_upper_s=unwrap(t_upper), bound_index=unwrap(bound_index), chip=chip)
+        hardware=chip.id, cost=cost, chain_s=_unwrapped(chains), time_s=_unwrapped(times),
+        t_lower_s=unwrap(t_lower), t_upper_s=unwrap(t_upper), bound_index=unwrap(bound_index),
+        chip=chip)
+
+
+def _unwrapped(values: dict[str, Any]) -> dict[str, Any]:
+    """0-d arrays as Python scalars (a dict of plain floats as it is)."""
+    if _FLOATS.issuperset(map(type, values.values())):
+        return values
+    return {k: unwrap(v) for k, v in values.items()}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from ..cost import LINKS, MEMORY_LEVELS
 from ..dtypes import dtype as lookup_dtype
@@ -107,8 +108,19 @@ class Chip:
     clock_source: str = ""
     efficiency: dict[str, Efficiency] = field(default_factory=dict)  # expected-time figures
 
+    @cached_property
+    def _rates(self) -> dict[tuple[str, str], float]:
+        """(units, dtype) -> FLOP/s already looked up: the evaluator asks per op."""
+        return {}
+
     def peak_flops(self, compute_dtype: str) -> float:
         """Dense peak FLOP/s for a compute dtype (a dtype name or alias)."""
+        rate = self._rates.get(("tensor", compute_dtype))
+        if rate is None:
+            rate = self._rates[("tensor", compute_dtype)] = self._peak_flops(compute_dtype)
+        return rate
+
+    def _peak_flops(self, compute_dtype: str) -> float:
         key = lookup_dtype(compute_dtype).peak
         if key == "none":
             raise RooflineError(f"dtype {compute_dtype!r} is storage-only (a scale format); "
@@ -124,6 +136,12 @@ class Chip:
         dtypes (fp8, int8, fp4, scale formats) are widened to the 16-bit rate, tf32 to fp32.
         Without a vector figure for it, the tensor peak of that dtype (else the chip's highest
         peak) stands in: a valid but loose bound."""
+        rate = self._rates.get(("vector", compute_dtype))
+        if rate is None:
+            rate = self._rates[("vector", compute_dtype)] = self._vector_flops(compute_dtype)
+        return rate
+
+    def _vector_flops(self, compute_dtype: str) -> float:
         d = lookup_dtype(compute_dtype)
         key = {"tf32": "fp32"}.get(d.peak, d.peak)
         if key == "none" or d.bits < 16:

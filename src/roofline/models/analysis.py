@@ -235,8 +235,7 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
                rows: list[OpCost], budget: MemoryBudget, schedule: Schedule) -> ModelAnalysis:
     core = step_core(spec, chip, par, rows, schedule)  # the times (models/summary.py)
     m, times = core.m, core.times
-    counted = {kind: _per_step(rows, m, kind) for kind in
-               ("flops", "vector_flops", "special_ops", "bytes", "link_bytes")}
+    counted = _per_step(rows, m, ("flops", "vector_flops", "special_ops", "bytes", "link_bytes"))
     t_lower: Any = times.t_lower_s
 
     by_resource, model_flops = core.by_resource, core.model_flops
@@ -309,13 +308,15 @@ def _tables(rows: list[OpCost], core: StepCore
     return tuple(ops), _layers(ops, core.op_times, t_lower)
 
 
-def _per_step(rows: list[OpCost], m: int, kind: str) -> dict[str, Any]:
-    """One counted field of the step's total Cost (all occurrences of every op)."""
-    out: dict[str, Any] = {}
+def _per_step(rows: list[OpCost], m: int, kinds: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """Counted fields of the step's total Cost (all occurrences of every op), per kind."""
+    out: dict[str, dict[str, Any]] = {kind: {} for kind in kinds}
     for r in rows:
         n = occurrences(r, m)
-        for key, value in getattr(r.cost, kind).items():
-            out[key] = out[key] + n * value if key in out else n * value
+        for kind in kinds:
+            total = out[kind]
+            for key, value in getattr(r.cost, kind).items():
+                total[key] = total[key] + n * value if key in total else n * value
     return out
 
 

@@ -163,19 +163,19 @@ def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chi
     for (moe_layer, kind, window), count in kinds.items():
         group = ("moe" if moe_layer else "dense") + " layer" + (
             " (linear)" if kind == "linear" else f" ({kind} {window})" if window else "")
-        forward = np.asarray(0.0)
+        forward: Any = 0.0
         for name, cost in layer_ops(c, moe_layer, window, kind):
             per_stage = count // par.pp if count % par.pp == 0 else count / par.pp
             if name.endswith(BACKWARD):  # training's own backward of the op before it:
                 useful_flops = 2 * forward  # the convention's 2x forward (the rest recomputes)
             else:
-                forward = np.asarray(cost.total_flops)
+                forward = cost.total_flops
                 useful_flops = times_n(1.0 if name in SPLIT_BACKWARD else useful, forward)
             rows.append(OpCost(group, name, per_stage, _step(cost, phase, name), useful_flops,
                                stream=_stream(name)))
     for name, cost in edge_ops(c):  # the last stage holds the LM head: the slowest stage
         rows.append(OpCost("model", name, 1, _step(cost, phase, name),
-                           np.asarray(cost.total_flops) * useful, model_share=1 / par.pp))
+                           times_n(useful, cost.total_flops), model_share=1 / par.pp))
     rows += _step_ops(c)
     return rows
 
