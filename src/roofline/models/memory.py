@@ -131,6 +131,7 @@ def _max_context(spec: ModelSpec, par: Parallel, prec: Precision, seqs: Any,
     return np.where(room <= 0, 0.0, np.floor(out))
 
 
+@cache  # frozen inputs; a walk over every layer, asked for per analysis
 def state_bytes_per_sequence(spec: ModelSpec, par: Parallel, prec: Precision) -> float:
     """The recurrent state one sequence keeps on one chip: every linear-attention layer's
     fixed-size state and convolution window (ops.linear_attention.recurrent_state_bytes),

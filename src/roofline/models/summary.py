@@ -105,7 +105,10 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
     # with what is the schedule's (models/schedule.py).
     m = par.microbatches
     slots = m + schedule.bubble_slots(par.pp)
-    ests = [evaluate(r.cost, chip) for r in rows]
+    # a layer's two norms, two residual adds and two TP all-reduces are one Cost each
+    by_cost: dict[int, Estimate] = {}
+    ests = [by_cost.get(id(r.cost)) or by_cost.setdefault(id(r.cost), evaluate(r.cost, chip))
+            for r in rows]
     # The floor: the step's total work with every resource overlapped. Each resource's time
     # is linear in the work, so the total's time on a resource is the sum of the ops' times
     # on it (the evaluator on the summed Cost, without building that Cost).
