@@ -268,6 +268,15 @@ def unwrap(x: Any) -> Any:
     return arr.item() if arr.ndim == 0 else arr
 
 
+def floats(x: Any) -> Any:
+    """x in float64: a Python float for one point (arithmetic on a 0-d array costs ~30x a
+    float's), else a float array."""
+    if type(x) is float:
+        return x
+    arr = np.asarray(x, dtype=float)
+    return arr.item() if arr.ndim == 0 else arr
+
+
 # Elementwise helpers that keep one point in plain Python: a whole-model estimate does
 # hundreds of these on single numbers, where a 0-d numpy call costs ~30x a float operation.
 

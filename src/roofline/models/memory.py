@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..derivation import Num, add_all, in_shape, unwrap
+from ..derivation import Num, add_all, floats, in_shape, unwrap
 from ..dtypes import dtype as lookup_dtype
 from ..ops.linear_attention import recurrent_state_bytes
 from .params import param_counts
@@ -204,7 +204,7 @@ class MemoryFootprint:
 def _activations(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
                  seqs: Any, tokens_per_seq: Any, in_flight: float | None = None) -> Any:
     s_a = lookup_dtype(prec.activations).bytes
-    seqs = np.asarray(seqs, dtype=float)
+    seqs = floats(seqs)
     tokens = seqs * tokens_per_seq
     if phase.kind == "train":
         micro = tokens / par.microbatches
@@ -237,24 +237,24 @@ class Sizing:
 
     @property
     def seqs(self) -> Any:  # sequences on this chip (its DP replica's share)
-        return np.asarray(self.phase.batch, dtype=float) / self.par.dp
+        return floats(self.phase.batch) / self.par.dp
 
     @property
     def context(self) -> Any:
-        return np.asarray(self.phase.kv_len, dtype=float)
+        return floats(self.phase.kv_len)
 
     @property
     def tokens_per_seq(self) -> Any:  # context parallelism: each rank computes 1/cp
-        return np.asarray(self.phase.q_len, dtype=float) / self.par.cp
+        return floats(self.phase.q_len) / self.par.cp
 
     def kv(self, seqs: Any) -> Any:
         if self.phase.kind == "train":  # training keeps activations, not a KV cache
-            return 0.0 * np.asarray(seqs, dtype=float)
+            return 0.0 * floats(seqs)
         ctx = self.context
         # context parallelism: each rank keeps its own 1/cp chunk of the sequence's cache
         # (per-sequence bytes first: over a batch x length grid, one pass for the product)
         per_seq = ctx * kv_bytes_per_token(self.spec, self.par, self.prec, ctx) / self.par.cp
-        return np.asarray(seqs, dtype=float) * per_seq
+        return floats(seqs) * per_seq
 
     @property
     def state(self) -> float:  # linear-attention state per sequence (not in training)
