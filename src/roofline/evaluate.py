@@ -245,9 +245,9 @@ def _link_times(cost: Cost, chip: Chip) -> tuple[dict[str, Num], dict[str, Num]]
     pays the link's alpha and every collective call its base latency."""
     transfer: dict[str, Num] = {}
     latency: dict[str, Num] = {}
-    names = sorted(cost.link_bytes.keys() | cost.link_steps.keys() | cost.link_calls.keys())
-    for name in names:
-        link = chip.link(name)
+    names = cost.link_bytes.keys() | cost.link_steps.keys() | cost.link_calls.keys()
+    for name in sorted(names) if len(names) > 1 else names:
+        link = chip.links.get(name) or chip.link(name)  # chip.link: the error
         transfer[name] = _per(_num(cost.link_bytes.get(name, 0.0)), link.bandwidth_Bps)
         latency[name] = (_num(cost.link_steps.get(name, 0.0)) * link.latency_s
                          + _num(cost.link_calls.get(name, 0.0)) * link.base_latency_s)

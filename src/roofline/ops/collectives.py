@@ -53,6 +53,7 @@ Reduction arithmetic (a few adds per element) and the HBM traffic of the buffers
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -111,7 +112,13 @@ def busbw_factor(kind: str, ranks: Any) -> Num:
 
 
 def _log2(n: Quantity) -> Quantity:
-    return call("ceil_log2", lambda v: np.ceil(np.log2(v)), n)
+    return call("ceil_log2", _ceil_log2, n)
+
+
+def _ceil_log2(v: Any) -> Any:
+    if type(v) is float:  # one group: no 0-d numpy round trip
+        return float(math.ceil(math.log2(v)))
+    return np.ceil(np.log2(v))
 
 
 def _flat(kind: str, algo: str, n: Quantity, m: Quantity) -> tuple[Quantity, Quantity]:
