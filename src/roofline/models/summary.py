@@ -105,18 +105,26 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
     # with what is the schedule's (models/schedule.py).
     m = par.microbatches
     slots = m + schedule.bubble_slots(par.pp)
-    # a layer's two norms, two residual adds and two TP all-reduces are one Cost each
+    # One pass over the rows. The floor: the step's total work with every resource
+    # overlapped; each resource's time is linear in the work, so the total's time on a
+    # resource is the sum of the ops' times on it (the evaluator on the summed Cost, without
+    # building that Cost). A layer's two norms, adds and TP all-reduces are one Cost each.
     by_cost: dict[int, Estimate] = {}
-    ests = [by_cost.get(id(r.cost)) or by_cost.setdefault(id(r.cost), evaluate(r.cost, chip))
-            for r in rows]
-    # The floor: the step's total work with every resource overlapped. Each resource's time
-    # is linear in the work, so the total's time on a resource is the sum of the ops' times
-    # on it (the evaluator on the summed Cost, without building that Cost).
+    ests: list[Estimate] = []
     resource_s: dict[str, list[tuple[float, Any]]] = {}
-    for r, e in zip(rows, ests, strict=True):
+    upper: list[tuple[float, Any]] = []  # the idle slots too
+    useful: list[tuple[float, Any]] = []
+    for r in rows:
+        e = by_cost.get(id(r.cost))
+        if e is None:
+            e = by_cost[id(r.cost)] = evaluate(r.cost, chip)
+        ests.append(e)
         n = occurrences(r, m)
         for resource, t in e.time_s.items():
             resource_s.setdefault(resource, []).append((n, t))
+        upper.append((occurrences(r, slots), e.t_upper_s))
+        useful.append(((r.model_share if r.model_share is not None else r.count)
+                       * (1 if r.per_step else m), r.model_flops))
     # The critical path already covers each compute unit's and memory level's total (every
     # op adds at least its own time on each), so only the links and the latency can lift
     # the bound to the floor: the rest of the floor is summed only when it is read.
@@ -133,15 +141,13 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
         op_times.append(per_op)
         for resource, t in per_op.items():
             credited.setdefault(resource, []).append(t)
-    t_upper = scaled_sum([(occurrences(r, slots), e.t_upper_s)  # idle slots too
-                          for r, e in zip(rows, ests, strict=True)])
+    t_upper = scaled_sum(upper)
     if any_true(times.not_hidden_s > 0):  # a link busier than the critical path
         link = times.not_hidden_link
         op_times.append({link: times.not_hidden_s})
         credited.setdefault(link, []).append(times.not_hidden_s)
     by_resource = {resource: add_all(parts) for resource, parts in credited.items()}
-    model_flops = scaled_sum([((r.model_share if r.model_share is not None else r.count)
-                               * (1 if r.per_step else m), r.model_flops) for r in rows])
+    model_flops = scaled_sum(useful)
     return StepCore(m, slots, ests, resource_s, times, t_upper, op_times, by_resource,
                     model_flops)
 
