@@ -539,3 +539,29 @@ def test_cli_auto_echoes_its_choice_per_size(run_cli):
     _, out, _ = run_cli("op", "alltoall", "--hw", "h100", "--bytes", "1GiB", "--ranks", "8",
                         "--json")
     assert json.loads(out)["inputs"]["algo"] == "direct"
+
+
+@pytest.mark.parametrize("chip", ["h100", "mi300x", "tpu-v5p", "b200"])
+@pytest.mark.parametrize("op", ["allreduce", "allgather", "broadcast", "alltoall"])
+def test_a_sweep_over_group_sizes_equals_each_size_alone(chip, op):
+    """Group sizes inside and past a domain in one sweep: each point is its own collective
+    (flat or hierarchical, its own link share and candidate algorithms), as if run alone."""
+    from roofline.ops import run_op
+
+    sizes, nbytes = np.array([[2.0], [8.0], [12.0], [16.0]]), np.array([1024.0, 2.0 ** 30])
+    swept = run_op(op, chip, nbytes=nbytes, ranks=sizes)
+    for i, r in enumerate(sizes.ravel()):
+        for j, b in enumerate(nbytes):
+            alone = run_op(op, chip, nbytes=b, ranks=float(r))
+            assert swept.t_lower_s[i, j] == pytest.approx(alone.t_lower_s, rel=1e-12), (r, b)
+            assert swept.bound[i, j] == alone.bound
+
+
+def test_a_group_spread_over_domains_keeps_its_share_of_the_mesh():
+    """12 ranks on MI300X (8-GPU full mesh): 6 per node use 5 of each GPU's 7 ports, so the
+    node's phase alone is as slow as a flat 6-rank all-reduce; the hierarchy adds to it."""
+    from roofline.ops import run_op
+
+    flat6 = run_op("allreduce", "mi300x", nbytes=2.0 ** 30, ranks=6, algo="ring").t_lower_s
+    spread12 = run_op("allreduce", "mi300x", nbytes=2.0 ** 30, ranks=12, algo="ring")
+    assert spread12.t_lower_s >= flat6 * (1 - 1e-12)

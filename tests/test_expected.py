@@ -197,3 +197,22 @@ def test_the_split_is_fixed_and_even() -> None:
     assert 0.4 < share < 0.6
     assert check.held_out("fa3-h100-d128-s512-nc-fwd-fp16") == check.held_out(
         "fa3-h100-d128-s512-nc-fwd-fp16")
+
+
+def test_a_sweep_of_collectives_takes_each_points_algorithm() -> None:
+    """Over a sweep "auto" picks one-shot for small messages and NVLS for large ones: each
+    point's expected time uses its own algorithm's figures, as a point alone does."""
+    from roofline.models import Parallel, Precision, analyze, decode
+    from roofline.ops import op_cost
+
+    sizes = np.array([4096.0, 2.0 ** 30])
+    swept = expected(op_cost("allreduce", "h100", nbytes=sizes, ranks=8), "h100").t_s
+    for i, b in enumerate(sizes):
+        alone = expected(op_cost("allreduce", "h100", nbytes=float(b), ranks=8), "h100").t_s
+        assert swept[i] == pytest.approx(alone, rel=1e-12)
+    par, prec = Parallel(tp=8), Precision(weights="fp8")
+    grid = expected_step(analyze("qwen2.5-72b", "h200", decode(np.array([31, 62]), 8192), par,
+                                 prec)).t_s
+    for i, b in enumerate((31, 62)):
+        one = expected_step(analyze("qwen2.5-72b", "h200", decode(b, 8192), par, prec)).t_s
+        assert grid[i] == pytest.approx(one, rel=1e-9)

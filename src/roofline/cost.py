@@ -63,6 +63,7 @@ class Cost:
     vector_flops: Mapping[str, Num] = field(default_factory=dict)  # non-tensor, per dtype
     special_ops: Mapping[str, Num] = field(default_factory=dict)  # function -> evaluations
     link_calls: Mapping[str, Num] = field(default_factory=dict)  # collective calls per link
+    algorithm: Any = None  # a collective's algorithm: a name, or an array of names per point
 
     def __post_init__(self) -> None:
         # nan, inf (an overflowing size) or a negative count would become a time that looks
@@ -142,7 +143,7 @@ class Cost:
         repeated = () if self.steps == () else functools.partial(
             _repeated, self, symbol, factor)
         return Cost(**{k: _scale(getattr(self, k), factor) for k in COUNTS}, steps=repeated,
-                    name=self.name)
+                    name=self.name, algorithm=self.algorithm)
 
     __rmul__ = __mul__
 

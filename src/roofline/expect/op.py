@@ -135,10 +135,19 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
     if "hbm" in cost.bytes:
         applied["hbm"] = derate["hbm"] = take("hbm") * (take("dequant", dequant) if dequant
                                                         else 1.0)
-    algo = cost.name.partition("(")[2].split(",")[0].split(")")[0].strip() or None
+    algo = cost.algorithm  # a collective's: one name, or one per point (auto over a sweep)
+
+    def per_algorithm(kind: str) -> Any:
+        """The figure of `kind` for the algorithm of each point."""
+        if algo is None or np.ndim(algo) == 0:
+            return take(kind, None if algo is None else str(algo))
+        names = np.asarray(algo)
+        kinds = list(dict.fromkeys(names.ravel().tolist()))
+        return np.select([names == a for a in kinds], [take(kind, a) for a in kinds])
+
     for link in LINKS:
         if link in cost.link_bytes or link in cost.link_calls:
-            applied[link] = derate[link] = take(link, algo)
+            applied[link] = derate[link] = per_algorithm(link)
     base_est = evaluate(cost, chip)
     scalar = {k: v for k, v in derate.items() if np.ndim(v) == 0}
     arrays = {k: np.asarray(v) for k, v in derate.items() if np.ndim(v)}
@@ -159,7 +168,7 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
         # in a graph: one kernel (sglang#2904: a one-shot all-reduce of 4-32 KiB on 8xH100
         # takes 5.7-7.8 us in all, within the bound's own NCCL latency of 6.6 us + steps)
         overhead = overhead + calls * (take("graph_launch_s") if cuda_graphs
-                                       else take("collective_call_s", algo))
+                                       else per_algorithm("collective_call_s"))
     t = np.asarray(derated.t_lower_s) + overhead
     return Expected(unwrap(t), base_est, derated, unwrap(np.asarray(overhead)), applied, used)
 
@@ -167,9 +176,14 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
 def _evaluate_pointwise(cost: Cost, chip: Chip, scalar: Mapping[str, float],
                         arrays: Mapping[str, Any]) -> Estimate:
     """Array-valued efficiencies: the chip derated by the scalar ones and, per point, the
-    Cost's FLOPs of each dtype divided by its array efficiency (the same time as a peak
-    times that efficiency: FLOPs / (peak · e)). Only tensor FLOPs take array efficiencies."""
+    Cost's FLOPs of each dtype (or a link's bytes) divided by its array efficiency (the same
+    time as a peak or bandwidth times that efficiency: FLOPs / (peak · e)). Tensor FLOPs
+    (tile utilization over a sweep) and links (each point's collective algorithm) take
+    array efficiencies."""
     flops = {dt: np.asarray(f) / arrays[f"compute.{lookup_dtype(dt).peak}"]
              if f"compute.{lookup_dtype(dt).peak}" in arrays else f
              for dt, f in cost.flops.items()}
-    return evaluate(replace(cost, flops=flops), chip.derated(dict(scalar), label=LABEL))
+    link_bytes = {k: np.asarray(b) / arrays[k] if k in arrays else b
+                  for k, b in cost.link_bytes.items()}
+    return evaluate(replace(cost, flops=flops, link_bytes=link_bytes),
+                    chip.derated(dict(scalar), label=LABEL))

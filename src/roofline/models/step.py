@@ -207,15 +207,17 @@ def place(parallel: Parallel, system: System) -> Placement:
     sizes = {"tp": parallel.tp, "cp": parallel.cp, "dp": parallel.dp, "ep": parallel.ep,
              "pp": parallel.pp}
     links: dict[str, tuple[str, int | None]] = {}
+    together: dict[str, int] = {}  # the group's ranks in one domain: they share its links
     for group, stride in strides.items():
         members_per_domain = max(1, min(sizes[group], domain // stride)) if up else 1
+        together[group] = members_per_domain
         if members_per_domain >= sizes[group]:
             links[group] = ("scale-up" if up else "scale-out", None)
         elif members_per_domain == 1:
             links[group] = ("scale-out", None)
         else:  # part of the group shares a domain: hierarchical
             links[group] = ("scale-up", members_per_domain)
-    shares = {group: float(system.link_share("scale-up", min(sizes[group], domain)))
+    shares = {group: float(system.link_share("scale-up", together[group]))
               for group, (link, _) in links.items() if link == "scale-up"}
     # "auto": what NCCL would pick per collective and size (all-to-all: direct)
     return Placement(domain, links, "auto", shares, system.chip)

@@ -188,10 +188,13 @@ def collective(
         raise unknown("link", link, LINKS)
     if algo is None:
         algo = DEFAULT_ALGO.get(kind, AUTO if chip is not None else "ring")
+    if isinstance(algo, str) and algo == AUTO and chip is None:
+        raise RooflineError("algorithm 'auto' is chosen on a chip's link: pass chip= (or "
+                            "name the algorithm: " + ", ".join(IMPLEMENTS[kind]) + ")")
+    if np.ndim(ranks) and np.unique(np.asarray(ranks)).size > 1:
+        return _by_group_size(kind, nbytes, ranks, algo, link, domain_size, link_share, chip)
     if isinstance(algo, str) and algo == AUTO:
-        if chip is None:
-            raise RooflineError("algorithm 'auto' is chosen on a chip's link: pass chip= (or "
-                                "name the algorithm: " + ", ".join(IMPLEMENTS[kind]) + ")")
+        assert chip is not None
         algo, built = _choose(kind, nbytes, ranks, chip, link, domain_size, link_share)
     else:
         built = {}
@@ -199,7 +202,40 @@ def collective(
     chosen = [str(algo)] if names.ndim == 0 else list(dict.fromkeys(names.ravel().tolist()))
     costs = {a: built[a] if a in built else
              _collective(kind, a, nbytes, ranks, link, domain_size, link_share) for a in chosen}
-    return costs[chosen[0]] if len(chosen) == 1 else _per_size(kind, names, costs)
+    if len(chosen) == 1:
+        return costs[chosen[0]]
+    return _pointwise(names, costs, f"{kind} (auto per size: {'/'.join(costs)})", "algo")
+
+
+def _by_group_size(kind: str, nbytes: Any, ranks: Any, algo: Any, link: str,
+                   domain_size: Any, link_share: Any, chip: Chip | None) -> Cost:
+    """Ranks that vary over a sweep: each group size is its own collective (flat inside one
+    domain, hierarchical past it, with its own candidate algorithms), taken point by point."""
+    sizes, groups = _group_sizes(nbytes, ranks, link_share, algo)
+    costs = {r: collective(kind, nbytes, r, names, link, domain_size, share, chip)
+             for r, share, names in groups}
+    label = "/".join(f"{r:g}" for r in costs)
+    return _pointwise(sizes, costs, f"{kind} (per group size: {label} ranks)", "ranks")
+
+
+def _group_sizes(nbytes: Any, ranks: Any, link_share: Any, algo: Any
+                 ) -> tuple[np.ndarray[Any, Any], list[tuple[float, Any, Any]]]:
+    """The ranks at every point, and per distinct group size: (size, its link share, the
+    algorithm names with the other sizes' points given one valid for this size)."""
+    shape = np.broadcast_shapes(np.shape(nbytes), np.shape(ranks), np.shape(link_share),
+                                np.shape(algo))
+    sizes = np.broadcast_to(np.asarray(ranks, dtype=float), shape)
+    groups = []
+    for r in np.unique(sizes).tolist():
+        at = sizes == r
+        share = float(np.broadcast_to(link_share, shape)[at][0]) if np.ndim(link_share) \
+            else link_share
+        names = algo
+        if np.ndim(algo):
+            given = np.broadcast_to(np.asarray(algo), shape)
+            names = np.where(at, given, given[at][0])
+        groups.append((r, share, names))
+    return sizes, groups
 
 
 def _collective(kind: str, algo: str, nbytes: Any, ranks: Any, link: str, domain_size: Any,
@@ -228,7 +264,7 @@ def _collective(kind: str, algo: str, nbytes: Any, ranks: Any, link: str, domain
         return Cost(link_bytes={link: value(traffic)}, link_steps={link: _full(value(hops), m)},
                     link_calls={link: _full(calls, m)},
                     steps=steps((f"{link} steps", hops), (f"{link} bytes", traffic)),
-                    name=f"{kind} ({algo})")
+                    name=f"{kind} ({algo})", algorithm=algo)
     if algo == "ring" and kind == "all-to-all":
         raise RooflineError("all-to-all 'ring' relays between neighbours of one ring; a group "
                             "that spans scale-up domains uses direct or pairwise")
@@ -238,7 +274,7 @@ def _collective(kind: str, algo: str, nbytes: Any, ranks: Any, link: str, domain
     domain = whole("a", domain_size, "domain_size")
     # a group smaller than a domain stays inside it: a = min(n, domain), b = n / a domains
     a = np.minimum(np.asarray(value(n)), np.asarray(value(domain))) * 1.0
-    return _hierarchical(kind, algo, n, m, unwrap(a))
+    return _hierarchical(kind, algo, n, m, unwrap(a), share)
 
 
 def _full(count: Num, like: Quantity) -> Num:
@@ -250,7 +286,8 @@ def _full(count: Num, like: Quantity) -> Num:
     return count if shape == () else np.broadcast_to(count, shape)
 
 
-def _hierarchical(kind: str, algo: str, n: Quantity, m: Quantity, in_domain: Num) -> Cost:
+def _hierarchical(kind: str, algo: str, n: Quantity, m: Quantity, in_domain: Num,
+                  share: Quantity) -> Cost:
     terms: list[Term] = []
     uneven = np.mod(np.asarray(value(n)), np.asarray(in_domain)) != 0
     if np.any(uneven):
@@ -276,37 +313,46 @@ def _hierarchical(kind: str, algo: str, n: Quantity, m: Quantity, in_domain: Num
         up_steps, out_steps = (a - 1, n - a) if algo == "pairwise" else \
             (sym("[a > 1]", (np.asarray(value(a)) > 1) * 1.0),
              sym("[b > 1]", (np.asarray(value(b)) > 1) * 1.0))
+    if any_true(value(share) < 1):  # the group's share of the scale-up link (link_share)
+        up_bytes = up_bytes / share
+    inside = (np.asarray(value(a)) > 1) * 1.0  # a phase over one rank moves nothing
+    across = (np.asarray(value(b)) > 1) * 1.0
+    if not np.all(inside):
+        up_steps, up_bytes = up_steps * sym("[a > 1]", inside), up_bytes * sym("[a > 1]", inside)
     terms += steps(("scale-up steps", up_steps), ("scale-up bytes", up_bytes),
                    ("scale-out steps", out_steps), ("scale-out bytes", out_bytes))
     # one call: its launch precedes the phase on each link it uses (a group of one: none)
-    across = (np.asarray(value(b)) > 1) * 1.0
-    inside = (np.asarray(value(a)) > 1) * 1.0
     return Cost(link_bytes={"scale-up": value(up_bytes), "scale-out": value(out_bytes)},
                 link_steps={"scale-up": _full(value(up_steps), m),
                             "scale-out": _full(value(out_steps), m)},
                 link_calls={"scale-up": _full(inside, m), "scale-out": _full(across, m)},
-                steps=tuple(terms), name=f"{kind} ({algo}, hierarchical)")
+                steps=tuple(terms), name=f"{kind} ({algo}, hierarchical)", algorithm=algo)
 
 
-def _per_size(kind: str, names: np.ndarray[Any, Any], costs: dict[str, Cost]) -> Cost:
-    """One Cost from several algorithms' Costs: each message size takes its own algorithm's."""
+def _pointwise(keys: np.ndarray[Any, Any], costs: dict[Any, Cost], name: str,
+               by: str) -> Cost:
+    """One Cost from several Costs: each point takes the Cost of its key (its algorithm,
+    or its group size); the algorithm is kept per point."""
     fields: dict[str, dict[str, Num]] = {}
     terms: list[Term] = []
     for field, what in (("link_bytes", "bytes"), ("link_steps", "steps"),
                         ("link_calls", "calls")):
         merged: dict[str, Num] = {}
         for key in dict.fromkeys(k for c in costs.values() for k in getattr(c, field)):
-            picked = np.zeros(names.shape)
-            for algo, cost in costs.items():
+            picked = np.zeros(keys.shape)
+            for which, cost in costs.items():
                 if key in getattr(cost, field):
-                    part = np.broadcast_to(getattr(cost, field)[key], names.shape)
-                    picked = np.where(names == algo, part, picked)
+                    part = np.broadcast_to(getattr(cost, field)[key], keys.shape)
+                    picked = np.where(keys == which, part, picked)
             merged[key] = picked
             if what != "calls":
-                terms += steps((f"{key} {what}", sym(f"{what}(algo)", picked)))
+                terms += steps((f"{key} {what}", sym(f"{what}({by})", picked)))
         fields[field] = merged
-    return Cost(**fields, steps=tuple(terms),
-                name=f"{kind} (auto per size: {'/'.join(costs)})")
+    algorithm = np.full(keys.shape, "", dtype=object)
+    for which, cost in costs.items():
+        algorithm = np.where(keys == which, np.broadcast_to(
+            np.asarray(cost.algorithm, dtype=object), keys.shape), algorithm)
+    return Cost(**fields, steps=tuple(terms), name=name, algorithm=algorithm.astype(str))
 
 
 @numeric
@@ -316,6 +362,14 @@ def choose_algorithm(kind: str, nbytes: Any, ranks: Any, chip: Chip, link: str =
     for arrays of sizes or ranks), the algorithm implementing `kind` whose alpha-beta time on
     `chip` is smallest; nvls only where the link reduces in the switch. Ties go to the
     earlier of ring, tree, nvls (direct, pairwise, ring for all-to-all)."""
+    if np.ndim(ranks) and np.unique(np.asarray(ranks)).size > 1:  # each size its own pick
+        sizes, groups = _group_sizes(nbytes, ranks, link_share, None)
+        picked = np.full(sizes.shape, "", dtype=object)
+        for r, share, _ in groups:
+            names = _choose(kind, nbytes, r, chip, link, domain_size, share)[0]
+            picked = np.where(sizes == r, np.broadcast_to(np.asarray(names, dtype=object),
+                                                          sizes.shape), picked)
+        return picked.astype(str)
     return _choose(kind, nbytes, ranks, chip, link, domain_size, link_share)[0]
 
 
