@@ -265,16 +265,16 @@ def test_sweeping_q_len_across_the_mla_rule_is_one_line(run_cli):
 
 
 def test_flash_tiling_given_chip_or_fallback():
-    h100_l2 = {"l2_bytes": 50e6, "concurrent_blocks": 132}  # H100's L2, one block per SM
+    h100_l2 = {"l2_bytes": 50e6}  # H100's L2
     assert flash_tiling(H100) == {"sram_bytes": 233472.0, "block_q": None, **h100_l2}
     assert flash_tiling(load_chip("gaudi2")) == {"sram_bytes": None, "block_q": DEFAULT_BLOCK_Q,
-                                                 "l2_bytes": 48e6, "concurrent_blocks": None}
+                                                 "l2_bytes": 48e6}
     assert flash_tiling(None) == {"sram_bytes": None, "block_q": DEFAULT_BLOCK_Q,
-                                  "l2_bytes": None, "concurrent_blocks": None}
+                                  "l2_bytes": None}
     assert flash_tiling(H100, block_q=64) == {"sram_bytes": None, "block_q": 64, **h100_l2}
     assert flash_tiling(H100, sram_bytes=1e5) == {"sram_bytes": 1e5, "block_q": None, **h100_l2}
-    assert flash_tiling(H100, l2_bytes=1e6, concurrent_blocks=8) == {
-        "sram_bytes": 233472.0, "block_q": None, "l2_bytes": 1e6, "concurrent_blocks": 8}
+    assert flash_tiling(H100, l2_bytes=1e6) == {
+        "sram_bytes": 233472.0, "block_q": None, "l2_bytes": 1e6}
     assert flash_tiling(load_chip("tpu-v5e"))["l2_bytes"] is None  # no L2 level: all to HBM
 
 

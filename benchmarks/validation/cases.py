@@ -152,8 +152,7 @@ def backward_cost(row: Row, chip: Chip) -> Cost:
 
     shape, tiling = attention_shape(row), flash_tiling(chip)
     return attention_backward(**shape, sram_bytes=tiling["sram_bytes"],
-                              block_kv=tiling["block_q"], l2_bytes=tiling["l2_bytes"],
-                              concurrent_blocks=tiling["concurrent_blocks"])
+                              block_kv=tiling["block_q"], l2_bytes=tiling["l2_bytes"])
 
 
 def _attention_bwd(row: Row, chip: Chip, expect: bool) -> Iterator[float]:

@@ -153,7 +153,7 @@ def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chi
     micro = replace(phase, batch=phase.batch / par.microbatches)
     l2 = flash_tiling(chip, sram_bytes, block_q) if impl == "flash" else {}
     c = Ctx(spec, micro, par, prec, place(par, system), impl, sram_bytes, block_q, vector,
-             l2.get("l2_bytes"), l2.get("concurrent_blocks"), gemm_dtype(prec, chip))
+             l2.get("l2_bytes"), gemm_dtype(prec, chip))
     useful = 3.0 if phase.kind == "train" else 1.0  # model FLOPs exclude recomputation
     kinds: dict[tuple[bool, str, int | None], int] = {}
     for (moe_layer, mixer, span), n in spec.layer_kinds.items():

@@ -44,7 +44,6 @@ class Ctx:
     block_q: int | None
     vector_dtype: str  # dtype whose peak vector-unit work (the optimizer) is charged to
     l2_bytes: float | None = None  # flash: the L2 that catches K/V re-reads (flash_tiling)
-    concurrent_blocks: int | None = None  # flash: query blocks in flight (one per SM)
     gemm_dtype: str | None = None  # the weight GEMMs' compute dtype (gemm_dtype())
 
     @property
@@ -103,7 +102,7 @@ def _attention_ops(c: Ctx, window: int | None, kind: str = "window"
         return _linear_ops(c)
     common: dict[str, Any] = dict(dtype=c.prec.activations, kv_dtype=c.prec.kv,
                                   sram_bytes=c.sram_bytes, block_q=c.block_q,
-                                  l2_bytes=c.l2_bytes, concurrent_blocks=c.concurrent_blocks)
+                                  l2_bytes=c.l2_bytes)
     ops: list[tuple[str, Cost]] = []
     if c.par.cp > 1:  # ring / all-gather context parallelism: every chip needs all K/V
         kv_bytes = c.seqs * c.phase.kv_len * kv_bytes_per_token_per_layer(c.spec, c.par,
@@ -167,7 +166,7 @@ def _attention_backward(c: Ctx, heads: float, kv_heads: float, d: float, dv: flo
     return [(name + BACKWARD, _cp_share(c, attention_backward(
         c.seqs, c.phase.q_len, c.phase.kv_len, heads, kv_heads, d, dv, window=window,
         chunk=chunk, dtype=c.prec.activations, sram_bytes=c.sram_bytes, block_kv=c.block_q,
-        l2_bytes=c.l2_bytes, concurrent_blocks=c.concurrent_blocks)))]
+        l2_bytes=c.l2_bytes)))]
 
 
 def _linear_ops(c: Ctx) -> list[tuple[str, Cost]]:

@@ -23,13 +23,15 @@ Counting conventions (seed 000 §2.4, seed 003 §5):
          resident), so traffic is Θ(N²d²/M) (FlashAttention IO analysis).
          With the L2 capacity given (`l2_bytes`), HBM sees the compulsory traffic (Q, O and
          one K/V pass) and L2 every load; the n_blk − 1 re-reads come from L2 when the K/V
-         working set of the (batch, KV head) pairs in flight fits in L2, R·S_kv <= L2, else
-         they spill to HBM. S_kv = the most keys one query sees (Lkv; W or C with a window
-         or chunk) times the bytes per key; R = min(B·Hkv, ceil(n_run / n_blk)) pairs run
-         at once when n_run query blocks are in flight. Source: FlashAttention-3's
-         persistent kernel runs one block per SM and schedules together the blocks of a
-         "section" of heads whose K/V fit in L2 (Dao-AILab/flash-attention
-         hopper/tile_scheduler.hpp, DynamicPersistentTileScheduler: "32 MB for K & V").
+         working set of one (batch, KV head) pair fits in L2, S_kv <= L2, else they spill
+         to HBM. S_kv = the most keys one query sees (Lkv; W or C with a window or chunk)
+         times the bytes per key. A kernel can run together only as many pairs as fit:
+         FlashAttention-3's persistent kernel schedules the blocks of a "section" of heads
+         whose K/V fit in L2 (Dao-AILab/flash-attention hopper/tile_scheduler.hpp,
+         DynamicPersistentTileScheduler: "32 MB for K & V"). The bound takes that best
+         schedule; running fewer pairs at once can leave SMs idle, which a bound does not
+         charge (charging the spill of all pairs in flight instead made a problem's bound
+         slower than that of a problem twice its size).
   decode K/V read exactly once per KV head (split-KV flash decoding: all query rows of a KV
          head in one tile). Batching does not raise decode intensity: every sequence reads its
          own cache (DESIGN §4 item 3); GQA (G) and multi-token queries (k) do.
@@ -123,15 +125,13 @@ def attention(
     name: str = "attention",
     chunk: Any = None,
     l2_bytes: Any = None,
-    concurrent_blocks: Any = None,
 ) -> Cost:
     """Attention cost; every size may be a numpy array (a sweep is one call).
 
     `sram_bytes` (M, the on-chip SRAM one kernel block can use, e.g.
     ``load_chip("h100").level("sram").unit_capacity_bytes``) or `block_q` (Br directly) is
     required for impl="flash". `l2_bytes` (the L2 capacity) lets flash's K/V re-reads come
-    from L2 when they fit; `concurrent_blocks` is how many query blocks run at once (the
-    SM count; default 1: one head's blocks at a time). `kv_shared` means V is part of the K
+    from L2 when one (batch, KV head)'s K/V fits. `kv_shared` means V is part of the K
     cache (MLA's latent cache), so only d elements per token are stored and read. `chunk` is
     chunked local attention (Llama 4): each query sees only the keys of its own aligned chunk.
 
@@ -191,9 +191,8 @@ def attention(
                 once = define(terms, "K/V first pass (compulsory, what decode reads)", "KV_1",
                               B * Hkv * visible * kv_row)
                 l2 = q_and_o + kv_bytes
-                kv_bytes = once + _l2_spill(terms, B, Hkv, blocks,
-                                            _keys_seen(Lkv, window, chunk) * kv_row,
-                                            (blocks - 1) * once, l2_bytes, concurrent_blocks)
+                kv_bytes = once + _l2_spill(terms, _keys_seen(Lkv, window, chunk) * kv_row,
+                                            (blocks - 1) * once, l2_bytes)
         hbm = q_and_o + kv_bytes
 
     if symbolic():  # the total FLOPs: a step of the derivation only (a grid in a sweep)
@@ -227,22 +226,15 @@ def _keys_seen(Lkv: Quantity, window: Any, chunk: Any) -> Quantity:
     return call(f"min_{name}", lambda v: np.minimum(v, value(cap)), Lkv)
 
 
-def _l2_spill(terms: list[Term], B: Quantity, Hkv: Quantity, blocks: Quantity,
-              working_set: Quantity, rereads: Quantity, l2_bytes: Any, concurrent_blocks: Any,
+def _l2_spill(terms: list[Term], working_set: Quantity, rereads: Quantity, l2_bytes: Any,
               what: str = "K/V", heads: str = "KV head") -> Quantity:
     """The re-reads (of K/V in the forward; of Q, dO, dQ in the backward) that reach HBM:
-    none when the working set of the (batch, KV head) pairs in flight fits in L2 (module
-    docstring), all of them otherwise."""
+    none when the working set of one (batch, head) pair fits in L2 (a kernel can run together
+    as many pairs as fit: module docstring), all of them otherwise."""
     L2 = size("L2", l2_bytes, "l2_bytes")
-    run = size("n_run", 1 if concurrent_blocks is None else concurrent_blocks,
-               "concurrent_blocks")
-    pairs = value(B * Hkv)
     S = define(terms, f"{what} working set per (batch, {heads})", "S_ws", working_set)
-    R = define(terms, f"(batch, {heads}) pairs in flight", "R",
-               call("min_BHkv", lambda v: np.minimum(v, pairs),
-                    call("ceil", np.ceil, run / blocks)))
-    fits = define(terms, "re-reads served by L2 (1 when R·S_kv <= L2)", "f",
-                  call("fits", lambda v: np.where(v <= 1.0, 1.0, 0.0), R * S / L2))
+    fits = define(terms, "re-reads served by L2 (1 when S_ws <= L2)", "f",
+                  call("fits", _at_most_one, S / L2))
     spill = (1 - fits) * rereads
     note(terms, f"{what} re-reads spilled to HBM", spill)
     return spill
@@ -262,16 +254,19 @@ def _block_rows(sram_bytes: Any, block_q: Any, d: Quantity, dv: Quantity, x: DTy
     return rows
 
 
+def _at_most_one(v: Any) -> Any:
+    return (1.0 if v <= 1.0 else 0.0) if type(v) is float else np.where(v <= 1.0, 1.0, 0.0)
+
+
 DEFAULT_BLOCK_Q = 128  # FA2 / FA3's query tile, for chips whose file gives no SRAM level
 
 
 def flash_tiling(chip: Chip | None, sram_bytes: Any = None, block_q: Any = None,
-                 l2_bytes: Any = None, concurrent_blocks: Any = None) -> dict[str, Any]:
+                 l2_bytes: Any = None) -> dict[str, Any]:
     """How flash attention tiles and what catches its K/V re-reads. The SRAM budget M or
     query block Br given, else the chip's per-SM (per-core) SRAM as M, else (no chip, or a
     chip file without an sram level: Gaudi, a measured GPU) Br = 128 query rows. The L2
-    capacity given, else the chip's l2 level (none: every re-read goes to HBM); the query
-    blocks in flight given, else one per SM (the sram level's units). The one place these
+    capacity given, else the chip's l2 level (none: every re-read goes to HBM). The one place these
     defaults are decided: ops, models, levers and measurements all ask here."""
     if sram_bytes is not None or block_q is not None:
         tiling = {"sram_bytes": sram_bytes, "block_q": block_q}
@@ -283,9 +278,7 @@ def flash_tiling(chip: Chip | None, sram_bytes: Any = None, block_q: Any = None,
                   "block_q": None}
     if l2_bytes is None and chip is not None and _has_level(chip, "l2"):
         l2_bytes = chip.level("l2").capacity_bytes
-    if concurrent_blocks is None and chip is not None and _has_level(chip, "sram"):
-        concurrent_blocks = chip.level("sram").units
-    return {**tiling, "l2_bytes": l2_bytes, "concurrent_blocks": concurrent_blocks}
+    return {**tiling, "l2_bytes": l2_bytes}
 
 
 def _has_level(chip: Chip, name: str) -> bool:

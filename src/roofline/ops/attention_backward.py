@@ -19,20 +19,18 @@ HBM traffic (the outer loop runs over K/V blocks of Bc keys, the inner loop over
   Bc scores.
 - With the L2 capacity given (`l2_bytes`), as in the forward: every load and store passes L2,
   and HBM sees the compulsory traffic, one pass of Q, dO and dQ, and the re-reads only when
-  the query side of the (batch, query head) pairs in flight does not fit in L2 (the kernels
-  run one (batch, query head, K/V block) per SM, so the K/V blocks of one head run on
-  neighbouring SMs at once and stream the same query rows; dQ's atomic adds resolve in L2;
-  with GQA the G heads' dK, dV are summed afterwards).
+  the query side of one (batch, query head) pair does not fit in L2 (the K/V blocks of one
+  head run on neighbouring SMs at once and stream the same query rows, and a kernel can run
+  together as many heads as fit; dQ's atomic adds resolve in L2; with GQA the G heads'
+  dK, dV are summed afterwards).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ..cost import Cost
-from ..derivation import Term, call, define, derived, note, steps, sym, value
+from ..derivation import Term, define, derived, note, steps, sym, value
 from ..dtypes import DType
 from ..dtypes import dtype as lookup_dtype
 from ._common import size
@@ -47,7 +45,7 @@ def attention_backward(
     batch: Any, q_len: Any, kv_len: Any, heads: Any, kv_heads: Any = None,
     head_dim: Any = 128, v_head_dim: Any = None, causal: bool = True, window: Any = None,
     dtype: str | DType = "bf16", sram_bytes: Any = None, block_kv: Any = None,
-    chunk: Any = None, l2_bytes: Any = None, concurrent_blocks: Any = None,
+    chunk: Any = None, l2_bytes: Any = None,
 ) -> Cost:
     """The backward pass of flash attention for one call (all layers' shapes alike)."""
     x = lookup_dtype(dtype)
@@ -77,11 +75,8 @@ def attention_backward(
     else:  # every load passes L2; HBM sees one query-side pass and the spill
         once = define(terms, "query side once (Q, dO in; dQ out)", "Q_1",
                       B * H * Lq * (d * s + dv * s + d * acc))
-        blocks = define(terms, "K/V blocks per KV head", "n_blk",
-                        call("ceil", np.ceil, Lkv / bc))
-        spill = _l2_spill(terms, B, H, blocks, Lq * (d * s + dv * s + d * acc),
-                          reread - once, l2_bytes, concurrent_blocks, what="query-side",
-                          heads="query head")
+        spill = _l2_spill(terms, Lq * (d * s + dv * s + d * acc), reread - once, l2_bytes,
+                          what="query-side", heads="query head")
         hbm = compulsory + once + spill
         levels["l2"] = compulsory + reread
         note(terms, "L2 bytes (every load and store)", levels["l2"])

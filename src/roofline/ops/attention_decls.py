@@ -15,7 +15,7 @@ from .mla import mla_attention, mla_form, mla_kernel
 from .params import OpDecl, Param, dtype_params
 
 _SRAM_TILING = ("sram_bytes", "block_q")
-_L2_REUSE = ("l2_bytes", "concurrent_blocks")
+_L2_REUSE = ("l2_bytes",)
 
 
 def flash_defaults(kwargs: dict[str, Any], chip: Chip,
@@ -66,7 +66,7 @@ def attention_or_mla(**kwargs: Any) -> Cost:
     from .attention_backward import attention_backward
 
     keep = ("batch", "q_len", "kv_len", "heads", "kv_heads", "head_dim", "v_head_dim",
-            "causal", "window", "dtype", "sram_bytes", "l2_bytes", "concurrent_blocks")
+            "causal", "window", "dtype", "sram_bytes", "l2_bytes")
     backward = attention_backward(**{k: kwargs[k] for k in keep if k in kwargs},
                                   block_kv=kwargs.get("block_q"))
     if forward is None:
@@ -86,10 +86,8 @@ _SEQUENCES = (
 )
 _CAUSAL = Param("causal", "causal attention (--no-causal: full, bidirectional)", "bool", True)
 _SRAM = Param("sram_bytes", "flash SRAM budget M (default: the chip's per-SM SRAM)", "bytes")
-_L2 = (Param("l2_bytes", "flash: the L2 that catches K/V re-reads when the working set of "
-             "the heads in flight fits (default: the chip's L2; none: all go to HBM)", "bytes"),
-       Param("concurrent_blocks", "flash: query blocks in flight at once (default: the "
-             "chip's SM count, one block per SM)"))
+_L2 = (Param("l2_bytes", "flash: the L2 that catches K/V re-reads when one head's K/V "
+             "fits (default: the chip's L2; none: all go to HBM)", "bytes"),)
 
 ATTENTION = OpDecl(
     "attention", "attention: prefill, decode (--q-len 1) or speculative (--q-len k); "

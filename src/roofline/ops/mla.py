@@ -34,7 +34,6 @@ def mla_attention(
     sram_bytes: Any = None,
     block_q: Any = None,
     l2_bytes: Any = None,
-    concurrent_blocks: Any = None,
 ) -> Cost:
     """MLA attention. The cache holds kv_lora_rank + qk_rope_dim elements per token per layer
     (576 for DeepSeek-V3), shared by all heads.
@@ -51,15 +50,13 @@ def mla_attention(
         rope = size("rope", qk_rope_dim, "qk_rope_dim")
         return attention(batch, q_len, kv_len, heads, 1, value(r) + value(rope), value(r), causal,
                          None, kernel, dtype, kv_dtype, out_dtype, sram_bytes,
-                         block_q, kv_shared=True, name="mla (absorbed)", l2_bytes=l2_bytes,
-                         concurrent_blocks=concurrent_blocks)
+                         block_q, kv_shared=True, name="mla (absorbed)", l2_bytes=l2_bytes)
     if form == "expanded":
         nope = size("nope", qk_nope_dim, "qk_nope_dim")
         rope = size("rope", qk_rope_dim, "qk_rope_dim")
         return attention(batch, q_len, kv_len, heads, heads, value(nope) + value(rope),
                          v_head_dim, causal, None, kernel, dtype, kv_dtype, out_dtype,
-                         sram_bytes, block_q, name="mla (expanded)", l2_bytes=l2_bytes,
-                         concurrent_blocks=concurrent_blocks)
+                         sram_bytes, block_q, name="mla (expanded)", l2_bytes=l2_bytes)
     raise RooflineError(f"unknown MLA form {form!r} (allowed: absorbed, expanded)")
 
 
