@@ -358,6 +358,7 @@ def test_json_counts_are_integers(run_cli):
     _, out, _ = run_cli("model", "llama-3-70b", "--tp", "4", "--batch", "16", "--json")
     data = json.loads(out)
     assert type(data["memory"]["max_batch"]) is int and type(data["chips"]) is int
-    assert '"max_context": 8192,' in out
+    assert '"max_context": 8191,' in out  # 8192 positions, the step's own token the last
+    assert data["memory"]["context_at_model_limit"] is True
     assert all(type(op["count"]) is int for op in data["ops"])
     assert all(type(layer["count"]) is int for layer in data["layers"])

@@ -379,13 +379,19 @@ def test_max_context_is_the_last_that_fits():
                              ("llama-3-70b", 128, Parallel(tp=4))]:
         ctx = analyze(name, "h100", decode(batch, 1024), par).memory.max_context
         assert ctx < load_model(name).max_context
-        assert analyze(name, "h100", decode(batch, int(ctx) - 1), par).memory.fits
-        assert not analyze(name, "h100", decode(batch, int(ctx) + 2), par).memory.fits
+        assert analyze(name, "h100", decode(batch, int(ctx)), par).memory.fits
+        assert not analyze(name, "h100", decode(batch, int(ctx) + 1), par).memory.fits
+        # speculative decoding: its k new tokens ride on the context too
+        ctx4 = analyze(name, "h100", decode(batch, 1024, k=4), par).memory.max_context
+        assert analyze(name, "h100", decode(batch, int(ctx4), k=4), par).memory.fits
+        assert not analyze(name, "h100", decode(batch, int(ctx4) + 1, k=4), par).memory.fits
 
 
 def test_max_context_is_capped_by_the_model():
     phi = analyze("phi-3-mini", "h100", decode(1, 1024))  # every layer windowed
-    assert phi.memory.max_context == load_model("phi-3-mini").max_context
+    # the step's own new token is the model's last position
+    assert phi.memory.max_context == load_model("phi-3-mini").max_context - 1
+    assert phi.memory.context_at_model_limit
 
 
 @pytest.mark.parametrize(("tp", "ep", "dp"), [(8, 8, 1), (8, 1, 1), (1, 8, 8), (4, 8, 2)])

@@ -164,7 +164,7 @@ class MemoryFootprint:
     state_bytes: Num = 0.0  # linear-attention layers' recurrent state (not a KV cache)
 
     @cached_property
-    def _limits(self) -> tuple[Num, Num | None]:
+    def _limits(self) -> tuple[Num, Num | None, Any]:
         return _fit_limits(self)
 
     @property
@@ -174,8 +174,14 @@ class MemoryFootprint:
 
     @property
     def max_context(self) -> Num | None:
-        """Longest context that fits at this batch (None in training)."""
+        """Longest context that fits at this batch (None in training): a decode step at this
+        context, its own new tokens included, still fits."""
         return self._limits[1]
+
+    @property
+    def context_at_model_limit(self) -> Any:
+        """Whether the model's own maximum context, not memory, caps `max_context`."""
+        return self._limits[2]
 
     def to_dict(self) -> dict[str, Any]:
         """Every figure, the per-point ones in the phase's shape."""
@@ -187,6 +193,7 @@ class MemoryFootprint:
                 "activations_bytes": shaped(self.activations_bytes),
                 "optimizer_bytes": self.optimizer_bytes, "capacity_bytes": self.capacity_bytes,
                 "max_batch": self.max_batch, "max_context": self.max_context,
+                "context_at_model_limit": self.context_at_model_limit,
                 "context_limit": self.context_limit, "state_bytes": shaped(self.state_bytes),
                 "total_bytes": self.total_bytes, "fits": self.fits}
 
@@ -286,8 +293,9 @@ def footprint(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
                            spec.max_context, unwrap(seqs * sizing.state))
 
 
-def _fit_limits(fp: MemoryFootprint) -> tuple[Num, Num | None]:
-    """(the largest batch that fits, the longest context that fits at this batch)."""
+def _fit_limits(fp: MemoryFootprint) -> tuple[Num, Num | None, Any]:
+    """(the largest batch that fits, the longest context that fits at this batch, whether
+    the model's own maximum is what caps it)."""
     s = fp.sizing
     shape = np.shape(fp.total_bytes)
     room = fp.capacity_bytes - fp.weights_bytes - fp.optimizer_bytes
@@ -297,12 +305,16 @@ def _fit_limits(fp: MemoryFootprint) -> tuple[Num, Num | None]:
         max_batch = _whole(np.broadcast_to(np.where(
             per_seq > 0, np.maximum(0.0, np.floor(room / per_seq)) * s.par.dp, np.inf), shape))
     if s.phase.kind == "train":
-        return unwrap(max_batch), None
-    # the longest context that fits, never beyond the context the model was built for
+        return unwrap(max_batch), None, False
+    # the most positions whose cache fits, never beyond the positions the model was built
+    # for; a decode step's own k tokens take the last of them (kv_len = context + k)
     fits = _max_context(s.spec, s.par, s.prec, s.seqs / s.par.cp,  # each CP rank: 1/cp
                         room - fp.activations_bytes - fp.state_bytes)
     limit = s.spec.max_context or np.inf
-    return unwrap(max_batch), unwrap(_whole(np.broadcast_to(np.minimum(fits, limit), shape)))
+    own = s.phase.q_len if s.phase.kind == "decode" else 0
+    longest = np.maximum(np.minimum(fits, limit) - own, 0.0)
+    return (unwrap(max_batch), unwrap(_whole(np.broadcast_to(longest, shape))),
+            unwrap(np.broadcast_to(limit <= fits, shape)))
 
 
 def _whole(counts: Any) -> Any:

@@ -182,8 +182,8 @@ def largest_fit(m: MemoryFootprint, training: bool) -> str:
                 "shard it (--cp, --tp) or quantize it (--kv-dtype)")
     return (f"largest batch that fits: {m.max_batch:g}"
             + ("" if m.max_context is None else f"; longest context at this batch: "
-               f"{m.max_context:g}" + (" (the model's maximum)" if m.context_limit and
-                                       m.max_context >= m.context_limit else "")))
+               f"{m.max_context:g}" + (" (the model's maximum)" if m.context_at_model_limit
+                                       else "")))
 
 
 def what_if_table(rows: Sequence[Any]) -> Table:
