@@ -542,3 +542,18 @@ def test_speculative_tpot_is_the_step_over_its_tokens():
     assert a.tokens_per_s == pytest.approx(1 / a.tpot_s)  # one sequence: the two agree
     text = model_text(a)
     assert "for 4 tokens per sequence; TPOT (all drafts accepted) >=" in text
+
+
+def test_the_floor_never_falls_as_the_batch_grows():
+    """The floor takes each collective's least demand of any algorithm, resource by resource:
+    with the chosen algorithm's (one-shot: 3.5x tree's bytes) batch 105 on MI300X had a
+    higher floor than batch 106 (tree), though 105 could run tree too."""
+    for model, chip in [("llama-3.1-8b", "mi300x"), ("llama-3.1-8b", "b200"),
+                        ("gemma-3-27b", "mi300x")]:
+        batch = np.arange(96, 129, dtype=float)
+        grid = analyze(model, chip, decode(batch, 512), Parallel(tp=8))
+        assert np.all(np.diff(grid.t_floor_s) >= -1e-12 * grid.t_floor_s[1:]), (model, chip)
+        assert np.all(grid.t_floor_s <= grid.t_lower_s * (1 + 1e-12))
+        for b in (105, 106):  # one point alone is the grid's point
+            assert analyze(model, chip, decode(b, 512), Parallel(tp=8)).t_floor_s == \
+                pytest.approx(grid.t_floor_s[b - 96], rel=1e-12)

@@ -64,6 +64,9 @@ class Cost:
     special_ops: Mapping[str, Num] = field(default_factory=dict)  # function -> evaluations
     link_calls: Mapping[str, Num] = field(default_factory=dict)  # collective calls per link
     algorithm: Any = None  # a collective's algorithm: a name, or an array of names per point
+    # a collective whose algorithm was picked for its time ("auto"): the least each link and
+    # the latency could carry under any of its algorithms, which a step's floor takes
+    least: Cost | None = None
 
     def __post_init__(self) -> None:
         # nan, inf (an overflowing size) or a negative count would become a time that looks
@@ -119,7 +122,7 @@ class Cost:
         if not isinstance(other, Cost):
             return NotImplemented
         name = " + ".join(n for n in (self.name, other.name) if n)
-        merged = {k: _merge(getattr(self, k), getattr(other, k)) for k in COUNTS}
+        merged: dict[str, Any] = {k: _merge(getattr(self, k), getattr(other, k)) for k in COUNTS}
         both = () if self.steps == () == other.steps else functools.partial(
             _concatenated, self, other)
         return Cost(**merged, steps=both, name=name)
@@ -143,7 +146,8 @@ class Cost:
         repeated = () if self.steps == () else functools.partial(
             _repeated, self, symbol, factor)
         return Cost(**{k: _scale(getattr(self, k), factor) for k in COUNTS}, steps=repeated,
-                    name=self.name, algorithm=self.algorithm)
+                    name=self.name, algorithm=self.algorithm,
+                    least=None if self.least is None else self.least.scaled(factor, symbol))
 
     __rmul__ = __mul__
 

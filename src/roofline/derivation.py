@@ -294,6 +294,13 @@ def maximum(a: Any, b: Any) -> Any:
     return np.maximum(a, b)
 
 
+def minimum(a: Any, b: Any) -> Any:
+    """np.minimum, or min() for two Python numbers."""
+    if type(a) is float and type(b) is float:
+        return a if a <= b else b
+    return np.minimum(a, b)
+
+
 def any_true(condition: Any) -> bool:
     """np.any, without numpy for one point."""
     return condition if type(condition) is bool else bool(np.any(condition))

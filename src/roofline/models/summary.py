@@ -109,6 +109,7 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
     # overlapped; each resource's time is linear in the work, so the total's time on a
     # resource is the sum of the ops' times on it (the evaluator on the summed Cost, without
     # building that Cost). A layer's two norms, adds and TP all-reduces are one Cost each.
+    # The floor of a collective is the least of any algorithm, resource by resource.
     by_cost: dict[int, Estimate] = {}
     ests: list[Estimate] = []
     resource_s: dict[str, list[tuple[float, Any]]] = {}
@@ -120,7 +121,12 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
             e = by_cost[id(r.cost)] = evaluate(r.cost, chip)
         ests.append(e)
         n = occurrences(r, m)
-        for resource, t in e.time_s.items():
+        floor_e = e
+        least = r.cost.least  # a collective whose algorithm was picked for its time: the
+        if least is not None:  # floor takes the least any of its algorithms demands
+            floor_e = by_cost.get(id(least)) or by_cost.setdefault(id(least),
+                                                                   evaluate(least, chip))
+        for resource, t in floor_e.time_s.items():
             resource_s.setdefault(resource, []).append((n, t))
         upper.append((occurrences(r, slots), e.t_upper_s))
         useful.append(((r.model_share if r.model_share is not None else r.count)

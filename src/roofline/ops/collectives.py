@@ -53,8 +53,10 @@ Reduction arithmetic (a few adds per element) and the HBM traffic of the buffers
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -68,6 +70,7 @@ from ..derivation import (
     call,
     define,
     derived,
+    minimum,
     numeric,
     steps,
     sym,
@@ -202,9 +205,20 @@ def collective(
     chosen = [str(algo)] if names.ndim == 0 else list(dict.fromkeys(names.ravel().tolist()))
     costs = {a: built[a] if a in built else
              _collective(kind, a, nbytes, ranks, link, domain_size, link_share) for a in chosen}
-    if len(chosen) == 1:
-        return costs[chosen[0]]
-    return _pointwise(names, costs, f"{kind} (auto per size: {'/'.join(costs)})", "algo")
+    cost = costs[chosen[0]] if len(chosen) == 1 else \
+        _pointwise(names, costs, f"{kind} (auto per size: {'/'.join(costs)})", "algo")
+    return replace(cost, least=_least(list(built.values()))) if len(built) > 1 else cost
+
+
+def _least(candidates: list[Cost]) -> Cost:
+    """Per link, the fewest bytes, message steps and calls of any candidate algorithm: no
+    algorithm demands less of any one resource (a floor takes each resource's least)."""
+    def fewest(field: str) -> dict[str, Num]:
+        keys = dict.fromkeys(k for c in candidates for k in getattr(c, field))
+        return {key: functools.reduce(minimum, [getattr(c, field).get(key, 0.0)
+                                               for c in candidates]) for key in keys}
+    return Cost(link_bytes=fewest("link_bytes"), link_steps=fewest("link_steps"),
+                link_calls=fewest("link_calls"), name="least of any algorithm")
 
 
 def _by_group_size(kind: str, nbytes: Any, ranks: Any, algo: Any, link: str,
@@ -352,7 +366,12 @@ def _pointwise(keys: np.ndarray[Any, Any], costs: dict[Any, Cost], name: str,
     for which, cost in costs.items():
         algorithm = np.where(keys == which, np.broadcast_to(
             np.asarray(cost.algorithm, dtype=object), keys.shape), algorithm)
-    return Cost(**fields, steps=tuple(terms), name=name, algorithm=algorithm.astype(str))
+    least = None
+    if all(c.least is not None for c in costs.values()):  # per group size: each its own
+        least = _pointwise(keys, {k: c.least for k, c in costs.items()  # type: ignore[misc]
+                                  }, "least of any algorithm", by)
+    return Cost(**fields, steps=tuple(terms), name=name, algorithm=algorithm.astype(str),
+                least=least)
 
 
 @numeric
