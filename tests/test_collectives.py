@@ -565,3 +565,20 @@ def test_a_group_spread_over_domains_keeps_its_share_of_the_mesh():
     flat6 = run_op("allreduce", "mi300x", nbytes=2.0 ** 30, ranks=6, algo="ring").t_lower_s
     spread12 = run_op("allreduce", "mi300x", nbytes=2.0 ** 30, ranks=12, algo="ring")
     assert spread12.t_lower_s >= flat6 * (1 - 1e-12)
+
+
+def test_a_sweep_over_domain_sizes_equals_each_alone():
+    from roofline.ops import run_op
+
+    ranks, domains = np.array([[8.0], [16.0]]), np.array([4.0, 8.0])
+    swept = run_op("allreduce", "h100", nbytes=2.0 ** 26, ranks=ranks, domain_size=domains)
+    for i, r in enumerate(ranks.ravel()):
+        for j, d in enumerate(domains):
+            alone = run_op("allreduce", "h100", nbytes=2.0 ** 26, ranks=r, domain_size=d)
+            assert swept.t_lower_s[i, j] == pytest.approx(alone.t_lower_s, rel=1e-12)
+
+
+def test_sweep_op_takes_a_list_of_domain_sizes(run_cli):
+    code, out, _ = run_cli("sweep", "op", "allreduce", "--bytes", "64MiB", "--ranks", "8",
+                           "--domain-size", "4,8", "--json")
+    assert code == 0 and json.loads(out)["points"]["domain_size"] == [4, 8]

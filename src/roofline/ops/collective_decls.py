@@ -42,7 +42,8 @@ def _place(kwargs: dict[str, Any], chip: Chip, pair: bool) -> dict[str, Any]:
         kwargs["domain_size"] = system.chips_per_domain
     ranks = kwargs.get("ranks", kwargs.get("shards", kwargs.get("tp", 1)))
     if kwargs.get("link_share") is None:
-        inside = kwargs.get("domain_size") or ranks
+        domain = kwargs.get("domain_size")
+        inside = ranks if domain is None else domain
         # a send/recv has one peer; a group past a domain spreads evenly over the fewest
         # domains that hold it (ops.collectives._hierarchical): that many ranks share a link
         group = 2 if pair else np.asarray(ranks) / np.ceil(np.asarray(ranks) / inside)

@@ -194,8 +194,8 @@ def collective(
     if isinstance(algo, str) and algo == AUTO and chip is None:
         raise RooflineError("algorithm 'auto' is chosen on a chip's link: pass chip= (or "
                             "name the algorithm: " + ", ".join(IMPLEMENTS[kind]) + ")")
-    if np.ndim(ranks) and np.unique(np.asarray(ranks)).size > 1:
-        return _by_group_size(kind, nbytes, ranks, algo, link, domain_size, link_share, chip)
+    if _varies(ranks) or _varies(domain_size):
+        return _by_group(kind, nbytes, ranks, algo, link, domain_size, link_share, chip)
     if isinstance(algo, str) and algo == AUTO:
         assert chip is not None
         algo, built = _choose(kind, nbytes, ranks, chip, link, domain_size, link_share)
@@ -221,35 +221,49 @@ def _least(candidates: list[Cost]) -> Cost:
                 link_calls=fewest("link_calls"), name="least of any algorithm")
 
 
-def _by_group_size(kind: str, nbytes: Any, ranks: Any, algo: Any, link: str,
-                   domain_size: Any, link_share: Any, chip: Chip | None) -> Cost:
-    """Ranks that vary over a sweep: each group size is its own collective (flat inside one
-    domain, hierarchical past it, with its own candidate algorithms), taken point by point."""
-    sizes, groups = _group_sizes(nbytes, ranks, link_share, algo)
-    costs = {r: collective(kind, nbytes, r, names, link, domain_size, share, chip)
-             for r, share, names in groups}
-    label = "/".join(f"{r:g}" for r in costs)
-    return _pointwise(sizes, costs, f"{kind} (per group size: {label} ranks)", "ranks")
+def _by_group(kind: str, nbytes: Any, ranks: Any, algo: Any, link: str, domain_size: Any,
+              link_share: Any, chip: Chip | None) -> Cost:
+    """Group or domain sizes that vary over a sweep: each distinct pair is its own collective
+    (flat inside one domain, hierarchical past it, with its own candidate algorithms),
+    taken point by point."""
+    index, groups = _groups(nbytes, ranks, domain_size, link_share, algo)
+    costs = {i: collective(kind, nbytes, r, names, link, d, share, chip)
+             for i, (r, d, share, names) in enumerate(groups)}
+    label = "/".join(f"{r:g}" + ("" if d is None else f" of {d:g}") for r, d, _, _ in groups)
+    return _pointwise(index, costs, f"{kind} (per group: {label} ranks)", "group")
 
 
-def _group_sizes(nbytes: Any, ranks: Any, link_share: Any, algo: Any
-                 ) -> tuple[np.ndarray[Any, Any], list[tuple[float, Any, Any]]]:
-    """The ranks at every point, and per distinct group size: (size, its link share, the
-    algorithm names with the other sizes' points given one valid for this size)."""
-    shape = np.broadcast_shapes(np.shape(nbytes), np.shape(ranks), np.shape(link_share),
-                                np.shape(algo))
+def _varies(x: Any) -> bool:
+    return bool(np.ndim(x)) and np.unique(np.asarray(x, dtype=float)).size > 1
+
+
+def _groups(nbytes: Any, ranks: Any, domain_size: Any, link_share: Any, algo: Any
+            ) -> tuple[np.ndarray[Any, Any], list[tuple[float, float | None, Any, Any]]]:
+    """Per point, the index of its (ranks, domain size) pair; per pair: (ranks, domain size,
+    the link share and algorithm names, the other pairs' points given values valid here)."""
+    shape = np.broadcast_shapes(np.shape(nbytes), np.shape(ranks), np.shape(domain_size),
+                                np.shape(link_share), np.shape(algo))
     sizes = np.broadcast_to(np.asarray(ranks, dtype=float), shape)
-    groups = []
-    for r in np.unique(sizes).tolist():
-        at = sizes == r
-        share = float(np.broadcast_to(link_share, shape)[at][0]) if np.ndim(link_share) \
-            else link_share
-        names = algo
-        if np.ndim(algo):
-            given = np.broadcast_to(np.asarray(algo), shape)
-            names = np.where(at, given, given[at][0])
-        groups.append((r, share, names))
-    return sizes, groups
+    domains = np.broadcast_to(np.asarray(np.nan if domain_size is None else domain_size,
+                                         dtype=float), shape)
+    index = np.zeros(shape, dtype=np.int64)
+    groups: list[tuple[float, float | None, Any, Any]] = []
+    pairs = np.unique(np.stack([sizes.ravel(), domains.ravel()], axis=1), axis=0)
+    for i, (r, d) in enumerate(pairs.tolist()):
+        at = (sizes == r) & ((domains == d) | (np.isnan(domains) & np.isnan(d)))
+        index[at] = i
+        groups.append((r, None if np.isnan(d) else d, _here(link_share, shape, at),
+                       _here(algo, shape, at)))
+    return index, groups
+
+
+def _here(given: Any, shape: tuple[int, ...], at: np.ndarray[Any, Any]) -> Any:
+    """A per-point value for one group: its own points as given, the others the value at
+    its first point (so every point stays valid for this group's collective)."""
+    if not np.ndim(given):
+        return given
+    full = np.broadcast_to(np.asarray(given), shape)
+    return np.where(at, full, full[at][0])
 
 
 def _collective(kind: str, algo: str, nbytes: Any, ranks: Any, link: str, domain_size: Any,
@@ -381,13 +395,13 @@ def choose_algorithm(kind: str, nbytes: Any, ranks: Any, chip: Chip, link: str =
     for arrays of sizes or ranks), the algorithm implementing `kind` whose alpha-beta time on
     `chip` is smallest; nvls only where the link reduces in the switch. Ties go to the
     earlier of ring, tree, nvls (direct, pairwise, ring for all-to-all)."""
-    if np.ndim(ranks) and np.unique(np.asarray(ranks)).size > 1:  # each size its own pick
-        sizes, groups = _group_sizes(nbytes, ranks, link_share, None)
-        picked = np.full(sizes.shape, "", dtype=object)
-        for r, share, _ in groups:
-            names = _choose(kind, nbytes, r, chip, link, domain_size, share)[0]
-            picked = np.where(sizes == r, np.broadcast_to(np.asarray(names, dtype=object),
-                                                          sizes.shape), picked)
+    if _varies(ranks) or _varies(domain_size):  # each (ranks, domain) its own pick
+        index, groups = _groups(nbytes, ranks, domain_size, link_share, None)
+        picked = np.full(index.shape, "", dtype=object)
+        for i, (r, d, share, _) in enumerate(groups):
+            names = _choose(kind, nbytes, r, chip, link, d, share)[0]
+            picked = np.where(index == i, np.broadcast_to(np.asarray(names, dtype=object),
+                                                          index.shape), picked)
         return picked.astype(str)
     return _choose(kind, nbytes, ranks, chip, link, domain_size, link_share)[0]
 
