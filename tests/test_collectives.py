@@ -582,3 +582,19 @@ def test_sweep_op_takes_a_list_of_domain_sizes(run_cli):
     code, out, _ = run_cli("sweep", "op", "allreduce", "--bytes", "64MiB", "--ranks", "8",
                            "--domain-size", "4,8", "--json")
     assert code == 0 and json.loads(out)["points"]["domain_size"] == [4, 8]
+
+
+H100_SRAM = load_chip("h100").level("sram").unit_capacity_bytes
+
+
+def test_sweep_op_tp_layer_takes_the_link_share_and_domain(run_cli):
+    base = ("sweep", "op", "tp-layer", "--seq-len", "2048", "--hidden", "4096", "--ffn",
+            "14336", "--heads", "32", "--tp", "8", "--json")
+    code, out, _ = run_cli(*base, "--link-share", "0.5")  # crashed: float() of an array
+    assert code == 0
+    code, out, _ = run_cli(*base, "--link-share", "0.25,1", "--domain-size", "4")
+    swept = json.loads(out)["points"]["t_lower_s"]
+    for share, t in zip((0.25, 1.0), swept, strict=True):
+        alone = evaluate(tp_layer(1, 2048, 4096, 14336, 32, tp=8, domain_size=4,
+                                  link_share=share, sram_bytes=H100_SRAM), "h100")
+        assert t == pytest.approx(alone.t_lower_s, rel=1e-9)

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import any_true, times_n
+from ..derivation import any_true, times_n, unwrap
 from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError
 from ..hardware import Chip, System, make_system
@@ -284,8 +284,9 @@ def tp_layer(batch: Any, seq_len: Any, hidden: int, ffn: int, heads: int,
                      vocab=1, gated_mlp=gated, norm="rmsnorm")
     phase, par, prec = prefill(batch, seq_len), Parallel(tp=tp), Precision(dtype, dtype)
     _check(spec, phase, par)
-    placement = Placement(domain_size or tp, {"tp": (link, domain_size)}, algo,
-                          shares={"tp": float(link_share)})
+    # a sweep (`sweep op tp-layer`) may give the link share and domain size as arrays
+    placement = Placement(tp if domain_size is None else domain_size,
+                          {"tp": (link, domain_size)}, algo, shares={"tp": unwrap(link_share)})
     c = Ctx(spec, phase, par, prec, placement, impl, sram_bytes, block_q, dtype)
     total = sum((cost for _, cost in layer_ops(c, False, None)), Cost())
     return replace(total, name=f"tensor-parallel layer (tp={tp})")
