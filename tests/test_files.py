@@ -9,6 +9,7 @@ import pytest
 from roofline import files
 from roofline.errors import RooflineError
 from roofline.files import check_destinations, write_csv, write_text
+from roofline.hardware.catalog import CATALOG_DIR as CATALOG
 
 
 @pytest.fixture
@@ -137,3 +138,22 @@ def test_calibration_and_chip_files_go_to_stdout(capsys):
                       what="stream")
     write_calibration(cal, "-")
     assert "[efficiency]\nhbm = 0.9" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("how", ["config", "config dir", "chip"])
+def test_an_output_never_overwrites_an_input(run_cli, tmp_path, how):
+    os.chdir(tmp_path)
+    code, cfg, _ = run_cli("model", "export", "llama-3-8b")
+    (tmp_path / "m").mkdir()
+    for p in (tmp_path / "in.json", tmp_path / "m" / "config.json"):
+        p.write_text(cfg)
+    chip = tmp_path / "chip.toml"
+    chip.write_text((CATALOG / "h100-sxm.toml").read_text())
+    args = {"config": ("model", "in.json", "--csv", "in.json"),
+            "config dir": ("model", "m", "--markdown", "m/config.json"),
+            "chip": ("model", "llama-3-8b", "--hw", "chip.toml", "--html", "chip.toml")}[how]
+    before = {p: p.read_bytes() for p in (tmp_path / "in.json", tmp_path / "m" / "config.json",
+                                         chip)}
+    code, _, err = run_cli(*args)
+    assert code == 2 and "the command reads it" in err and err.count("\n") == 1
+    assert all(p.read_bytes() == data for p, data in before.items())  # nothing overwritten

@@ -119,10 +119,17 @@ def read_json(path: str | Path, what: str = "JSON file") -> Any:
 # --- writing ----------------------------------------------------------------------------------
 
 
-def check_destinations(paths: Iterable[str | Path | None]) -> None:
+def check_destinations(paths: Iterable[str | Path | None],
+                       inputs: Mapping[str, str] | None = None) -> None:
     """Refuse, before anything is written, any output that could not be written: a missing
     or read-only directory, a directory or read-only file in the way, one file named for
-    two outputs, or two outputs sent to stdout."""
+    two outputs, two outputs sent to stdout, or a file the command reads (`inputs`: option
+    -> path; a model directory's config.json too)."""
+    read: dict[str, str] = {}
+    for option, given in (inputs or {}).items():
+        for p in (Path(given), Path(given) / "config.json"):
+            if p.is_file():
+                read[os.path.realpath(p)] = option
     seen: set[str] = set()
     for path in paths:
         if path is None:
@@ -132,6 +139,10 @@ def check_destinations(paths: Iterable[str | Path | None]) -> None:
         if key in seen:
             raise RooflineError("only one output can go to stdout ('-')" if text == STDOUT
                                 else f"{text}: named for two outputs (give each its own file)")
+        if key in read:
+            raise RooflineError(f"{text}: the command reads it ({read[key]}); writing an "
+                                "output there would overwrite it (give the output its own "
+                                "file)")
         seen.add(key)
         if text != STDOUT:
             _check_writable(Path(text))

@@ -10,6 +10,7 @@ must never pull in matplotlib, torch, jax or pandas at start-up.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from contextlib import nullcontext
@@ -88,6 +89,18 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _inputs(args: argparse.Namespace, given: Sequence[str]) -> dict[str, str]:
+    """The files a command may read (every other option or argument naming one on disk), by
+    how it was given: no output may overwrite them."""
+    found = {}
+    for name, value in vars(args).items():
+        if isinstance(value, str) and name not in OUTPUT_OPTIONS and value != STDOUT \
+                and os.path.exists(value):
+            flag = "--" + name.replace("_", "-")
+            found[flag if flag in given else name] = value
+    return found
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):  # a name with undecodable bytes must not crash
         if hasattr(stream, "reconfigure"):
@@ -105,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # every output checked before any work or any write: a bad second path must not
         # leave the first one already overwritten
         outputs = [getattr(args, name, None) for name in OUTPUT_OPTIONS]
-        check_destinations(outputs)
+        check_destinations(outputs, _inputs(args, sys.argv[1:] if argv is None else argv))
         with stdout_reserved() if STDOUT in outputs else nullcontext():
             args.func(args)
     except RooflineError as exc:
