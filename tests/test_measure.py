@@ -721,6 +721,7 @@ def test_cli_ops_json_calibration_and_plot(capsys, tmp_path):
     (["peaks", "--max-bytes", "-3"], "--max-bytes"),
     (["peaks", "--kernels", "scale"], "--kernels"),
     (["peaks", "--threads", "0"], "--threads"),
+    (["peaks", "--quick", "--threads", "100000"], "at most"),  # failed after ~15 s of work
     (["peaks", "--id", "My Box", "--out", "x.toml"], "--id"),
     (["peaks", "--no-bandwidth", "--out", "x.toml"], "--out needs the bandwidth"),
     (["peaks", "--link", "missing.toml"], "cannot read a link profile"),

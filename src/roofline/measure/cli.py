@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -40,6 +41,17 @@ def _list(text: str, allowed: Sequence[str], what: str) -> list[str]:
 
 def _dtypes(text: str) -> list[str]:
     return [lookup_dtype(t.strip()).name for t in text.split(",") if t.strip()]
+
+
+def _threads(text: str) -> int:
+    """--threads: a count, at most 8 per core (more only wait for each other, and thousands
+    fail to start after the measurement has begun)."""
+    n: int = count_arg("--threads")(text)
+    most = 8 * (os.cpu_count() or 1)
+    if n > most:
+        raise argparse.ArgumentTypeError(f"at most {most} (8 per core of this machine's "
+                                         f"{os.cpu_count() or 1}), got {n}")
+    return n
 
 
 def _device_args(p: argparse.ArgumentParser) -> None:
@@ -245,8 +257,8 @@ def register(subparsers: Any) -> None:
                    help="streaming kernels (default read,copy,triad)")
     p.add_argument("--max-bytes", type=bytes_arg("--max-bytes"), dest="max_bytes",
                    help="largest working set (default 8x the last cache, at least 64 MiB)")
-    p.add_argument("--threads", type=count_arg("--threads"), help="CPU threads for the "
-                   "streaming kernels (default: the faster of 1 and one per core, per point)")
+    p.add_argument("--threads", type=_threads, help="CPU threads for the streaming kernels "
+                   "(default: the faster of 1 and one per core, per point; at most 8 per core)")
     p.add_argument("--no-bandwidth", action="store_true", dest="no_bandwidth",
                    help="peaks only (no chip file can be written)")
     p.add_argument("--out", help="write an empirical chip file (catalog schema) here")
