@@ -78,6 +78,9 @@ def test_hw_list_and_show(run_cli):
     (["op", "nosuchop"], "nosuchop"),
     (["hw", "show", "tpu-v9"], "unknown chip"),
     (["op", "matmul", "--m", "1", "--k", "1", "--n", "1", "--hw", "missing.toml"], "not found"),
+    (["sweep", "op", "allreduce", "--bytes", "1e308", "--ranks", "8"], "--bytes: at most"),
+    (["sweep", "op", "allreduce", "--bytes", "1GB", "--ranks", "8", "--link-share", "1e-300"],
+     "an overflow"),  # numpy's overflow warnings printed lines before the error
 ])
 def test_bad_input_one_line_exit_2(capsys, argv, needle):
     with pytest.raises(SystemExit) as info:

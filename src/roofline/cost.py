@@ -90,9 +90,11 @@ class Cost:
             for key, value in getattr(self, kind).items():
                 arr = np.asarray(value, dtype=float)
                 if arr.size and not bool(arr.min() >= 0 and arr.max() < np.inf):
+                    why = " (an overflow: the sizes or factors are too large, or a share too "\
+                          "small)" if np.isinf(arr).any() else ""
                     raise RooflineError(f"Cost {self.name or '(unnamed)'}: {kind}[{key!r}] "
                                         f"must be finite and non-negative, got "
-                                        f"{_first_bad(value)}")
+                                        f"{_first_bad(value)}{why}")
 
     @property
     def terms(self) -> tuple[Term, ...]:

@@ -38,8 +38,12 @@ def parse_bytes(text: str, what: str = "size") -> float:
     value = number * scale
     if value <= 0:
         raise RooflineError(f"{what}: must be positive, got {text!r}")
+    if value > MAX_BYTES:  # past it products of sizes overflow float64
+        raise RooflineError(f"{what}: at most 2**80 bytes (1 YiB), got {text!r}")
     return value
 
+
+MAX_BYTES = 2.0**80
 
 # Counts (tokens, batch, dimensions) use binary k / M as ML code does: 8k context = 8192.
 # Byte sizes say which they mean: KB = 1000, KiB = 1024 (parse_bytes).

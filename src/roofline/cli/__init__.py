@@ -119,7 +119,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # leave the first one already overwritten
         outputs = [getattr(args, name, None) for name in OUTPUT_OPTIONS]
         check_destinations(outputs, _inputs(args, sys.argv[1:] if argv is None else argv))
-        with stdout_reserved() if STDOUT in outputs else nullcontext():
+        import numpy as np  # every command computes with it; --help and bad options exit above
+
+        # an overflow to inf is refused where the Cost is made (one line); numpy's own
+        # warnings would only add lines before it
+        with stdout_reserved() if STDOUT in outputs else nullcontext(), \
+                np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             args.func(args)
     except RooflineError as exc:
         print(f"roofline: error: {one_line(str(exc))}", file=sys.stderr)
