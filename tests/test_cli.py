@@ -81,6 +81,14 @@ def test_hw_list_and_show(run_cli):
     (["sweep", "op", "allreduce", "--bytes", "1e308", "--ranks", "8"], "--bytes: at most"),
     (["sweep", "op", "allreduce", "--bytes", "1GB", "--ranks", "8", "--link-share", "1e-300"],
      "an overflow"),  # numpy's overflow warnings printed lines before the error
+    # refused, not ignored (they exited 0 without writing or using them)
+    (["model", "list", "--csv", "out.csv"], "model list takes only --json; got --csv"),
+    (["model", "list", "x"], "model list takes no name"),
+    (["model", "list", "--tp", "8"], "got --tp"),
+    (["model", "export", "gpt2", "--html", "x.html"], "model export takes no options"),
+    (["model", "llama-3-8b", "--phase", "train", "--zero", "0", "--fsdp"], "--fsdp is ZeRO"),
+    (["model", "llama-3-8b", "--tp", "2", "--no-overlap", "--tp-overlap"], "contradicts"),
+    (["model", "llama-3-8b", "--pp-schedule", "gpipe"], "needs --pp > 1"),
 ])
 def test_bad_input_one_line_exit_2(capsys, argv, needle):
     with pytest.raises(SystemExit) as info:

@@ -12,6 +12,7 @@ from typing import Any
 from ..argtypes import add_chip_options, bytes_arg, chip_from, count_arg, duration_arg, emit, typed
 from ..errors import RooflineError
 from ..hardware import load_chip
+from ..models.schedule import SCHEDULES
 from ..ops.attention import IMPLEMENTATIONS
 from ..render.model import mfu_text, model_text, model_what_if_text
 from ..render.text import table
@@ -24,6 +25,7 @@ def _cmd_model(args: argparse.Namespace) -> None:
     from ..models.params import param_counts
 
     if args.model == "list":
+        _refuse_step_options(args, "model list", ("json",))
         rows, data = [], []
         for name in list_models():
             spec = load_model(name)
@@ -37,9 +39,23 @@ def _cmd_model(args: argparse.Namespace) -> None:
                                                   "hidden"], rows))
         return
     if args.model == "export" or args.export_id is not None:
+        _refuse_step_options(args, "model export", ())
         _cmd_model_export(args)
         return
     _model_step(args)
+
+
+def _refuse_step_options(args: argparse.Namespace, command: str,
+                         allowed: tuple[str, ...]) -> None:
+    """`model list` / `model export` take none of a step's options: refused, not ignored."""
+    if command == "model list" and args.export_id is not None:
+        raise RooflineError(f"model list takes no name, got {args.export_id!r}")
+    given = [dest for dest, default in args.step_defaults.items()
+             if dest not in allowed and getattr(args, dest, default) != default]
+    if given:
+        flags = ", ".join("--" + d.replace("_", "-") for d in given)
+        raise RooflineError(f"{command} takes {'only --json' if allowed else 'no options'}; "
+                            f"got {flags}")
 
 
 def _cmd_model_export(args: argparse.Namespace) -> None:
@@ -146,6 +162,19 @@ def check_phase_options(args: argparse.Namespace) -> None:
                       else "")
             raise RooflineError(f"{flag} applies to --phase {phase}, not --phase {args.phase}"
                                 + length)
+    # options that contradict one another: refused, not one of them silently ignored
+    if getattr(args, "no_overlap", False):
+        both = [f for f, d in (("--tp-overlap", "tp_overlap"), ("--ep-overlap", "ep_overlap"))
+                if getattr(args, d, False)]
+        if both:
+            raise RooflineError(f"--no-overlap puts every collective in series; it "
+                                f"contradicts {' and '.join(both)}")
+    if getattr(args, "fsdp", False) and getattr(args, "zero", None) not in (None, 3):
+        raise RooflineError(f"--fsdp is ZeRO stage 3; it contradicts --zero {args.zero}")
+    given = getattr(args, "pp_schedule", "1f1b")
+    if given != "1f1b" and given in SCHEDULES and getattr(args, "pp", 1) == 1:
+        raise RooflineError(f"--pp-schedule {args.pp_schedule} schedules a pipeline: it needs "
+                            "--pp > 1")
 
 
 def _or(value: Any, default: Any) -> Any:
@@ -253,7 +282,8 @@ def register(sub: Any) -> None:
     mp.add_argument("--markdown", help="write the per-op table to this Markdown file")
     mp.add_argument("--html", help="write the step as a standalone HTML report")
     add_expect_option(mp, calibrated=True)
-    mp.set_defaults(func=_cmd_model)
+    mp.set_defaults(func=_cmd_model, step_defaults={  # what `model list` / `export` refuse
+        a.dest: a.default for a in mp._actions if a.option_strings and a.dest != "help"})
 
     mf = sub.add_parser("mfu", help="MFU / HFU of a measured training step")
     mf.add_argument("--params", type=typed(parse_params, "--params"),
