@@ -27,7 +27,7 @@ from ..hardware import Chip, System
 from ..serialize import jsonable
 from ..solve import decode_critical_batch
 from ..units import format_si, format_time
-from .graph import OpCost
+from .graph import OpCost, gemm_dtype
 from .memory import MemoryFootprint, footprint
 from .params import param_counts
 from .schedule import NOT_HIDDEN, Schedule, check_schedule
@@ -108,7 +108,7 @@ class ModelAnalysis:
     t_upper_s: Num
     t_floor_s: Num
     bound: str | np.ndarray[Any, Any]
-    mfu: Num  # at t_lower: model FLOPs / (t_lower · peak)
+    mfu: Num  # at t_lower: model FLOPs / (t_lower · the peak of `mfu_dtype`)
     hfu: Num
     hbm_utilization: Num
     memory: MemoryFootprint
@@ -122,6 +122,9 @@ class ModelAnalysis:
     bubble_fraction: float = 0.0  # the pipeline's idle slots per micro-batch
     flops_by_dtype: dict[str, Num] = field(default_factory=dict)  # tensor-core FLOPs
     comm_streams: tuple[str, ...] = ()  # the parallel groups whose collectives the step has
+    # whose dense peak MFU and HFU divide by: the weight GEMMs' compute dtype (fp8 weights
+    # run fp8 GEMMs, and against the bf16 peak their MFU passed 100%)
+    mfu_dtype: str = "bf16"
 
     @cached_property
     def _tables(self) -> tuple[tuple[StepOp, ...], tuple[StepLayer, ...]]:
@@ -241,7 +244,8 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
     by_resource, model_flops = core.by_resource, core.model_flops
     flops = np.asarray(sum((v for kind in ("flops", "vector_flops", "special_ops")
                             for v in counted[kind].values()), 0.0))
-    peak = chip.peak_flops(prec.activations)
+    mfu_dtype = gemm_dtype(prec, chip)
+    peak = chip.peak_flops(mfu_dtype)
     counts = param_counts(spec)
     device = chip.memory[0].capacity_bytes or 0.0
     q_len = phase.q_len if phase.kind == "decode" else 1
@@ -275,6 +279,7 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
         bubble_fraction=times.bubble_fraction,
         flops_by_dtype={k: unwrap(v) for k, v in counted["flops"].items()},
         comm_streams=tuple(dict.fromkeys(r.stream for r in rows if r.stream)),
+        mfu_dtype=mfu_dtype,
     )
 
 

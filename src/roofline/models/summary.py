@@ -20,7 +20,7 @@ from ..evaluate import LATENCY, Estimate, evaluate, max_argmax
 from ..hardware import Chip, System, load_chip
 from ..ops.attention import flash_tiling
 from .catalog import load_model
-from .graph import OpCost, build
+from .graph import OpCost, build, gemm_dtype
 from .memory import footprint
 from .schedule import Row, Schedule, StepTimes, check_schedule, step_times
 from .spec import ModelSpec
@@ -193,6 +193,6 @@ def step_summary(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
                        sched.in_flight(par.pp, core.m))
     names, index = dominant_index(core.by_resource)
     with np.errstate(divide="ignore", invalid="ignore"):
-        mfu = core.model_flops / (t_lower * chip.peak_flops(prec.activations))
+        mfu = core.model_flops / (t_lower * chip.peak_flops(gemm_dtype(prec, chip)))
     return StepSummary(t_lower, core.t_upper_s, phase.batch * phase.q_len / t_lower, mfu,
                        names, index, memory.total_bytes, memory.fits)

@@ -95,8 +95,8 @@ def key_figures(a: ModelAnalysis) -> list[tuple[str, str, str]]:
     out.append(("bound", str(a.bound), "the resource holding most of the step's time"))
     out.append(("memory per chip", f"{nbytes(m.total_bytes)} of "
                 f"{nbytes(m.capacity_bytes)}", "fits" if m.fits else "DOES NOT FIT"))
-    out.append(("MFU at the bound", f"{100 * a.mfu:.1f}%", f"of the {a.precision.activations}"
-                " dense peak"))
+    out.append(("MFU at the bound", f"{100 * a.mfu:.1f}%", f"of the {a.mfu_dtype} dense peak "
+                "(the weight GEMMs' dtype)"))
     out.append(("floor / lower / no-overlap", f"{seconds(a.t_floor_s)} / {seconds(a.t_lower_s)} / "
                 f"{seconds(a.t_upper_s)}",
                 "all overlapped / as the schedule overlaps / nothing overlapped"))
@@ -134,7 +134,7 @@ def summary_lines(a: ModelAnalysis) -> list[str]:
     else:
         lines.append(f"step >= {seconds(a.t_lower_s)}; <= {si()(a.tokens_per_s)} tokens/s")
     lines.append(f"at the bound: MFU {100 * a.mfu:.1f}%, HFU {100 * a.hfu:.1f}% of the "
-                 f"{a.precision.activations} peak, HBM bandwidth {100 * a.hbm_utilization:.1f}% "
+                 f"{a.mfu_dtype} peak, HBM bandwidth {100 * a.hbm_utilization:.1f}% "
                  "(causal attention counted as half the scores)")
     training = p.kind == "train"
     state = (f"KV cache {nbytes(m.kv_cache_bytes)} "  # no cache in training, no optimizer
