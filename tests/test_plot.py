@@ -3,8 +3,10 @@ sweep against seed 001 Problem 3's own formula; the `plot` CLI writes real PNG /
 
 import json
 import math
+import re
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -24,8 +26,10 @@ from roofline.plot import (
 )
 from roofline.render.geometry import (
     BOUND_COLORS,
+    CHART_RANGE,
     OTHER_COLOR,
     OpPoint,
+    intensity_label,
     load_points,
     point_from_dict,
     roofline_geometry,
@@ -134,6 +138,36 @@ def test_roofline_bad_input(kwargs, needle):
         plot_roofline(H100, **kwargs)
 
 
+@pytest.mark.parametrize(("measured", "needle"), [
+    ([("a", 1e308, 1.0)], "measured point 'a': intensity 1e+308 FLOP/byte is outside the range"),
+    ([("a", 1e-300, 1.0)], "measured point 'a': intensity 1e-300 FLOP/byte is outside the range"),
+    ([("a", 100.0, 1e-300)], "measured point 'a': 1e-300 FLOP/s is outside the range"),
+    ([("a", 0.0, 1.0)], "intensity 0 FLOP/byte"),
+])
+def test_points_a_chart_cannot_show_are_named(measured, needle):
+    with pytest.raises(RooflineError, match=re.escape(needle)):
+        plot_roofline(H100, ops(), measured)
+
+
+def test_geometry_and_ops_a_chart_cannot_show_are_errors():
+    with pytest.raises(RooflineError, match="a point: intensity 1e\\+308 FLOP/byte is outside"):
+        roofline_geometry(H100, points=[(1e308, 1.0)])  # _decade_ceil overflowed
+    far = replace(to_points(ops())[0], intensity={"hbm": 1e308})
+    with pytest.raises(RooflineError, match="op 'matmul': intensity 1e\\+308 FLOP/byte"):
+        plot_roofline(H100, [far])
+
+
+def test_the_widest_chart_draws_with_every_tick_labelled():
+    # 300 decades: matplotlib also labels ticks past the view, which underflow to 0.0
+    lo, hi = CHART_RANGE
+    ax = plot_roofline(H100, ops(), [("a", lo, lo), ("b", hi, 1.0), ("c", 1.0, hi)])
+    ax.figure.canvas.draw()
+    assert ax.get_xlim() == (lo / 10, hi * 10)
+    assert intensity_label(0.0) == "0" and intensity_label(math.inf) == "inf"
+    assert [intensity_label(v) for v in (1e-150, 0.01, 1000.0, 1e5)] == ["1e-150", "0.01",
+                                                                       "1000", "1e5"]
+
+
 def test_geometry_limits_are_decades_that_hold_every_ridge_and_point():
     geo = roofline_geometry(H100, points=[(0.5, 1.7e12), (1e6, 9e14)])
     lo, hi = geo.xlim
@@ -190,6 +224,13 @@ def test_plot_sweep_checks_lengths_and_broadcasts_scalars():
     assert ax.get_xscale() == "linear" and ax.get_xlabel() == "x"
     with pytest.raises(RooflineError, match="series 'b' has 2 values for 3"):
         plot_sweep([1, 2, 3], {"b": [1, 2]}, "x", "y")
+
+
+def test_plot_sweep_log_axis_with_nothing_positive_is_an_error():
+    with pytest.raises(RooflineError, match="a log y axis needs a positive y value"):
+        plot_sweep([1, 2], {"a": [np.nan, np.nan]}, "x", "y", logy=True, hlines={"peak": 5.0})
+    with pytest.raises(RooflineError, match="a log x axis needs a positive x value"):
+        plot_sweep([0, -1], {"a": [1, 2]}, "x", "y")
 
 
 def test_breakdown_bars_coloured_by_bound():
@@ -260,9 +301,13 @@ GOOD = {"hardware": "h100-sxm", "name": "matmul", "bound": "hbm", "t_lower_s": 4
     ({**GOOD, "intensity": [1]}, "field 'intensity' must be an object"),
     ({**GOOD, "name": 3}, "field 'name' must be a string"),
     ({**GOOD, "derivation": [1]}, "field 'derivation'"),
+    # beyond a float: math.isfinite(10**400) raised OverflowError
+    ({**GOOD, "flops": 10**400}, "field 'flops' must be a non-negative number up to 1.798e+308, "
+                                 "got a 401-digit integer"),
+    ({**GOOD, "intensity": {"hbm": -10**400}}, "field 'intensity.hbm' must be a non-negative"),
 ])
 def test_result_validation_names_the_field(data, needle):
-    with pytest.raises(RooflineError, match=needle):
+    with pytest.raises(RooflineError, match=re.escape(needle)):
         point_from_dict(data, "r.json")
 
 
@@ -368,12 +413,38 @@ def test_cli_malformed_json(run, tmp_path, content, needles):
     (["--op", "matmul --m '1"], "--op"),
     (["--op", "allreduce --bytes 1MB --ranks 8"], "does no arithmetic"),
     (["--measured", "x,1"], "NAME,INTENSITY,FLOPS"),
+    (["--measured", "x,1e308,1"], "numbers from 1e-150 to 1e+150"),
+    (["--measured", "x,1e-300,1"], "numbers from 1e-150 to 1e+150"),
     (["--dtype", "fp99"], "unknown dtype"),
     (["--hw", "h1000"], "unknown chip"),
 ])
 def test_cli_plot_bad_input_is_one_line(run, tmp_path, argv, needle):
     code, _, err = run("plot", "roofline", *argv, "-o", str(tmp_path / "c.png"))
     _one_line_error(code, err, needle)
+
+
+@pytest.mark.parametrize(("change", "needle"), [
+    ({"flops": 10**400}, "field 'flops' must be a non-negative number up to 1.798e+308, got a "
+                         "401-digit integer"),
+    ({"intensity": {"hbm": 1e308}}, "op 'matmul': intensity 1e+308 FLOP/byte is outside the "
+                                    "range a chart can show (1e-150 to 1e+150)"),
+    ({"attainable_flops_per_s": 1e-300}, "op 'matmul': 1e-300 FLOP/s is outside the range"),
+])
+@pytest.mark.parametrize("command", ["report", "plot"])
+def test_cli_numbers_out_of_range_in_a_file_are_one_line(run, tmp_path, change, needle, command):
+    code, out, _ = run("op", *MATMUL.split(), "--json")
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps({**json.loads(out), **change}))
+    argv = (["report", "--html", str(tmp_path / "r.html")] if command == "report"
+            else ["plot", "roofline", "-o", str(tmp_path / "c.png")])
+    code, _, err = run(*argv, "--from", str(path))
+    _one_line_error(code, err, needle)
+
+
+def test_cli_report_measured_outside_the_chart_is_one_line(run, tmp_path):
+    code, _, err = run("report", "--op", MATMUL, "--measured", "a,1e308,1", "--html",
+                       str(tmp_path / "r.html"))
+    _one_line_error(code, err, "--measured", "numbers from 1e-150 to 1e+150", "'a,1e308,1'")
 
 
 def test_cli_without_matplotlib(run, tmp_path, monkeypatch):
@@ -426,6 +497,30 @@ def test_plot_model_sweep_lines(tmp_path):
     assert set(lines) >= {"h100-sxm tp 1", "h100-sxm tp 8", "mi300x tp 1", "mi300x tp 8"}
     assert np.all(np.isnan(lines["h100-sxm tp 1"].get_ydata()))  # 141 GB never fits in 80 GB
     assert not np.any(np.isnan(lines["mi300x tp 8"].get_ydata()))
+
+
+def test_plot_model_sweep_where_nothing_fits_says_so():
+    from roofline.plot import plot_model_sweep
+    from roofline.sweep import sweep_model
+
+    r = sweep_model("llama-3.1-405b", ["h100"], "decode", [1, 2], [131072])
+    assert not np.any(r.columns["fits"])
+    ax = plot_model_sweep(r)  # a log y axis of no positive value raised at drawing
+    ax.figure.canvas.draw()
+    assert ax.get_yscale() == "linear" and ax.get_xlim() == (1 / 1.25, 2 * 1.25)
+    assert "no configuration fits in memory" in texts(ax)
+    assert ax.get_title().endswith("(nothing fits in memory)")
+
+
+@pytest.mark.parametrize("argv", [
+    ["llama-3.1-405b", "--batch", "1,2", "--context", "128k"],
+    ["llama-3-8b", "--phase", "train", "--batch", "8"],
+])
+def test_cli_sweep_plot_where_nothing_fits(run, tmp_path, argv):
+    out = tmp_path / "nofit.svg"
+    code, _, err = run("sweep", "model", *argv, "--plot", str(out))
+    assert code == 0, err
+    assert "no configuration fits in memory" in out.read_text()
 
 
 def test_plot_model_and_sweep_cli(tmp_path, capsys):

@@ -102,3 +102,18 @@ def test_labels_never_overlap_and_fall_back_to_numbers():
             assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3])
     assert any(lb and lb.text.isdigit() for lb in labels)  # some became numbers
     assert distinct(["a", "b", "a", "a"]) == ["a", "b", "a (2)", "a (3)"]
+
+
+def test_the_report_chart_takes_points_across_the_whole_chart_range():
+    from roofline import evaluate, load_chip, matmul
+    from roofline.errors import RooflineError
+    from roofline.render.geometry import CHART_RANGE, to_points
+
+    h100 = load_chip("h100")
+    results = to_points([evaluate(matmul(128, 8192, 8192), h100)])
+    lo, hi = CHART_RANGE
+    page = pages.html_report(h100, results, "t", [("a", lo, lo), ("b", hi, 1.0)], "hbm")
+    assert page.count('class="point measured"') == 2  # the SVG axes' span overflowed past these
+    for x, y in [(1e308, 1.0), (1.0, 1e-300), (hi * 10, 1.0), (1.0, lo / 10)]:
+        with pytest.raises(RooflineError, match="outside the range a chart can show"):
+            pages.html_report(h100, results, "t", [("a", x, y)], "hbm")

@@ -31,6 +31,7 @@ from .render.geometry import (
     OpPoint,
     RooflineGeometry,
     bound_color,
+    check_chartable,
     default_dtypes,
     estimate_points,
     intensity_label,
@@ -132,6 +133,8 @@ def plot_roofline(hw: Chip | str, estimates: Iterable[Estimate | OpPoint] = (),
     names = distinct([name for name, *_ in series])  # two ops of one name: (2), (3), ...
     series = [(n, xs, ys, bounds) for n, (_, xs, ys, bounds) in zip(names, series, strict=True)]
     measured = [(str(n), float(x), float(y)) for n, x, y in measured]
+    for name, x, y in measured:
+        check_chartable(f"measured point {name!r}", x, y)
     points = [(float(x), float(y)) for _, xs, ys, _ in series for x, y in zip(xs, ys, strict=True)]
     geo = roofline_geometry(chip, dtypes or default_dtypes(chip, estimates), levels, level,
                             points + [(x, y) for _, x, y in measured])
@@ -197,12 +200,19 @@ def plot_sweep(x: Any, series: Mapping[str, Any], xlabel: str, ylabel: str,
     """One line per configuration against a swept parameter; `hlines` are reference levels
     (a peak) drawn dashed."""
     xs = np.asarray(x, dtype=float)
-    ax = ax if ax is not None else new_axes((8.0, 4.5))
+    columns = {}
     for label, y in series.items():
         ys = np.broadcast_to(np.asarray(y, dtype=float), xs.shape) if np.ndim(y) == 0 \
             else np.asarray(y, dtype=float)
         if ys.shape != xs.shape:
             raise RooflineError(f"series {label!r} has {ys.size} values for {xs.size} x values")
+        columns[label] = ys
+    for axis, log, values in (("x", logx, [xs]), ("y", logy, list(columns.values()))):
+        if log and not any(np.any(np.isfinite(v) & (v > 0)) for v in values):
+            raise RooflineError(f"a log {axis} axis needs a positive {axis} value; every one is "
+                                "zero, negative or missing")
+    ax = ax if ax is not None else new_axes((8.0, 4.5))
+    for label, ys in columns.items():
         ax.plot(xs, ys, lw=2, label=_plain(label), gid=f"series:{label}")
     for label, value in (hlines or {}).items():
         ax.axhline(value, color="black", ls="--", lw=1, alpha=0.6, label=_plain(label),
@@ -377,6 +387,13 @@ def plot_model_sweep(result: Any, ax: Axes | None = None) -> Axes:
     x = next(iter(xs.values()))
     if any(len(v) != len(x) or np.any(v != x) for v in xs.values()):
         raise RooflineError("plot_model_sweep needs the same batch axis in every configuration")
-    return plot_sweep(x, series, "batch (sequences)", "tokens/s (upper bound)", ax=ax, logx=True,
-                      logy=True, title=f"{result.phase}, length {shortest:g}: throughput "
-                      "bound (gaps: does not fit)")
+    fits = any(np.any(np.isfinite(v) & (v > 0)) for v in series.values())
+    ax = plot_sweep(x, series, "batch (sequences)", "tokens/s (upper bound)", ax=ax, logx=True,
+                    logy=fits, title=f"{result.phase}, length {shortest:g}: throughput bound "
+                    f"({'gaps: does not fit' if fits else 'nothing fits in memory'})")
+    if not fits:  # no line to draw: say so where the lines would be
+        ax.set_yticks([])
+        ax.set_xlim(x[0] / 1.25, x[-1] * 1.25)  # no data to scale to: the batches swept
+        ax.text(0.5, 0.5, "no configuration fits in memory", transform=ax.transAxes,
+                ha="center", va="center", gid="text:nothing-fits")
+    return ax

@@ -19,7 +19,7 @@ from .evaluate import Estimate
 from .files import write_text
 from .hardware import Chip, load_chip
 from .plot import FORMATS, SWEEP_METRICS, check_format
-from .render.geometry import Measured, OpPoint, load_points
+from .render.geometry import CHART_RANGE, Measured, OpPoint, load_points
 
 
 def _measured(text: str) -> Measured:
@@ -29,10 +29,11 @@ def _measured(text: str) -> Measured:
         name, x, y = parts[0].strip(), float(parts[1]), float(parts[2])
     except (IndexError, ValueError):
         name, x, y = "", math.nan, math.nan
-    if not name or not (math.isfinite(x) and x > 0 and math.isfinite(y) and y > 0):
+    lo, hi = CHART_RANGE  # a measured point is for the chart
+    if not name or not (lo <= x <= hi and lo <= y <= hi):
         raise argparse.ArgumentTypeError(
-            f"expected NAME,INTENSITY,FLOPS with positive numbers (e.g. 'my gemm,124,6.1e14'), "
-            f"got {text!r}")
+            f"expected NAME,INTENSITY,FLOPS with numbers from {lo:g} to {hi:g} (e.g. "
+            f"'my gemm,124,6.1e14'), got {text!r}")
     return name, x, y
 
 

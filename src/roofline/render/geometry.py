@@ -11,6 +11,7 @@ draw from it.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import dtype as lookup_dtype
-from ..errors import RooflineError
+from ..errors import RooflineError, brief
 from ..evaluate import Estimate
 from ..files import read_json
 from ..hardware import Chip
@@ -39,6 +40,9 @@ BOUND_COLORS = {
 OTHER_COLOR = "#BBBBBB"  # a resource this palette does not know
 
 Measured = tuple[str, float, float]  # (name, intensity in FLOP/byte, achieved FLOP/s)
+
+# What a chart can place: whole-decade axes reaching both ends still span finite floats.
+CHART_RANGE = (1e-150, 1e150)
 
 
 def bound_color(resource: str) -> str:
@@ -123,6 +127,9 @@ def point_from_dict(data: Any, where: str) -> OpPoint:
     def checked(value: Any, label: str, nullable: bool) -> float:
         if value is None and nullable:  # jsonable writes NaN as null (a collective's peak)
             return math.nan
+        if isinstance(value, int) and abs(value) > sys.float_info.max:  # isfinite overflows
+            raise RooflineError(f"{where}: field '{label}' must be a non-negative number up to "
+                                f"{sys.float_info.max:.4g}, got {brief(value)}")
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
                 or not math.isfinite(value) or value < 0:
             raise RooflineError(f"{where}: field '{label}' must be a non-negative number, "
@@ -224,6 +231,8 @@ def default_dtypes(chip: Chip, results: Iterable[OpPoint | Estimate] = ()) -> li
 
 def intensity_label(v: float) -> str:
     """A short tick label for a decade on the intensity axis: 0.1, 1, 1000, 1e5."""
+    if not 0 < v < math.inf:  # matplotlib labels ticks past the view too; these underflow
+        return f"{v:g}"
     return f"{v:g}" if 1e-3 <= v < 1e5 else f"1e{round(math.log10(v))}"
 
 
@@ -233,6 +242,15 @@ def _decade_floor(v: float) -> float:
 
 def _decade_ceil(v: float) -> float:
     return float(10.0 ** math.ceil(math.log10(v)))
+
+
+def check_chartable(what: str, x: float, y: float) -> None:
+    """RooflineError naming `what` unless its intensity and FLOP/s are in CHART_RANGE."""
+    lo, hi = CHART_RANGE
+    for value, text in ((x, f"intensity {x:.4g} FLOP/byte"), (y, f"{y:.4g} FLOP/s")):
+        if not lo <= value <= hi:
+            raise RooflineError(f"{what}: {text} is outside the range a chart can show "
+                                f"({lo:g} to {hi:g})")
 
 
 def roofline_geometry(chip: Chip, dtypes: Sequence[str] | None = None,
@@ -252,6 +270,8 @@ def roofline_geometry(chip: Chip, dtypes: Sequence[str] | None = None,
     ridges = tuple(Ridge(d, lv, p / bw, p) for d, p in peaks.items() for lv, bw in bws.items())
 
     shown = [(x, y) for x, y in points if x > 0 and y > 0]
+    for x, y in shown:
+        check_chartable("a point", x, y)
     xs = [r.intensity for r in ridges] + [x for x, _ in shown]
     xlim = (_decade_floor(min(xs) / 5), _decade_ceil(max(xs) * 5))
     ylim = (_decade_floor(min([top / 1e3] + [y / 2 for _, y in shown])), _decade_ceil(top * 2))
@@ -279,6 +299,7 @@ def point_xy(r: OpPoint, level: str) -> tuple[float, float]:
     if not has_point(r, level):
         raise RooflineError(f"op {r.name!r} has no {level} intensity to place on a roofline "
                             f"(it has: {', '.join(r.intensity)}); choose another level")
+    check_chartable(f"op {r.name!r}", r.intensity[level], r.attainable_flops_per_s)
     return r.intensity[level], r.attainable_flops_per_s
 
 
