@@ -557,3 +557,15 @@ def test_the_floor_never_falls_as_the_batch_grows():
         for b in (105, 106):  # one point alone is the grid's point
             assert analyze(model, chip, decode(b, 512), Parallel(tp=8)).t_floor_s == \
                 pytest.approx(grid.t_floor_s[b - 96], rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["deepseek-v3", "llama-3-8b", "mixtral-8x7b"])
+def test_model_flops_do_not_depend_on_the_layout(name):
+    """Work every TP rank repeats (norms, residual adds, the router, MLA's down projections)
+    is the model's once: the step's model FLOPs over all chips are the same under TP 8 as
+    under TP 1 (DeepSeek-V3's were 18% higher under TP 8, and so its MFU)."""
+    total = []
+    for par in (Parallel(tp=8, dp=2, microbatches=4), Parallel(tp=1, dp=16, microbatches=4)):
+        a = analyze(name, "h100", train(64, 2048), par)
+        total.append(float(a.model_flops) * par.chips)
+    assert total[0] == pytest.approx(total[1], rel=1e-12)

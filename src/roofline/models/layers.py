@@ -28,6 +28,10 @@ from .step import Parallel, Phase, Placement, Precision, kv_bytes_per_token_per_
 LAYER_STREAMS = ("tp", "cp", "ep")
 BACKWARD = " backward"  # a training row that is the backward pass of the row before it
 SPLIT_BACKWARD = ("attention", "mla attention")  # their backward is a row of its own
+# ops every TP rank runs whole on the same tokens (no sequence parallelism): the model's
+# FLOPs count them once, 1/tp on each rank
+TP_REPLICATED = ("attention norm", "mlp norm", "attention residual", "mlp residual", "router",
+                 "q down projection", "kv down projection", "final norm")
 
 
 @dataclass(frozen=True)
