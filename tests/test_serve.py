@@ -270,3 +270,48 @@ def test_serve_expect_is_labelled_and_never_faster_than_the_bound(run_cli):
     b, e = bound["best"]["h100-sxm"], expected["best"]["h100-sxm"]
     assert e["tpot_s"] >= b["tpot_s"] and e["output_tokens_per_s_per_chip"] <= b[
         "output_tokens_per_s_per_chip"]
+
+
+# --- serve --lengths: a CSV of requests, each cell read as --input-len / --output-len -------
+
+LENGTHS_ARGS = ("serve", "llama-3.1-8b", "--tp", "1", "--chunk", "2048", "--kv-dtype", "fp8")
+
+
+def test_cli_lengths_csv_takes_a_bom_sizes_like_1k_and_other_columns(run_cli, tmp_path):
+    path = tmp_path / "r.csv"
+    # Excel's "CSV UTF-8": a BOM and CRLF; columns in any order, others ignored
+    path.write_bytes(b'\xef\xbb\xbfid,output_len,input_len\r\na,"1k", 2048 \r\nb,256,4k\r\n')
+    code, out, err = run_cli(*LENGTHS_ARGS, "--lengths", str(path), "--json")
+    assert code == 0, err
+    w = json.loads(out)["workload"]
+    assert w["input_len"] == (2048 + 4096) / 2 and w["output_len"] == (1024 + 256) / 2
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("input_len,output_len\n1e308,10\n", "line 2, column input_len: expected a positive whole "
+     "number such as 8192, 8k (= 8192) or 1e6 (at most 2**53), got '1e308'"),
+    ("input_len,output_len\n100,10\n1.5,10\n", "line 3, column input_len: expected a positive "
+     "whole number"),
+    ("input_len,output_len\nnan,10\n", "line 2, column input_len: expected a positive whole"),
+    ("input_len,output_len\n0,10\n", "line 2, column input_len: expected a positive whole"),
+    ("input_len,output_len\n100,\n", "line 2, column output_len: expected a positive whole"),
+    ("input_len,output_len\n100,10\n\n100,1\n", "line 4, column output_len: every request "
+     "needs at least 2 output tokens"),
+    ("input_len,output_len\n100\n", "line 2: no output_len cell"),
+    ("input_len,output_len\n1,024,10\n", "line 2: 3 cells, the header has 2"),
+    ("prompt,output_len\n100,10\n", "needs a header naming input_len and output_len"),
+    ("input_len,input_len,output_len\n1,2,10\n", "input_len and output_len once each"),
+    ("input_len,output_len\n", "no requests after the header"),
+    ("input_len,output_len\n" + "9" * 1000 + ",10\n", "got '" + "9" * 40 + "...'"),
+    ("input_len,output_len\n" + "1" * 200_000 + ",10\n", "line 2: not valid CSV"),
+], ids=["overflow", "fraction", "nan", "zero", "empty-cell", "one-output-token", "short-row",
+        "unquoted-comma", "no-header", "duplicate-column", "no-rows", "long-cell",
+        "over-field-limit"])
+def test_cli_lengths_csv_bad_cell_names_file_line_and_column(run_cli, tmp_path, recwarn,
+                                                              text, needle):
+    path = tmp_path / "r.csv"
+    path.write_text(text)
+    code, _, err = run_cli(*LENGTHS_ARGS, "--lengths", str(path))
+    assert code == 2 and f"--lengths {path}" in err and needle in err, err
+    assert len(err.strip().splitlines()) == 1 and len(err) < 400 and "--input-len" not in err
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]

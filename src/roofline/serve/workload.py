@@ -98,23 +98,55 @@ class Workload:
         return float(np.ceil(self.input_len * self.prefix_hit / BLOCK_TOKENS) * BLOCK_TOKENS)
 
 
+_LENGTH_COLUMNS = ("input_len", "output_len")
+_MAX_CELL = 40  # a count is at most 16 digits: a longer cell is echoed cut short
+
+
 def read_lengths(path: str) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """A CSV of requests with columns input_len and output_len (one request a row)."""
+    """A CSV of requests with columns input_len and output_len (one request a row, other
+    columns ignored). Each cell is read as --input-len / --output-len are, as a whole count
+    (8192, 8k = 8192, 1e6; at most 2**53); an error names the file, line and column."""
     import csv
     import io
     from pathlib import Path
 
     from ..files import _read_text  # the one guarded file reader (size, encoding, kind)
+    from ..units import parse_count
 
-    text = _read_text(Path(path), "--lengths")
-    rows = list(csv.DictReader(io.StringIO(text)))
-    if not rows or not {"input_len", "output_len"} <= set(rows[0]):
-        raise RooflineError(f"--lengths {path}: needs a header with input_len and output_len "
-                            "and at least one row")
+    where = f"--lengths {path}"
+    # a BOM starts Excel's "CSV UTF-8" export
+    reader = csv.DictReader(io.StringIO(_read_text(Path(path), "--lengths").removeprefix(
+        "\ufeff"), newline=""))
+    ins: list[int] = []
+    outs: list[int] = []
     try:
-        ins = np.array([float(r["input_len"]) for r in rows])
-        outs = np.array([float(r["output_len"]) for r in rows])
-    except (TypeError, ValueError):
-        raise RooflineError(f"--lengths {path}: input_len and output_len must be "
-                            "numbers") from None
-    return ins, outs
+        header = reader.fieldnames or []
+        for col in _LENGTH_COLUMNS:
+            if header.count(col) != 1:
+                shown = ",".join(header)
+                shown = shown if len(shown) <= 80 else shown[:80] + "..."
+                raise RooflineError(f"{where}: needs a header naming input_len and output_len "
+                                    f"once each (other columns are ignored), got {shown!r}")
+        for row in reader:
+            line = f"{where} line {reader.line_num}"
+            if None in row:  # more cells than the header names
+                raise RooflineError(f"{line}: {len(header) + len(row[None])} cells, the header "
+                                    f"has {len(header)} (quote a cell that holds a comma)")
+            for col, into in (("input_len", ins), ("output_len", outs)):
+                text = row[col]
+                if text is None:
+                    raise RooflineError(f"{line}: no {col} cell (the row has fewer cells "
+                                        f"than the header's {len(header)})")
+                if len(text) > _MAX_CELL:
+                    text = text[:_MAX_CELL] + "..."
+                into.append(parse_count(text, f"{line}, column {col}"))
+            if outs[-1] < 2:  # as --output-len (Workload.from_lengths)
+                raise RooflineError(f"{line}, column output_len: every request needs at least "
+                                    "2 output tokens (1 is prefill only: roofline model "
+                                    f"--phase prefill), got {row['output_len']!r}")
+    except csv.Error as exc:  # e.g. a cell over the csv module's field size limit
+        raise RooflineError(f"{where} line {reader.reader.line_num}: not valid CSV: "
+                            f"{exc}") from None
+    if not ins:
+        raise RooflineError(f"{where}: no requests after the header (one a row)")
+    return np.array(ins, dtype=float), np.array(outs, dtype=float)
