@@ -363,3 +363,12 @@ def test_json_counts_are_integers(run_cli):
     assert data["memory"]["context_at_model_limit"] is True
     assert all(type(op["count"]) is int for op in data["ops"])
     assert all(type(layer["count"]) is int for layer in data["layers"])
+
+
+def test_a_long_value_in_an_error_is_brief():
+    from roofline.errors import brief
+
+    assert brief(-10**400) == "a 401-digit negative integer"  # the sign is no digit
+    assert brief(10**30) == "a 31-digit integer"
+    assert brief("x" * 40) == "x" * 21 + "..."  # not called an integer
+    assert brief(1.5) == "1.5"

@@ -29,7 +29,12 @@ def unknown(kind: str, name: str, allowed: Iterable[str]) -> RooflineError:
 def brief(value: object) -> str:
     """A value for an error message, without printing a 400-digit integer in full."""
     text = str(value)
-    return text if len(text) <= 24 else f"a {len(text)}-digit integer"
+    if len(text) <= 24:
+        return text
+    if isinstance(value, int) and not isinstance(value, bool):
+        sign = "negative " if value < 0 else ""
+        return f"a {len(text.lstrip('-'))}-digit {sign}integer"
+    return text[:21] + "..."
 
 
 def one_line(message: str) -> str:

@@ -36,7 +36,8 @@ class _LogAxis:
     """Maps a value on a log axis [lo, hi] to a pixel between a and b."""
 
     def __init__(self, lo: float, hi: float, a: float, b: float) -> None:
-        self.lo, self.span, self.a, self.b = math.log10(lo), math.log10(hi / lo), a, b
+        self.lo, self.a, self.b = math.log10(lo), a, b
+        self.span = math.log10(hi) - self.lo  # hi / lo overflows past ~308 decades
 
     def __call__(self, v: float) -> float:
         return round(self.a + (math.log10(v) - self.lo) / self.span * (self.b - self.a), 2)
