@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import Num, in_shape, ratio, unwrap
+from ..derivation import Num, add_all, floats, in_shape, ratio, unwrap
 from ..errors import RooflineError
 from ..hardware import Chip, System
 from ..serialize import jsonable
@@ -213,7 +213,7 @@ class ModelAnalysis:
 def _dominant(times: dict[str, Any]) -> Any:
     """Per point, the resource with the most time."""
     names, index = dominant_index(times)
-    return unwrap(np.asarray(names)[index])
+    return names[index] if isinstance(index, int) else unwrap(np.asarray(names)[index])
 
 
 def analyze(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
@@ -242,15 +242,15 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
     t_lower: Any = times.t_lower_s
 
     by_resource, model_flops = core.by_resource, core.model_flops
-    flops = np.asarray(sum((v for kind in ("flops", "vector_flops", "special_ops")
-                            for v in counted[kind].values()), 0.0))
+    flops = floats(add_all([v for kind in ("flops", "vector_flops", "special_ops")
+                            for v in counted[kind].values()]))
     mfu_dtype = gemm_dtype(prec, chip)
     peak = chip.peak_flops(mfu_dtype)
     counts = param_counts(spec)
     device = chip.memory[0].capacity_bytes or 0.0
     q_len = phase.q_len if phase.kind == "decode" else 1
-    critical = np.asarray(decode_critical_batch(chip, dtype=prec.activations,
-                                                weight_dtype=prec.weights, q_len=q_len))
+    critical = floats(decode_critical_batch(chip, dtype=prec.activations,
+                                            weight_dtype=prec.weights, q_len=q_len))
     return ModelAnalysis(
         model=spec.name, hardware=chip.id, model_source=spec.source, phase=phase, parallel=par,
         precision=prec,
@@ -265,7 +265,7 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
         bound=_dominant(by_resource),
         mfu=unwrap(model_flops / (t_lower * peak)),
         hfu=unwrap(flops / (t_lower * peak)),
-        hbm_utilization=unwrap(np.asarray(counted["bytes"].get("hbm", 0.0)) / (
+        hbm_utilization=unwrap(floats(counted["bytes"].get("hbm", 0.0)) / (
             t_lower * chip.level("hbm").bandwidth_Bps)),
         memory=footprint(spec, phase, par, prec, budget.usable(device),
                          schedule.in_flight(par.pp, m)),
