@@ -287,3 +287,19 @@ def test_vectorized_attention_equals_scalar():
         one = attention(4, 1, int(n), 32, 8, 128, impl="decode")
         assert vec.bytes["hbm"][i] == one.bytes["hbm"]
         assert vec.total_flops[i] == one.total_flops
+
+
+def test_flash_is_never_a_slower_bound_than_naive_on_a_gpu():
+    """A GPU whose chip file lacked its L2 (L4) sent every flash K/V re-read to memory: a
+    bound slower than the naive kernel's (106 vs 103 ms)."""
+    from roofline.hardware import list_chips
+    from roofline.ops import run_op
+
+    kw = dict(batch=11, q_len=3917, kv_len=10701, heads=8, head_dim=256)
+    for chip in list_chips():
+        spec = load_chip(chip)
+        if spec.vendor != "NVIDIA" or "bf16" not in spec.peaks or not any(
+                m.name == "sram" for m in spec.memory):
+            continue
+        flash = run_op("attention", chip, impl="flash", **kw).t_lower_s
+        assert flash <= run_op("attention", chip, impl="naive", **kw).t_lower_s, chip
