@@ -6,11 +6,11 @@ the TP / CP / EP collectives between them, and the embedding, final norm and LM 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
-import numpy as np
-
 from ..cost import Cost
+from ..derivation import any_true
 from ..dtypes import dtype as lookup_dtype
 from ..ops.attention import attention
 from ..ops.attention_backward import attention_backward
@@ -50,35 +50,35 @@ class Ctx:
     l2_bytes: float | None = None  # flash: the L2 that catches K/V re-reads (flash_tiling)
     gemm_dtype: str | None = None  # the weight GEMMs' compute dtype (gemm_dtype())
 
-    @property
+    @cached_property
     def seqs(self) -> Any:  # sequences on this chip (an array over a sweep)
         return self.phase.batch / self.par.dp
 
-    @property
+    @cached_property
     def q_local(self) -> Any:
         return self.phase.q_len / self.par.cp
 
-    @property
+    @cached_property
     def chunk_tokens(self) -> float:  # chunked-prefill prompt tokens on this chip (decode)
         return self.phase.prefill_tokens / (self.par.dp * self.par.microbatches)
 
-    @property
+    @cached_property
     def chunk_prompts(self) -> float:  # prompts' worth of prefill they are (fractional)
         return self.chunk_tokens / self.phase.prefill_q_len
 
-    @property
+    @cached_property
     def tokens(self) -> float:  # tokens through this chip's layers per step
         return self.seqs * self.q_local + self.chunk_tokens
 
-    @property
+    @cached_property
     def act_bytes(self) -> float:
         return lookup_dtype(self.prec.activations).bytes
 
-    @property
+    @cached_property
     def heads_local(self) -> float:
         return self.spec.heads / self.par.tp
 
-    @property
+    @cached_property
     def kv_heads_local(self) -> float:  # fewer KV heads than TP ranks: each keeps one
         return max(1.0, self.spec.kv_heads / self.par.tp)
 
@@ -193,7 +193,7 @@ def _chunk_attention(c: Ctx, window: int | None, kind: str = "window"
     """The prefill attention of a decode step's chunked-prefill tokens (Phase.prefill_tokens):
     the same attention op as a prefill's, for chunk_prompts prompts (MLA: the expanded form,
     as a prefill runs it; its projections are the step's token-wise GEMMs)."""
-    if not np.any(c.phase.prefill_tokens):
+    if not any_true(c.phase.prefill_tokens != 0):
         return []
     p, s = c.phase, c.spec
     if kind == "linear":  # the recurrence: a prefill of chunk_prompts sequences

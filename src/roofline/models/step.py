@@ -183,7 +183,7 @@ class Placement:
 
     def comm(self, kind: str, nbytes: Any, group: str, ranks: int) -> Cost:
         key: tuple[Any, ...] | None = None
-        if np.ndim(nbytes) == 0:
+        if type(nbytes) is float or np.ndim(nbytes) == 0:
             key = (kind, float(nbytes), group, ranks)
         elif isinstance(nbytes, np.ndarray) and nbytes.size <= 4096:  # a sweep chunk's column
             key = (kind, nbytes.shape, nbytes.dtype.str, nbytes.tobytes(), group, ranks)
