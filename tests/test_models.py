@@ -559,11 +559,13 @@ def test_the_floor_never_falls_as_the_batch_grows():
                 pytest.approx(grid.t_floor_s[b - 96], rel=1e-12)
 
 
-@pytest.mark.parametrize("name", ["deepseek-v3", "llama-3-8b", "mixtral-8x7b"])
+@pytest.mark.parametrize("name", ["deepseek-v3", "llama-3-8b", "mixtral-8x7b", "qwen3-30b-a3b",
+                                  "qwen3-next-80b-a3b"])
 def test_model_flops_do_not_depend_on_the_layout(name):
-    """Work every TP rank repeats (norms, residual adds, the router, MLA's down projections)
-    is the model's once: the step's model FLOPs over all chips are the same under TP 8 as
-    under TP 1 (DeepSeek-V3's were 18% higher under TP 8, and so its MFU)."""
+    """Work every TP rank repeats (norms, residual adds, the router, MLA's down projections,
+    K/V heads shared past tp = kv_heads) is the model's once: the step's model FLOPs over
+    all chips are the same under TP 8 as under TP 1 (DeepSeek-V3's were 18% higher under
+    TP 8, and so its MFU; Qwen3-30B-A3B's, with 4 KV heads, 2.9%)."""
     total = []
     for par in (Parallel(tp=8, dp=2, microbatches=4), Parallel(tp=1, dp=16, microbatches=4)):
         a = analyze(name, "h100", train(64, 2048), par)

@@ -43,7 +43,6 @@ from .layers import (
     BACKWARD,
     LAYER_STREAMS,
     SPLIT_BACKWARD,
-    TP_REPLICATED,
     Ctx,
     edge_ops,
     layer_ops,
@@ -177,15 +176,14 @@ def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chi
             if name.endswith(BACKWARD):  # training's own backward of the op before it:
                 useful_flops = 2 * forward  # the convention's 2x forward (the rest recomputes)
             else:  # work every TP rank repeats is the model's once: 1/tp of it on each
-                forward = times_n(1 / par.tp if name in TP_REPLICATED else 1.0,
-                                  cost.total_flops)
+                forward = times_n(c.model_share(name), cost.total_flops)
                 useful_flops = times_n(1.0 if name in SPLIT_BACKWARD else useful, forward)
             rows.append(OpCost(group, name, per_stage, _step(cost, phase, name), useful_flops,
                                stream=_stream(name)))
     for name, cost in edge_ops(c):  # the last stage holds the LM head: the slowest stage
         rows.append(OpCost("model", name, 1, _step(cost, phase, name),
-                           times_n(useful / (par.tp if name in TP_REPLICATED else 1),
-                                   cost.total_flops), model_share=1 / par.pp))
+                           times_n(useful * c.model_share(name), cost.total_flops),
+                           model_share=1 / par.pp))
     rows += _step_ops(c)
     return rows
 

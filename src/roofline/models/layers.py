@@ -29,7 +29,7 @@ LAYER_STREAMS = ("tp", "cp", "ep")
 BACKWARD = " backward"  # a training row that is the backward pass of the row before it
 SPLIT_BACKWARD = ("attention", "mla attention")  # their backward is a row of its own
 # ops every TP rank runs whole on the same tokens (no sequence parallelism): the model's
-# FLOPs count them once, 1/tp on each rank
+# FLOPs count them once, 1/tp on each rank (Ctx.model_share)
 TP_REPLICATED = ("attention norm", "mlp norm", "attention residual", "mlp residual", "router",
                  "q down projection", "kv down projection", "final norm")
 
@@ -81,6 +81,19 @@ class Ctx:
     @cached_property
     def kv_heads_local(self) -> float:  # fewer KV heads than TP ranks: each keeps one
         return max(1.0, self.spec.kv_heads / self.par.tp)
+
+    def model_share(self, name: str) -> float:
+        """The share of an op's FLOPs on this rank that is the model's own work, not a
+        repeat of another TP rank's: 1/tp for ops every rank runs whole; for the QKV
+        projection, past tp = kv_heads each rank's K/V heads are shared with others."""
+        tp = self.par.tp
+        if name in TP_REPLICATED:
+            return 1 / tp
+        if name == "qkv projection" and self.kv_heads_local * tp > self.spec.kv_heads:
+            gate = self.heads_local if self.spec.attn_output_gate else 0
+            return (self.heads_local + 2 * self.spec.kv_heads / tp + gate) / (
+                self.heads_local + 2 * self.kv_heads_local + gate)
+        return 1.0
 
     def mm(self, m: float, k: float, n: float, name: str) -> Cost:
         """A weight GEMM: activations in, the weights' dtype, the GEMM compute dtype's peak
