@@ -216,3 +216,25 @@ def test_a_sweep_of_collectives_takes_each_points_algorithm() -> None:
     for i, b in enumerate((31, 62)):
         one = expected_step(analyze("qwen2.5-72b", "h200", decode(b, 8192), par, prec)).t_s
         assert grid[i] == pytest.approx(one, rel=1e-9)
+
+
+def test_op_expect_applies_what_a_model_step_applies(run_cli) -> None:
+    """`op --expect` on a weight-only int4 GEMM streams at the dequant fraction, as the same
+    GEMM in a model step does; `sweep op --expect` over collectives whose auto algorithm
+    differs per point takes each point's (it ran one-shot at 16 ranks and failed)."""
+    import json
+
+    from roofline.ops import op_cost
+
+    code, out, _ = run_cli("op", "matmul", "--m", "16", "--k", "8192", "--n", "8192",
+                           "--weight-dtype", "int4", "--expect", "--json")
+    cost = op_cost("matmul", "h100", m=16, k=8192, n=8192, weight_dtype="int4")
+    assert json.loads(out)["expected"]["t_s"] == pytest.approx(
+        expected(cost, "h100", dequant="int4").t_s, rel=1e-9)
+    code, out, err = run_cli("sweep", "op", "allreduce", "--bytes", "4KiB", "--ranks", "8,16",
+                             "--hw", "h100", "--expect", "--json")
+    assert code == 0, err
+    points = json.loads(out)["points"]
+    for r, t in zip(points["ranks"], points["expected_t_s"], strict=True):
+        alone = expected(op_cost("allreduce", "h100", nbytes=4096.0, ranks=r), "h100").t_s
+        assert t == pytest.approx(alone, rel=1e-9)

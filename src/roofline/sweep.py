@@ -164,21 +164,17 @@ def sweep_op(op: str | OpDecl, hardware: Sequence[str], numeric: dict[str, np.nd
 
 def _op_expected(decl: OpDecl, kwargs: dict[str, Any], chip: Any, est: Any,
                  sources: dict[str, str]) -> dict[str, Any]:
-    """The expected columns of one evaluation over the grid. An "auto" algorithm resolved per
-    size (an array of names) is expected one named algorithm at a time, each point taking its
-    own, so a point's figures are those of the op run at that point alone."""
+    """The expected columns of one evaluation over the grid: each point's figures are those
+    of the op run at that point alone (its collective algorithm, its weight-only dequant)."""
     from .expect import expected
+    from .expect.op import dequant_family
     from .ops.collective_decls import COLLECTIVE_OPS
     from .ops.collectives import COLLECTIVES, busbw_factor
 
-    algo = kwargs.get("algo")
-    names = np.unique(algo).tolist() if isinstance(algo, np.ndarray) else [algo]
-    t: Any = 0.0
-    for name in names:
-        e = expected(decl.function(**{**kwargs, "algo": name} if algo is not None else kwargs),
-                     chip)
-        sources.update(e.sources)
-        t = np.where(algo == name, e.t_s, t) if len(names) > 1 else np.asarray(e.t_s)
+    # a collective's Cost names each point's algorithm: expected() takes each its own
+    e = expected(est.cost, chip, dequant=dequant_family(kwargs.get("weight_dtype"), est.cost))
+    sources.update(e.sources)
+    t: Any = np.asarray(e.t_s)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = {"expected_t_s": t,
                "expected_flops_per_s": np.asarray(est.flops, dtype=float) / t}

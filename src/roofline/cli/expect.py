@@ -34,9 +34,11 @@ def op_expected(cost: Any, chip: Chip, args: argparse.Namespace, extra: dict[str
                 ) -> tuple[dict[str, Any], str]:
     """The op's `expected` JSON object and its text (algbw / busbw scaled alike)."""
     from ..expect import expected
+    from ..expect.op import dequant_family
     from ..render.estimate import expected_text
 
-    e = expected(cost, chip, calibration(args), kernel=getattr(args, "kernel", None))
+    e = expected(cost, chip, calibration(args), kernel=getattr(args, "kernel", None),
+                 dequant=dequant_family(getattr(args, "weight_dtype", None), cost))
     rates = {k: v for k, v in extra.items() if k in ("algbw_Bps", "busbw_Bps") and v}
     data = e.to_dict()
     data.update({k: v / float(e.slowdown) for k, v in rates.items()})

@@ -94,6 +94,17 @@ ATTENTION_KERNELS = ("attention", "attention backward", "attention forward + bac
                      "mla attention")
 
 
+def dequant_family(weights: Any, cost: Cost) -> str | None:
+    """The weight dtype family of a weight-only-quantized GEMM (int8 / int4 / fp4 weights
+    dequantized into bf16 / fp16 math, as gpt-fast, torchao, Marlin and AWQ kernels do), or
+    None: no weights named, not a GEMM, or weights already in the compute dtype's family."""
+    if weights is None or not cost.flops or attention_kernel(cost):
+        return None
+    family = lookup_dtype(weights).peak
+    computes = {lookup_dtype(dt).peak for dt in cost.flops}
+    return None if family in computes or lookup_dtype(weights).bits >= 16 else family
+
+
 def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | None = None,
              kernel: str | None = None, cuda_graphs: bool = False,
              dequant: str | None = None) -> Expected:

@@ -17,12 +17,11 @@ import numpy as np
 
 from ..cost import LINKS
 from ..derivation import Num, unwrap
-from ..dtypes import dtype as lookup_dtype
 from ..hardware import Chip, System, load_chip
 from ..models import ModelAnalysis, Precision, StepOp
 from ..models.schedule import NOT_HIDDEN
 from ..serialize import jsonable
-from .op import _source, attention_kernel, expected
+from .op import _source, dequant_family, expected
 from .table import engine, figures, lookup, lookup_framework
 
 if TYPE_CHECKING:
@@ -131,11 +130,8 @@ def weight_only(prec: Precision, op: StepOp) -> str | None:
     """The weight dtype family of a weight-only-quantized GEMM (int8 / int4 / fp4 weights
     dequantized into bf16 / fp16 math, as gpt-fast, torchao, Marlin and AWQ kernels do), or
     None: not a weight GEMM, or weights already in the compute dtype's family (fp8 x fp8)."""
-    table = op.name in ("lm head", "embedding") and not prec.quantize_embeddings
-    if not op.cost.flops or attention_kernel(op.cost) or table:
+    if op.name in ("lm head", "embedding") and not prec.quantize_embeddings:
         return None
     weights = prec.expert_weights if prec.expert_weights and "expert" in op.name \
         else prec.weights
-    family = lookup_dtype(weights).peak
-    computes = {lookup_dtype(dt).peak for dt in op.cost.flops}
-    return None if family in computes or lookup_dtype(weights).bits >= 16 else family
+    return dequant_family(weights, op.cost)
