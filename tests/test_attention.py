@@ -303,3 +303,12 @@ def test_flash_is_never_a_slower_bound_than_naive_on_a_gpu():
             continue
         flash = run_op("attention", chip, impl="flash", **kw).t_lower_s
         assert flash <= run_op("attention", chip, impl="naive", **kw).t_lower_s, chip
+
+
+def test_cross_attention_may_have_more_queries_than_keys():
+    # a decoder attending to a short encoder output: 128 queries x 32 keys, no mask
+    c = attention(1, 128, 32, 4, head_dim=128, causal=False, impl="flash", block_q=64)
+    pairs = 128 * 32
+    assert c.flops["bf16"] == 2 * 4 * (128 + 128) * pairs
+    with pytest.raises(RooflineError, match="causal attention: q_len must not exceed"):
+        attention(1, 128, 32, 4, causal=True, impl="flash", block_q=64)
