@@ -62,6 +62,17 @@ class Schedule:
             return (pp - 1) / self.vpp
         return float(pp - 1)
 
+    def idle_slots(self, pp: int, microbatches: int, steady: bool = False) -> float:
+        """Idle micro-batch slots of the slowest stage per step. One pass (a training step, a
+        prefill) fills and drains the pipeline: the schedule's bubble. A steady stream of
+        decode steps keeps it full: a micro-batch re-enters the first stage pp slots after
+        it left it, so a step takes max(m, pp) slots (vLLM / SGLang run pp micro-batches
+        of the running batch in flight; charging a fill and drain per token made a decode
+        step with m = pp slower than one with m = 1)."""
+        if steady:
+            return float(max(pp - microbatches, 0))
+        return self.bubble_slots(pp)
+
     def in_flight(self, pp: int, microbatches: int) -> float:
         """Micro-batches whose activations the first stage holds at once: GPipe all m; 1F1B
         (and ZB-H1) min(p, m); interleaved 1F1B (1 + (p - 1)/(p·v)) times that (Megatron)."""
@@ -151,12 +162,15 @@ def _split(est: Estimate) -> tuple[Num, Num, dict[str, Num]]:
 
 
 def step_times(rows: Sequence[Row], schedule: Schedule, microbatches: int, pp: int,
-               layers_per_stage: float, cp: int, floor_s: Num) -> StepTimes:
+               layers_per_stage: float, cp: int, floor_s: Num, steady: bool = False
+               ) -> StepTimes:
     """The schedule-aware lower bound of a step whose rows run on the slowest stage.
     `floor_s`: the floor of the step's communication (its links and latency, each
-    overlapped); the compute units and memory levels the critical path covers already."""
+    overlapped); the compute units and memory levels the critical path covers already.
+    `steady`: one of a stream of decode steps (Schedule.idle_slots)."""
     m = microbatches
-    slots = m + schedule.bubble_slots(pp)
+    idle = schedule.idle_slots(pp, m, steady)
+    slots = m + idle
     critical: list[Num] = []
     exposed: list[Num] = []  # communication on the critical path
     hidden: list[Num] = []  # communication that overlaps compute
@@ -196,4 +210,4 @@ def step_times(rows: Sequence[Row], schedule: Schedule, microbatches: int, pp: i
         not_hidden = bound - path  # what the critical path leaves uncovered
     return StepTimes(bound, critical, not_hidden, busiest_link or "links",
                      exposed_total + not_hidden, maximum(hidden_total - not_hidden, 0.0),
-                     schedule.bubble_slots(pp) / m)
+                     idle / m)

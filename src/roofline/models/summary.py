@@ -98,13 +98,14 @@ def _total(parts: list[tuple[float, Any]]) -> Any:
 
 
 def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
-              schedule: Schedule) -> StepCore:
+              schedule: Schedule, steady: bool = False) -> StepCore:
     # A pipeline of m micro-batches over pp stages takes m micro-batch slots of the slowest
-    # stage plus the schedule's bubble; every micro-batch re-reads the stage's weights.
+    # stage plus the schedule's bubble (steady decode: none past pp); every micro-batch
+    # re-reads the stage's weights.
     # Per-step ops (gradient sync, optimizer) run once, outside the pipeline. What overlaps
     # with what is the schedule's (models/schedule.py).
     m = par.microbatches
-    slots = m + schedule.bubble_slots(par.pp)
+    slots = m + schedule.idle_slots(par.pp, m, steady)  # steady: a stream of decode steps
     # One pass over the rows. The floor: the step's total work with every resource
     # overlapped; each resource's time is linear in the work, so the total's time on a
     # resource is the sum of the ops' times on it (the evaluator on the summed Cost, without
@@ -138,7 +139,7 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
                                             resource_s.items() if resource in COMM], 0.0)
     times = step_times([Row(r.stream, r.count, r.per_step, e) for r, e in zip(rows, ests,
                                                                               strict=True)],
-                       schedule, m, par.pp, spec.layers / par.pp, par.cp, comm_floor)
+                       schedule, m, par.pp, spec.layers / par.pp, par.cp, comm_floor, steady)
     op_times: list[dict[str, Any]] = []
     credited: dict[str, list[Any]] = {}
     for e, lower in zip(ests, times.critical_s, strict=True):
@@ -186,7 +187,7 @@ def step_summary(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
     spec, chip, par, prec, rows = load_step(model, hw, phase, parallel, precision, impl,
                                             None, None)
     sched = check_schedule(schedule or Schedule(), par)
-    core = step_core(spec, chip, par, rows, sched)
+    core = step_core(spec, chip, par, rows, sched, steady=phase.kind == "decode")
     t_lower: Any = core.times.t_lower_s
     device = chip.memory[0].capacity_bytes or 0.0
     memory = footprint(spec, phase, par, prec, (budget or MemoryBudget()).usable(device),
