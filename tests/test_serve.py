@@ -315,3 +315,24 @@ def test_cli_lengths_csv_bad_cell_names_file_line_and_column(run_cli, tmp_path, 
     assert code == 2 and f"--lengths {path}" in err and needle in err, err
     assert len(err.strip().splitlines()) == 1 and len(err) < 400 and "--input-len" not in err
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_a_plan_names_its_times_in_every_output(run_cli, tmp_path):
+    """Expected plans say so in the notes, the CSV, the chart and the page, and name their
+    efficiencies' sources; a bound plan calls TTFT's queue an estimate, not a bound."""
+    import csv
+    import json
+
+    base = ("serve", "llama-3.1-8b", "--hw", "h100", "--tp", "1")
+    code, out, _ = run_cli(*base, "--json")
+    notes = json.loads(out)["notes"]
+    assert "TPOT a lower bound" in notes[0] and "not a bound" in notes[1]
+    code, out, _ = run_cli(*base, "--expect", "--json", "--csv", str(tmp_path / "e.csv"),
+                           "--html", str(tmp_path / "e.html"))
+    data = json.loads(out)
+    assert data["notes"][0].startswith("Expected, not bounds")
+    assert "fitted to" in data["sources"]["h100-sxm"]["matmul"]
+    rows = list(csv.DictReader(open(tmp_path / "e.csv")))
+    assert {r["step_times"] for r in rows} == {"expected"}
+    page = (tmp_path / "e.html").read_text()
+    assert "Expected times" in page and "Bounds, not forecasts" not in page

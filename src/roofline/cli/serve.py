@@ -72,7 +72,7 @@ def plan_data(p: Any, every_point: bool = False) -> dict[str, Any]:
     """The plan as one JSON-ready dict: best per chip (annotated), frontiers, notes."""
     from dataclasses import asdict
 
-    from ..render.serve_text import EXPECTED_NOTE, NOTES
+    from ..render.serve_text import notes
     from ..serve import annotate
 
     best = {hw: annotate(p, r) for hw, r in p.best().items()}
@@ -83,8 +83,14 @@ def plan_data(p: Any, every_point: bool = False) -> dict[str, Any]:
         "best": best,
         "frontier_tpot": {hw: [p.row(i) for i in p.frontier("tpot_s", hw)] for hw in hws},
         "frontier_ttft": {hw: [p.row(i) for i in p.frontier("ttft_s", hw)] for hw in hws},
-        "skipped": p.skipped, "expected": p.expected,
-        "notes": [EXPECTED_NOTE, *NOTES[1:]] if p.expected else list(NOTES)}
+        "skipped": p.skipped, "expected": p.expected, "notes": notes(p.expected)}
+    if p.expected:  # the efficiencies a forecast applied, per chip, with their sources
+        from ..expect.op import source
+        from ..expect.table import figures
+        from ..hardware import load_chip
+
+        data["sources"] = {hw: {k: source(f) for k, f in figures(load_chip(hw)).items()}
+                           for hw in hws}
     if every_point:
         data["all_points"] = {k: v.tolist() for k, v in p.columns.items()}
     return data
@@ -96,8 +102,11 @@ def _cmd_serve(args: argparse.Namespace) -> None:
 
     p = build_plan(args)
     data = plan_data(p, args.all)
-    if args.csv:
-        write_csv(args.csv, p.columns)
+    if args.csv:  # each row says what its times are
+        import numpy as np
+
+        step_times = np.full(len(p), "expected" if p.expected else "lower bound")
+        write_csv(args.csv, {**p.columns, "step_times": step_times})
     if args.plot:
         from ..plot import save_figure
         from ..serve.chart import plot_frontier

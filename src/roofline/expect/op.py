@@ -80,7 +80,8 @@ def describe(sources: Mapping[str, str]) -> str:
     return "; ".join(parts) or "none"
 
 
-def _source(e: Efficiency) -> str:
+def source(e: Efficiency) -> str:
+    """Where a figure came from, in words (a fitted one: the rows it was fitted to)."""
     return f"fitted to {e.fitted}" if e.source == "fitted" else e.source
 
 
@@ -128,7 +129,7 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
 
     def take(kind: str, variant: str | None = None) -> float:
         key, fig = lookup(figs, kind, variant)
-        used[key] = _source(fig)
+        used[key] = source(fig)
         return fig.value
 
     derate: dict[str, Any] = {}

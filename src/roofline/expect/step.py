@@ -21,7 +21,7 @@ from ..hardware import Chip, System, load_chip
 from ..models import ModelAnalysis, Precision, StepOp
 from ..models.schedule import NOT_HIDDEN
 from ..serialize import jsonable
-from .op import _source, dequant_family, expected
+from .op import dequant_family, expected, source
 from .table import engine, figures, lookup, lookup_framework
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
             efficiency[resource] = unwrap(np.where(
                 weight > 0, sum(w * e for w, e in pairs) / weight, pairs[0][1]))
     key, factor = lookup_framework(figs, kind, engine(framework) if framework else None)
-    sources[key] = _source(factor)
+    sources[key] = source(factor)
     efficiency["framework"] = factor.value
     t = np.maximum(total / factor.value, np.asarray(a.t_lower_s))  # never below the bound
     return ExpectedStep(a, unwrap(t), unwrap(overhead), efficiency, sources)

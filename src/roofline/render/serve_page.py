@@ -166,8 +166,10 @@ def serve_page(p: Any) -> str:
         figures([("requests", f"{w.input_len:g} prompt + {w.output_len:g} output tokens",
                   "means over the requests"),
                  ("points", f"{len(idx)} of {len(p)}", "that fit and carry their load"),
-                 ("bounds", "throughput upper, latency lower",
-                  "step times are the model's lower bounds")]),
+                 ("expected", "a forecast", "step times are expected times (sourced "
+                  "and fitted efficiencies)") if p.expected else
+                 ("bounds", "throughput upper, TPOT lower",
+                  "step times are the model's lower bounds; TTFT adds an M/D/1 wait")]),
         "<p>" + _select("chip", "chip", hws) + _select("quant", "weights/KV", quants)
         + _select("mode", "mode", modes) + "</p>",
         "<p>" + _slider("tpot", "target TPOT", t.tpot_s or 0.05)
@@ -177,8 +179,11 @@ def serve_page(p: Any) -> str:
         "<h2>best point meeting the targets</h2>", '<pre id="best"></pre>',
         "<h2>clicked point</h2>", '<pre id="detail">click a point of the frontier</pre>',
         '<p class="note">Frontier: output tokens/s per chip against TPOT among the points '
-        "within the TTFT target. Bounds, not forecasts: TTFT adds an M/D/1 wait for the "
-        "prefill budget to the request's own prefill.</p>",
+        "within the TTFT target. "
+        + ("Expected times (a forecast with sourced and fitted efficiencies), not bounds"
+           if p.expected else "Bounds, not forecasts") + ": TTFT adds an M/D/1 wait for the "
+        "prefill budget (a queueing estimate at the point's own request rate) to the "
+        "request's own prefill.</p>",
         f'<script type="application/json" id="grid">{blob}</script>',
     ]
     return page(f"roofline serve {p.model}", body, SCRIPT)

@@ -9,19 +9,29 @@ from typing import Any
 from ..units import format_si, format_time
 from .text import table
 
-EXPECTED_NOTE = ("Expected, not bounds: every step time is the expected time (a forecast with "
-                 "sourced and fitted efficiencies, roofline.expect; `roofline serve` without "
-                 "--expect gives the bounds)")
-NOTES = (
-    "Bounds, not forecasts: every step time is the model's schedule-aware lower bound (ops one "
-    "after another, each op's resources overlapped, collectives as the schedule overlaps them), "
-    "so throughput is an upper bound and TTFT / TPOT lower bounds.",
-    "Continuous batching: each iteration runs the batch's decode tokens plus chunked-prefill "
-    "tokens; TTFT = the request's own prefill + an M/D/1 wait for the prefill budget (none in a "
-    "closed loop); E2E = TTFT + (n-1) x TPOT.",
-    "tokens/J: the throughput bound over the chip's TDP (an upper bound only as far as the "
-    "throughput is one: a chip can draw less than TDP).",
-)
+
+def notes(expected: bool) -> list[str]:
+    """What a plan's numbers are: bounds, or expected times (a forecast)."""
+    if expected:
+        times = ("Expected, not bounds: every step time is the expected time (a forecast with "
+                 "sourced and fitted efficiencies, roofline.expect: `sources` names them per "
+                 "chip; `roofline serve` without --expect gives the bounds).")
+        energy = "tokens/J: the expected throughput over the chip's TDP."
+    else:
+        times = ("Bounds, not forecasts: every step time is the model's schedule-aware lower "
+                 "bound (ops one after another, each op's resources overlapped, collectives as "
+                 "the schedule overlaps them), so throughput is an upper bound and TPOT a lower "
+                 "bound at each batch.")
+        energy = ("tokens/J: the throughput bound over the chip's TDP (an upper bound only as "
+                  "far as the throughput is one: a chip can draw less than TDP).")
+    return [times,
+            "Continuous batching: each iteration runs the batch's decode tokens plus "
+            "chunked-prefill tokens; TTFT = the request's own prefill + an M/D/1 wait for the "
+            "prefill budget at the point's own request rate (none in a closed loop): a "
+            "queueing estimate, not a bound (faster steps carry more requests at the same "
+            "batch); E2E = TTFT + (n-1) x TPOT.",
+            "time_<resource>_s: the lower bound's step time split by the resource bounding "
+            "each op.", energy]
 
 
 def describe(r: dict[str, Any]) -> str:

@@ -29,8 +29,13 @@ def plot_frontier(p: ServePlan) -> Any:
             ax.axvline(target, color="#c00", linestyle="--", label=f"{label} target")
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels collide on short spans
-        ax.set_xlabel(f"{label} (s, lower bound)")
-        ax.set_ylabel("output tokens/s per chip (upper bound)")
+        if p.expected:
+            ax.set_xlabel(f"{label} (s, expected)")
+            ax.set_ylabel("output tokens/s per chip (expected)")
+        else:
+            ax.set_xlabel(f"{label} (s, " + ("lower bound)" if key == "tpot_s" else
+                                             "prefill bound + M/D/1 wait)"))
+            ax.set_ylabel("output tokens/s per chip (upper bound)")
         ax.set_title(_plain(f"{p.model}: Pareto frontier vs {label}"))
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
