@@ -186,6 +186,11 @@ def test_closed_loop_concurrency_is_the_running_batch_with_no_queue():
                    Precision("fp8", "fp8", "fp8"))
     assert r["tpot_s"] == pytest.approx(step.t_lower_s, rel=1e-9)
     assert r["e2e_s"] == pytest.approx(r["ttft_s"] + 1023 * r["tpot_s"])
+    # disaggregated too: no request waits for a prefill server in a closed loop
+    both = plan("llama-3.1-70b", ["h100"], w, space=Space(
+        tp=(8,), kv_dtypes=("fp8",), weight_dtypes=("fp8",), chunks=(2048,),
+        modes=("disaggregated",)), load=Load(concurrency=64))
+    assert len(both) and np.all(both.columns["queue_s"] == 0)
 
 
 def test_a_rate_sizes_whole_instances_and_latency_is_taken_at_the_load_they_carry():

@@ -122,8 +122,8 @@ def pools(e: Engine, w: Workload, running: Any, chunks: Any) -> Pools:
                  e.prefill(e.par.dp * prompts, w))
 
 
-def disaggregated(d: Pools, p: Pools, w: Workload, chunks: Any, rate: float | None = None
-                  ) -> dict[str, Any]:
+def disaggregated(d: Pools, p: Pools, w: Workload, chunks: Any, rate: float | None = None,
+                  closed_loop: bool = False) -> dict[str, Any]:
     """Points over (decode running batch, prefill chunk, prefill utilization rho): arrays of
     shape (len(running), len(chunks), len(RHO)). Without `rate` the prefill pool is the
     fraction of an instance per decode instance that runs at rho (the figure at scale); with
@@ -150,7 +150,8 @@ def disaggregated(d: Pools, p: Pools, w: Workload, chunks: Any, rate: float | No
         used = rate * per_prompt / prefillers
         load = rate / decoders
         idx = np.clip(np.searchsorted(capacity[:, 0, 0], load, side="right") - 1, 0, None)
-    wait = md1_wait_s(used, per_prompt)
+    # a closed loop sends a request only when one finishes: no queue builds (as aggregated)
+    wait = 0.0 * used if closed_loop else md1_wait_s(used, per_prompt)
     transfer = pe.kv_transfer_s(w) + 0 * wait
     return {
         "running": d.running[idx], "chunk": chunk + 0 * wait, "instances": decoders,

@@ -192,7 +192,8 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
         for p, pconf, ppool, _ in sides:
             if p.chip.id == d.chip.id and p.prec == d.prec:  # one chip kind, one set of dtypes
                 add({**dconf, "mode": "disaggregated", **_prefill_config(pconf)},
-                    disaggregated(dpool, ppool, workload, chunks, load.rate), most)
+                    disaggregated(dpool, ppool, workload, chunks, load.rate,
+                                  closed_loop=load.concurrency is not None), most)
     if not groups:
         raise RooflineError("no configuration is valid: " + "; ".join(dict.fromkeys(skipped)))
     keys = list(dict.fromkeys(k for g in groups for k in g))  # a resource one lacks: 0 s
