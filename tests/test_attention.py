@@ -312,3 +312,15 @@ def test_cross_attention_may_have_more_queries_than_keys():
     assert c.flops["bf16"] == 2 * 4 * (128 + 128) * pairs
     with pytest.raises(RooflineError, match="causal attention: q_len must not exceed"):
         attention(1, 128, 32, 4, causal=True, impl="flash", block_q=64)
+
+
+@pytest.mark.parametrize("impl", ["flash", "decode"])
+def test_every_key_a_query_sees_is_read_at_least_once(impl):
+    """Counting each block's average keys read a causal prefill's K/V half and a windowed
+    one's almost not at all (32768 queries, window 128: 262 kB of a 67 MB cache)."""
+    kv_row = 2 * 64 * 2  # K and V, d = 64, bf16
+    q = 1 if impl == "decode" else 32768
+    for window, kv in ((None, 32768), (128, 32768), (None, 4096)):
+        c = attention(1, min(q, kv), kv, 64, 8, 64, impl=impl, window=window, block_q=128)
+        seen = kv if window is None or impl != "decode" else window
+        assert c.bytes["hbm"] >= 8 * seen * kv_row

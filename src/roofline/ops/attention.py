@@ -178,22 +178,28 @@ def attention(
         terms += steps(("K/V bytes", kv_bytes), ("S/P bytes (materialised)", scores))
     else:
         visible = define(terms, "keys visible per query", "L_vis", pairs / Lq)
+        keys = define(terms, "keys some query sees (each read at least once)", "L_read",
+                      _keys_read(Lq, Lkv, window, chunk))
         if impl == "decode":
-            kv_bytes = B * Hkv * kv_row * visible
+            kv_bytes = B * Hkv * kv_row * keys
             note(terms, "K/V bytes (each cache read once)", kv_bytes)
         else:
             br = define(terms, "Q rows per block", "Br", _block_rows(sram_bytes, block_q, d, dv, x))
             group = define(terms, "query heads per KV head", "G", H / Hkv)
             blocks = define(terms, "Q blocks per KV head", "n_blk",
                             call("ceil", np.ceil, group * Lq / br))
-            kv_bytes = B * Hkv * blocks * visible * kv_row
+            # each block reads the keys its rows see, and every key is read at least once
+            loads = define(terms, "keys loaded per KV head", "L_load",
+                           call("at_least_L_read", lambda v: np.maximum(v, value(keys)),
+                                blocks * visible))
+            kv_bytes = B * Hkv * loads * kv_row
             note(terms, "K/V bytes (re-read per Q block)", kv_bytes)
             if l2_bytes is not None:  # every load passes L2; HBM sees one pass + the spill
-                once = define(terms, "K/V first pass (compulsory, what decode reads)", "KV_1",
-                              B * Hkv * visible * kv_row)
+                once = define(terms, "K/V first pass (compulsory: every key once)", "KV_1",
+                              B * Hkv * keys * kv_row)
                 l2 = q_and_o + kv_bytes
                 kv_bytes = once + _l2_spill(terms, _keys_seen(Lkv, window, chunk) * kv_row,
-                                            (blocks - 1) * once, l2_bytes)
+                                            kv_bytes - once, l2_bytes)
         hbm = q_and_o + kv_bytes
 
     if symbolic():  # the total FLOPs: a step of the derivation only (a grid in a sweep)
@@ -215,6 +221,19 @@ def attention(
                 special_ops={"exp": value(exps)},
                 bytes={level: value(e) for level, e in levels.items()},
                 steps=tuple(terms), name=name)
+
+
+def _keys_read(Lq: Quantity, Lkv: Quantity, window: Any, chunk: Any) -> Quantity:
+    """Keys at least one query sees: all Lkv, but a window's first query starts W - 1 keys
+    back (min(Lkv, Lq + W - 1)) and a chunk's at its chunk's start."""
+    if window is not None:
+        W = size("W", window, "window")
+        return call("min_Lkv", lambda v: np.minimum(v, value(Lkv)), Lq + W - 1)
+    if chunk is not None:
+        C = size("C", chunk, "chunk")
+        first = call("floor(L_past/C)", lambda v: np.floor(v / value(C)), Lkv - Lq)
+        return Lkv - first * C
+    return Lkv
 
 
 def _keys_seen(Lkv: Quantity, window: Any, chunk: Any) -> Quantity:
