@@ -196,3 +196,149 @@ def test_prefill_runs_for_every_new_model():
     for name in CARDS:
         a = analyze(name, "b200", prefill(1, 4096), Parallel())
         assert a.t_lower_s > 0
+
+
+# --- config keys read as transformers reads them ---------------------------------------------
+
+
+def _catalog(name: str) -> dict:
+    return json.loads((CATALOG_DIR / f"{name}.json").read_text())
+
+
+def _params(data: dict):
+    return param_counts(parse_config(data, "x", "x.json"))
+
+
+@pytest.mark.parametrize("shared", [None, 0])
+def test_deepseek_null_or_zero_shared_experts_mean_none(shared):
+    # DeepSeek's modelling code builds shared experts only for a non-null count
+    base = _params(_catalog("deepseek-v3"))
+    none = _params({**_catalog("deepseek-v3"), "n_shared_experts": shared})
+    one_each = 58 * 3 * 7168 * 2048  # one shared expert in each of the 58 MoE layers
+    assert base.total - none.total == base.active - none.active == one_each
+    assert none.total == pytest.approx(668.5e9, abs=0.05e9)
+    assert none.active == pytest.approx(35.0e9, abs=0.05e9)
+    absent = {k: v for k, v in _catalog("deepseek-v3").items() if k != "n_shared_experts"}
+    assert _params(absent).total == base.total  # absent: one, as before
+    with pytest.raises(RooflineError, match=r"x\.json: field 'n_shared_experts': must be a "
+                       r"whole"):
+        parse_config({**_catalog("deepseek-v3"), "n_shared_experts": -1}, "x", "x.json")
+
+
+# text_config as google/gemma-3-{4b,12b,27b}-it publish it: transformers' defaults fill the rest
+_GEMMA_3_IT = {
+    "gemma-3-4b": {"hidden_size": 2560, "intermediate_size": 10240, "num_hidden_layers": 34},
+    "gemma-3-12b": {"hidden_size": 3840, "intermediate_size": 15360, "num_hidden_layers": 48,
+                    "num_attention_heads": 16, "num_key_value_heads": 8},
+    "gemma-3-27b": {"head_dim": 128, "hidden_size": 5376, "intermediate_size": 21504,
+                    "num_attention_heads": 32, "num_hidden_layers": 62,
+                    "num_key_value_heads": 16, "query_pre_attn_scalar": 168},
+}
+
+
+@pytest.mark.parametrize("name", list(_GEMMA_3_IT))
+def test_published_gemma_3_multimodal_configs_load_with_transformers_defaults(name):
+    text = {**_GEMMA_3_IT[name], "model_type": "gemma3_text", "sliding_window": 1024,
+            "rope_scaling": {"factor": 8.0, "rope_type": "linear"}}
+    spec = parse_config({"architectures": ["Gemma3ForConditionalGeneration"],
+                         "model_type": "gemma3", "text_config": text}, name, "it.json")
+    ours = load_model(name)  # the catalog spells every key out
+    shape = ("hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab",
+             "sliding_window", "sliding_layers", "max_context", "tied_embeddings")
+    assert {f: getattr(spec, f) for f in shape} == {f: getattr(ours, f) for f in shape}
+    assert spec.vocab == 262208 and param_counts(spec).total == param_counts(ours).total
+
+
+def test_qwen_moe_mlp_only_layers_keep_a_dense_mlp():
+    data = _catalog("qwen3-30b-a3b")
+    spec = parse_config({**data, "mlp_only_layers": [0, 1, 2, 3]}, "x", "x.json")
+    assert [spec.is_moe_layer(i) for i in range(6)] == [False] * 4 + [True] * 2
+    dense = param_counts(spec).layers[0]
+    assert dense.experts == 0 and dense.mlp_dense == 3 * 2048 * 6144  # intermediate_size
+    moe = load_model("qwen3-30b-a3b")
+    assert param_counts(moe).total - param_counts(spec).total == pytest.approx(
+        4 * (128 * 3 * 2048 * 768 + 2048 * 128 - 3 * 2048 * 6144))
+    # transformers: layer i is MoE where (i + 1) % decoder_sparse_step == 0
+    every_2nd = parse_config({**data, "decoder_sparse_step": 2, "mlp_only_layers": [3]},
+                             "x", "x.json")
+    assert [every_2nd.is_moe_layer(i) for i in range(6)] == [False, True, False, False,
+                                                             False, True]
+    for bad in ([48], [-1], "0,1", [True]):
+        with pytest.raises(RooflineError, match=r"x\.json: field 'mlp_only_layers': must list "
+                           r"layer indices from 0 to 47"):
+            parse_config({**data, "mlp_only_layers": bad}, "x", "x.json")
+
+
+def test_deepseek_moe_layer_freq_counts_from_layer_zero():
+    # DeepSeek: MoE where i >= first_k_dense_replace and i % moe_layer_freq == 0
+    data = {**_catalog("deepseek-v3"), "num_hidden_layers": 8, "first_k_dense_replace": 3,
+            "moe_layer_freq": 2}
+    spec = parse_config(data, "x", "x.json")
+    assert [spec.is_moe_layer(i) for i in range(8)] == [False] * 4 + [True, False] * 2
+
+
+def _windowed(spec) -> list[int]:
+    return [i for i in range(spec.layers) if spec.layer_attention(i)[0] == "window"]
+
+
+def test_qwen_sliding_window_starts_at_max_window_layers():
+    # transformers' Qwen2: the window applies to layers i >= max_window_layers
+    data = {**_catalog("qwen2.5-7b"), "use_sliding_window": True, "sliding_window": 4096}
+    assert _windowed(parse_config(data, "x", "x.json")) == []  # 28 of 28 layers: none
+    spec = parse_config({**data, "max_window_layers": 20}, "x", "x.json")
+    assert _windowed(spec) == list(range(20, 28)) and spec.sliding_window == 4096
+    assert len(_windowed(parse_config({**data, "max_window_layers": 0}, "x", "x.json"))) == 28
+    absent = {k: v for k, v in data.items() if k != "max_window_layers"}
+    assert _windowed(parse_config(absent, "x", "x.json")) == []  # Qwen2's default: 28
+    assert _windowed(parse_config({**data, "use_sliding_window": False}, "x", "x.json")) == []
+    with pytest.raises(RooflineError, match="field 'max_window_layers': must be a whole"):
+        parse_config({**data, "max_window_layers": -2}, "x", "x.json")
+
+
+def test_a_flat_llama_4_config_reads_like_its_text_config():
+    nested = load_model("llama-4-scout")
+    flat = parse_config({**_catalog("llama-4-scout")["text_config"], "model_type": "llama4"},
+                        "llama-4-scout", "flat.json")
+    assert flat.model_type == "llama4_text" and flat.moe == nested.moe
+    assert flat.layer_mixers == nested.layer_mixers and flat.attention_chunk == 8192
+    assert param_counts(flat).total == param_counts(nested).total
+
+
+def test_gpt_oss_without_layer_types_alternates_sliding_and_full():
+    # transformers' GptOssConfig: sliding where (i + 1) % 2, full otherwise; window 128
+    data = {k: v for k, v in _catalog("gpt-oss-20b").items() if k != "layer_types"}
+    spec = parse_config(data, "x", "x.json")
+    assert spec.layer_mixers == load_model("gpt-oss-20b").layer_mixers
+    assert _windowed(spec) == list(range(0, 24, 2))
+    no_window = {k: v for k, v in data.items() if k != "sliding_window"}
+    assert parse_config(no_window, "x", "x.json").layer_mixers == spec.layer_mixers
+
+
+def test_layer_types_read_transformers_names_and_refuse_others():
+    data = _catalog("gpt-oss-20b")
+    chunked = {**data, "layer_types": ["chunked_attention", "full_attention"] * 12,
+               "attention_chunk_size": 4096}
+    spec = parse_config(chunked, "x", "x.json")
+    assert [spec.layer_attention(i) for i in range(2)] == [("chunk", 4096), ("full", None)]
+    assert _windowed(spec) == []
+    with pytest.raises(RooflineError, match=r"x\.json: field 'layer_types': chunked_attention "
+                       r"layers need attention_chunk_size"):
+        parse_config({**chunked, "attention_chunk_size": None}, "x", "x.json")
+    for odd, allowed in (("mamba", "full_attention, sliding_attention, chunked_attention"),
+                         ("linear_attention", "full_attention, sliding_attention, "
+                          "chunked_attention")):
+        with pytest.raises(RooflineError, match=re.escape(
+                f"x.json: field 'layer_types': unknown layer type '{odd}' (allowed: "
+                f"{allowed})")):
+            parse_config({**data, "layer_types": [odd] * 24}, "x", "x.json")
+    with pytest.raises(RooflineError, match="'layer_types': sliding_attention layers need a "
+                       "sliding_window"):
+        parse_config({**data, "sliding_window": None}, "x", "x.json")
+    qwen = {**_catalog("qwen2.5-7b"), "layer_types": ["sliding_attention"] * 28}
+    with pytest.raises(RooflineError, match="need a sliding_window and use_sliding_window"):
+        parse_config(qwen, "x", "x.json")
+    # Qwen3-Next's own layer_types: linear mixers where it says so
+    nxt = _catalog("qwen3-next-80b-a3b")
+    kinds = ["linear_attention", "full_attention"] * (nxt["num_hidden_layers"] // 2)
+    spec = parse_config({**nxt, "layer_types": kinds}, "x", "x.json")
+    assert [spec.layer_attention(i)[0] for i in range(4)] == ["linear", "full"] * 2

@@ -4,6 +4,7 @@ scaling and only warns, options that do not apply are refused, `mfu` reads what 
 write, and counts are integers."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -372,3 +373,51 @@ def test_a_long_value_in_an_error_is_brief():
     assert brief(10**30) == "a 31-digit integer"
     assert brief("x" * 40) == "x" * 21 + "..."  # not called an integer
     assert brief(1.5) == "1.5"
+
+
+# --- config values that cannot work are refused when the config is read, naming the keys ---
+
+
+@pytest.mark.parametrize(("model", "fields", "needle"), [
+    ("llama-3-8b", {"num_key_value_heads": 5}, "field 'num_key_value_heads': "
+     "num_attention_heads (32) must be a multiple of num_key_value_heads (5)"),
+    ("mixtral-8x7b", {"num_experts_per_tok": 9}, "field 'num_experts_per_tok': 9 experts per "
+     "token exceed the 8 experts (num_local_experts)"),
+    ("qwen3-30b-a3b", {"num_experts": 4}, "field 'num_experts_per_tok': 8 experts per token "
+     "exceed the 4 experts (num_experts)"),
+    ("deepseek-v3", {"num_experts_per_tok": 257}, "field 'num_experts_per_tok': 257 experts "
+     "per token exceed the 256 experts (n_routed_experts)"),
+])
+def test_impossible_heads_and_experts_are_refused_naming_the_file_and_keys(
+        run_cli, tmp_path, model, fields, needle):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**json.loads((CATALOG_DIR / f"{model}.json").read_text()),
+                                **fields}))
+    with pytest.raises(RooflineError, match=re.escape(f"{path}: {needle}")):
+        load_model(str(path))
+    code, _, err = run_cli("model", str(path))
+    assert code == 2 and needle in err and err.count("\n") == 1
+
+
+def test_gpt_oss_experts_per_token_names_its_key(tmp_path):
+    data = json.loads((CATALOG_DIR / "gpt-oss-20b.json").read_text())
+    data.pop("num_experts_per_tok", None)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**data, "experts_per_token": 33}))
+    with pytest.raises(RooflineError, match="field 'experts_per_token': 33 experts per token "
+                       r"exceed the 32 experts \(num_local_experts\)"):
+        load_model(str(path))
+
+
+def test_the_published_gemma_3_27b_it_config_runs(run_cli, tmp_path):
+    # google/gemma-3-27b-it's text_config has no vocab_size: transformers' 262208
+    text = {"head_dim": 128, "hidden_size": 5376, "intermediate_size": 21504,
+            "model_type": "gemma3_text", "num_attention_heads": 32, "num_hidden_layers": 62,
+            "num_key_value_heads": 16, "query_pre_attn_scalar": 168,
+            "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024}
+    path = tmp_path / "gemma3_27b_it.json"
+    path.write_text(json.dumps({"model_type": "gemma3", "text_config": text}))
+    code, out, err = run_cli("model", str(path), "--json")
+    assert code == 0 and err == "" and json.loads(out)
+    assert param_counts(load_model(str(path))).total == \
+        param_counts(load_model("gemma-3-27b")).total

@@ -21,6 +21,15 @@ _DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2")  # Kimi K2 is DeepSeek-V3'
 MAX_LAYERS = 10_000  # the largest models have a few hundred
 _LAYER_KEYS = ("num_hidden_layers", "n_layer")
 
+# transformers' defaults for keys real configs leave out: Gemma 3's multimodal config.json
+# files give only some text_config keys (4B: no heads, head_dim or vocab_size)
+_GEMMA3 = {"vocab_size": 262208, "num_attention_heads": 8, "num_key_value_heads": 4,
+           "head_dim": 256, "max_position_embeddings": 131072, "sliding_window": 4096}
+_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma3_text": _GEMMA3, "gemma3": _GEMMA3, "gpt_oss": {"sliding_window": 128}}
+# the layer_types names (transformers' ALLOWED_LAYER_TYPES) read here
+_LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention")
+
 
 class _Config:
     """Typed reads from a config dict; errors name the file and the key."""
@@ -56,6 +65,15 @@ class _Config:
     def opt_int(self, key: str) -> int | None:
         return self.integer(key) if self.data.get(key) is not None else None
 
+    def count(self, key: str, default: int) -> int:
+        """A whole number that may be 0 (default when absent or null)."""
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 2**53:
+            raise self.error(key, f"must be a whole number (0 or more), got {brief(value)}")
+        return value
+
     def flag(self, key: str, default: bool) -> bool:
         value = self.data.get(key, default)
         if not isinstance(value, bool):
@@ -78,6 +96,9 @@ def parse_config(data: Any, name: str, origin: str) -> ModelSpec:
     if model_type not in SUPPORTED:
         raise RooflineError(f"{origin}: unsupported model_type {model_type!r} (supported: "
                             f"{', '.join(SUPPORTED)})")
+    if model_type == "llama4":  # a flat llama4 config: its keys are text_config's
+        model_type = "llama4_text"
+    data = {**_DEFAULTS.get(model_type, {}), **data}
     c = _Config(data, origin)
     if model_type in ("gpt2",):
         return _gpt2(c, name)
@@ -90,9 +111,13 @@ def parse_config(data: Any, name: str, origin: str) -> ModelSpec:
     if "head_dim" not in data and heads > hidden:
         raise c.error("num_attention_heads", f"{heads} heads exceed hidden_size {hidden} "
                       "(give head_dim)")
+    kv_heads = c.integer("num_key_value_heads", default=heads)
+    if heads % kv_heads and model_type not in _DEEPSEEK:  # MLA: every head has its own K, V
+        raise c.error("num_key_value_heads", f"num_attention_heads ({heads}) must be a multiple "
+                      f"of num_key_value_heads ({kv_heads})")
     common: dict[str, Any] = dict(
         name=name, model_type=model_type, hidden=hidden, layers=layers, heads=heads,
-        kv_heads=c.integer("num_key_value_heads", default=heads),
+        kv_heads=kv_heads,
         head_dim=c.integer("head_dim", default=hidden // heads),
         ffn=c.integer("intermediate_size"), vocab=c.integer("vocab_size"),
         tied_embeddings=c.flag("tie_word_embeddings", model_type.startswith("gemma")),
@@ -105,12 +130,9 @@ def parse_config(data: Any, name: str, origin: str) -> ModelSpec:
     if model_type in ("qwen3", "qwen3_moe", "gemma3_text", "gemma3", "qwen3_next"):
         common["qk_norm"] = True
     common.update(_layer_patterns(c, model_type, layers))
+    common.update(_mixers(c, model_type, layers))
     if model_type.startswith("gemma") and model_type != "gemma":
         common["extra_norms"] = 2
-
-    window = _window(c, model_type, layers)
-    if window:
-        common["sliding_window"], common["sliding_layers"] = window
     moe = _moe(c, model_type)
     if moe:
         common["moe"] = moe
@@ -190,32 +212,83 @@ def _quantization(c: _Config) -> tuple[str | None, str]:
     return name, method
 
 
-def _window(c: _Config, model_type: str, layers: int) -> tuple[int, tuple[bool, ...]] | None:
-    window = c.data.get("sliding_window")
-    if window is None or (model_type.startswith("qwen") and not c.flag("use_sliding_window",
-                                                                         False)):
-        return None
-    size = c.integer("sliding_window")
-    kinds = _layer_types(c, layers)
-    if kinds:  # newer configs list every layer (gpt-oss, Gemma 3)
-        return size, tuple(k == "sliding_attention" for k in kinds)
-    if model_type == "gemma2":  # local and global layers alternate, local first
-        return size, tuple(i % 2 == 0 for i in range(layers))
-    if model_type in ("gemma3_text", "gemma3"):  # 5 local : 1 global
-        pattern = c.integer("sliding_window_pattern", default=6)
-        return size, tuple((i + 1) % pattern != 0 for i in range(layers))
-    return size, ()  # Mistral, Phi-3: every layer
-
-
-def _layer_types(c: _Config, layers: int) -> list[str]:
+def _layer_types(c: _Config, model_type: str, layers: int) -> list[str] | None:
+    """The config's layer_types (newer configs list every layer), validated; None if absent."""
     kinds = c.data.get("layer_types")
     if kinds is None:
-        return []
+        return None
     if not isinstance(kinds, list) or len(kinds) != layers or \
             not all(isinstance(k, str) for k in kinds):
         raise c.error("layer_types", f"must list one name per layer ({layers} layers, "
                       "num_hidden_layers)")
+    allowed = _LAYER_TYPES + (("linear_attention",) if model_type == "qwen3_next" else ())
+    for kind in kinds:
+        if kind not in allowed:
+            raise c.error("layer_types", f"unknown layer type {brief(kind)!r} (allowed: "
+                          f"{', '.join(allowed)})")
     return kinds
+
+
+def _window_size(c: _Config, model_type: str) -> int | None:
+    if c.data.get("sliding_window") is None or (
+            model_type.startswith("qwen") and not c.flag("use_sliding_window", False)):
+        return None
+    return c.integer("sliding_window")
+
+
+def _default_layer_types(c: _Config, model_type: str, layers: int,
+                         window: int | None) -> list[str]:
+    """Each layer's attention as transformers derives it when layer_types is absent."""
+    if model_type == "llama4_text":  # chunked with RoPE; every interval-th layer global, NoPE
+        rope = c.data.get("no_rope_layers")
+        if rope is not None and (not isinstance(rope, list) or len(rope) != layers):
+            raise c.error("no_rope_layers", f"must list 0 or 1 per layer ({layers} layers)")
+        every = c.integer("no_rope_layer_interval", default=4)
+        chunked = [bool(r) for r in rope] if rope is not None else \
+            [(i + 1) % every != 0 for i in range(layers)]
+        return ["chunked_attention" if k else "full_attention" for k in chunked]
+    if window is None:
+        sliding = [False] * layers
+    elif model_type in ("gemma2", "gpt_oss"):  # local and global alternate, local first
+        sliding = [i % 2 == 0 for i in range(layers)]
+    elif model_type in ("gemma3_text", "gemma3"):  # 5 local : 1 global
+        pattern = c.integer("sliding_window_pattern", default=6)
+        sliding = [(i + 1) % pattern != 0 for i in range(layers)]
+    elif model_type.startswith("qwen"):  # the window only from max_window_layers on
+        first = c.count("max_window_layers", 28 if model_type in ("qwen2", "qwen2_moe",
+                                                                  "qwen3") else 0)
+        sliding = [i >= first for i in range(layers)]
+    else:  # Mistral, Phi-3: every layer
+        sliding = [True] * layers
+    kinds = ["sliding_attention" if k else "full_attention" for k in sliding]
+    if model_type == "qwen3_next":  # linear mixers; every interval-th layer attention
+        every = c.integer("full_attention_interval", default=4)
+        kinds = ["linear_attention" if (i + 1) % every else k for i, k in enumerate(kinds)]
+    return kinds
+
+
+def _mixers(c: _Config, model_type: str, layers: int) -> dict[str, Any]:
+    """Each layer's token mixer: full, sliding-window, chunked or linear attention."""
+    window = _window_size(c, model_type)
+    kinds = _layer_types(c, model_type, layers)
+    if kinds is None:
+        kinds = _default_layer_types(c, model_type, layers, window)
+    out: dict[str, Any] = {}
+    sliding = tuple(k == "sliding_attention" for k in kinds)
+    if any(sliding):
+        if window is None:
+            raise c.error("layer_types", "sliding_attention layers need a sliding_window" + (
+                " and use_sliding_window true" if model_type.startswith("qwen") else ""))
+        out["sliding_window"], out["sliding_layers"] = window, sliding
+    chunked = tuple(k == "chunked_attention" for k in kinds)
+    if any(chunked):
+        if c.data.get("attention_chunk_size") is None and "layer_types" in c.data:
+            raise c.error("layer_types", "chunked_attention layers need attention_chunk_size")
+        out["attention_chunk"], out["chunked_layers"] = \
+            c.integer("attention_chunk_size"), chunked
+    if model_type == "qwen3_next":
+        out["linear_layers"] = tuple(k == "linear_attention" for k in kinds)
+    return out
 
 
 def _layer_patterns(c: _Config, model_type: str, layers: int) -> dict[str, Any]:
@@ -223,14 +296,6 @@ def _layer_patterns(c: _Config, model_type: str, layers: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if model_type == "llama4_text":
         out["ffn"] = c.integer("intermediate_size_mlp")  # dense layers; experts: intermediate
-        # chunked attention with RoPE; every no_rope_layer_interval-th layer global, NoPE
-        rope = c.data.get("no_rope_layers")
-        if rope is not None and (not isinstance(rope, list) or len(rope) != layers):
-            raise c.error("no_rope_layers", f"must list 0 or 1 per layer ({layers} layers)")
-        every = c.integer("no_rope_layer_interval", default=4)
-        out["attention_chunk"] = c.integer("attention_chunk_size")
-        out["chunked_layers"] = tuple(bool(r) for r in rope) if rope is not None else \
-            tuple((i + 1) % every != 0 for i in range(layers))
     if model_type == "gpt_oss":
         out["bias"] = "all"  # attention, expert and router biases
         out["attention_sinks"] = True
@@ -240,10 +305,6 @@ def _layer_patterns(c: _Config, model_type: str, layers: int) -> dict[str, Any]:
             "gated_deltanet", c.integer("linear_num_value_heads"),
             c.integer("linear_num_key_heads"), c.integer("linear_key_head_dim"),
             c.integer("linear_value_head_dim"), c.integer("linear_conv_kernel_dim", default=4))
-        kinds = _layer_types(c, layers)
-        every = c.integer("full_attention_interval", default=4)
-        out["linear_layers"] = tuple(k == "linear_attention" for k in kinds) if kinds else \
-            tuple((i + 1) % every != 0 for i in range(layers))
     q = c.data.get("quantization_config")
     if isinstance(q, dict) and isinstance(q.get("modules_to_not_convert"), list):
         # gpt-oss keeps attention, router, embedding and LM head in bf16: experts only
@@ -252,10 +313,20 @@ def _layer_patterns(c: _Config, model_type: str, layers: int) -> dict[str, Any]:
     return out
 
 
+def _routed(c: _Config, experts_key: str, *top_k_keys: str) -> tuple[int, int]:
+    """(routed experts, experts per token), at most as many per token as there are."""
+    experts, top_k = c.integer(experts_key), c.integer(*top_k_keys)
+    if top_k > experts:
+        key = next(k for k in top_k_keys if c.data.get(k) is not None)
+        raise c.error(key, f"{top_k} experts per token exceed the {experts} experts "
+                      f"({experts_key})")
+    return experts, top_k
+
+
 def _moe(c: _Config, model_type: str) -> MoE | None:
     if model_type == "mixtral":
-        return MoE(c.integer("num_local_experts"), c.integer("num_experts_per_tok"), c.integer(
-            "intermediate_size"))
+        return MoE(*_routed(c, "num_local_experts", "num_experts_per_tok"),
+                   c.integer("intermediate_size"))
     if model_type == "llama4_text":  # a shared expert beside every routed set
         step = c.integer("interleave_moe_layer_step", default=1)
         moe_layers = c.data.get("moe_layers")
@@ -264,23 +335,43 @@ def _moe(c: _Config, model_type: str) -> MoE | None:
             raise c.error("moe_layers", "only the interleaved pattern (every "
                           "interleave_moe_layer_step-th layer) is supported")
         ffn = c.integer("intermediate_size")
-        return MoE(c.integer("num_local_experts"), c.integer("num_experts_per_tok"), ffn, 1, ffn,
+        return MoE(*_routed(c, "num_local_experts", "num_experts_per_tok"), ffn, 1, ffn,
                    first_dense_layers=step - 1, every=step)
     if model_type == "gpt_oss":
-        return MoE(c.integer("num_local_experts"),
-                   c.integer("num_experts_per_tok", "experts_per_token"),
+        return MoE(*_routed(c, "num_local_experts", "num_experts_per_tok", "experts_per_token"),
                    c.integer("intermediate_size"))
     if model_type in ("qwen2_moe", "qwen3_moe", "qwen3_next"):
         shared = c.opt_int("shared_expert_intermediate_size")
-        return MoE(c.integer("num_experts"), c.integer("num_experts_per_tok"),
+        # transformers: layer i is MoE unless in mlp_only_layers, if (i + 1) % step == 0
+        step = c.integer("decoder_sparse_step", default=1)
+        return MoE(*_routed(c, "num_experts", "num_experts_per_tok"),
                    c.integer("moe_intermediate_size"), 1 if shared else 0, shared or 0,
-                   every=c.integer("decoder_sparse_step", default=1))
+                   first_dense_layers=step - 1, every=step,
+                   dense_layers=_layer_list(c, "mlp_only_layers"))
     if model_type in _DEEPSEEK:
-        shared = c.integer("n_shared_experts", default=1)
-        return MoE(c.integer("n_routed_experts"), c.integer("num_experts_per_tok"),
+        # DeepSeek's modelling code: null (V2's default) or 0 means no shared experts
+        shared = c.count("n_shared_experts", 0 if "n_shared_experts" in c.data else 1)
+        first, freq = _first_dense(c), c.integer("moe_layer_freq", default=1)
+        # MoE where i >= first_k_dense_replace and i % moe_layer_freq == 0
+        layers = c.integer("num_hidden_layers")
+        return MoE(*_routed(c, "n_routed_experts", "num_experts_per_tok"),
                    c.integer("moe_intermediate_size"), shared, c.integer("moe_intermediate_size"),
-                   first_dense_layers=_first_dense(c), every=c.integer("moe_layer_freq", default=1))
+                   first_dense_layers=first,
+                   dense_layers=frozenset(i for i in range(first, layers) if i % freq))
     return None
+
+
+def _layer_list(c: _Config, key: str) -> frozenset[int]:
+    """A list of layer indices (e.g. mlp_only_layers), each within num_hidden_layers."""
+    value = c.data.get(key)
+    if value is None:
+        return frozenset()
+    layers = c.integer("num_hidden_layers")
+    if not isinstance(value, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers for i in value):
+        raise c.error(key, f"must list layer indices from 0 to {layers - 1} "
+                      "(num_hidden_layers - 1)")
+    return frozenset(value)
 
 
 def _first_dense(c: _Config) -> int:

@@ -18,6 +18,7 @@ class MoE:
     shared_ffn: int = 0
     first_dense_layers: int = 0  # DeepSeek: the first k layers keep a dense MLP
     every: int = 1  # an MoE layer every `every` layers (after the dense ones)
+    dense_layers: frozenset[int] = frozenset()  # any others that keep a dense MLP
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ class ModelSpec:
     def is_moe_layer(self, i: int) -> bool:
         m = self.moe
         return m is not None and i >= m.first_dense_layers and \
-            (i - m.first_dense_layers) % m.every == 0
+            (i - m.first_dense_layers) % m.every == 0 and i not in m.dense_layers
 
     def uses_window(self, i: int) -> bool:
         return self.sliding_window is not None and (not self.sliding_layers
