@@ -81,6 +81,9 @@ def attention_backward(
         levels["l2"] = compulsory + reread
         note(terms, "L2 bytes (every load and store)", levels["l2"])
     terms += steps(("FLOPs (5 GEMM-sized products)", gemm),
+                   ("softmax backward and exp FLOPs (vector and special-function units)",
+                    vector + exps),
+                   ("FLOPs", gemm + vector + exps),
                    ("HBM bytes compulsory (K, V, dK, dV, O, dO, statistics)", compulsory),
                    ("HBM bytes", hbm))
     levels = {"hbm": value(hbm), **{k: value(v) for k, v in levels.items()}}
