@@ -48,7 +48,7 @@ def test_serve_page_in_headless_chromium(browser, tmp_path, page_text):
     first = (chart.get_attribute("data-best"), best.text)
     assert "tokens/s per chip" in best.text and int(chart.get_attribute("data-points")) > 3
     # a tighter TPOT target: a different best point, and the chart redrawn
-    browser.execute_script("var s = document.getElementById('tpot'); s.value = 90;"
+    browser.execute_script("var s = document.getElementById('tpot'); s.value = 900;"
                            "s.dispatchEvent(new Event('input'));")
     second = (chart.get_attribute("data-best"), best.text)
     assert second != first and browser.find_element(By.ID, "tpot-value").text == "7.94 ms"
@@ -60,3 +60,20 @@ def test_serve_page_in_headless_chromium(browser, tmp_path, page_text):
     assert detail.startswith("mi300x") and "by resource" in detail and EVIL in detail
     assert browser.execute_script("return window.__pwned === undefined")
     assert browser.get_log("browser") == []
+
+
+def test_the_page_starts_at_the_plans_own_targets():
+    """No target given: the sliders start at their end (no constraint), so the page's best
+    is the CLI's; a given target lands within the slider's step (30 ms was 30.2 ms)."""
+    import re
+
+    from roofline.render.serve_page import SLIDER_STEPS, serve_page
+    from roofline.serve import Space, Targets, Workload, plan
+
+    w = Workload.from_lengths(2048, 256)
+    free = serve_page(plan("llama-3.1-8b", ["h100"], w, space=Space(tp=(1,))))
+    assert re.search(r'id="tpot" min="0" max="(\d+)" step="1" value="\1"', free)
+    given = serve_page(plan("llama-3.1-8b", ["h100"], w, Targets(tpot_s=0.03),
+                            Space(tp=(1,))))
+    value = int(re.search(r'id="tpot" [^>]*value="(\d+)"', given).group(1))
+    assert 10 ** (value / SLIDER_STEPS) * 1e-3 == pytest.approx(0.03, rel=2e-3)

@@ -21,6 +21,7 @@ FIELDS = ("hardware", "mode", "weight_dtype", "kv_dtype", "tp", "pp", "dp", "ep"
           "e2e_s", "output_tokens_per_s_per_chip", "requests_per_s", "bound", "t_step_s",
           "queue_s", "kv_transfer_s", "utilization")
 
+SLIDER_STEPS = 1000  # per decade: a target given on the command line lands within 0.12%
 SCRIPT = """
 "use strict";
 (function () {
@@ -34,7 +35,7 @@ SCRIPT = """
     parent.appendChild(e); return e;
   }
   function ms(v) { return v >= 1 ? v.toPrecision(3) + " s" : (v * 1e3).toPrecision(3) + " ms"; }
-  function target(id) { return Math.pow(10, Number($(id).value) / 100) * 1e-3; }
+  function target(id) { return Math.pow(10, Number($(id).value) / @STEPS@) * 1e-3; }
   function row(i) {
     var r = {}; Object.keys(cols).forEach(function (k) { r[k] = cols[k][i]; }); return r;
   }
@@ -113,7 +114,7 @@ SCRIPT = """
   });
   update();
 })();
-"""
+""".replace("@STEPS@", str(SLIDER_STEPS))
 
 
 def _thin(p: Any) -> np.ndarray[Any, Any]:
@@ -143,10 +144,13 @@ def _select(name: str, label: str, options: list[str]) -> str:
     return f'<label>{xml_text(label)} <select id="{name}">{opts}</select></label> '
 
 
-def _slider(name: str, label: str, seconds: float) -> str:
-    value = round(100 * float(np.log10(seconds * 1e3)))  # log scale: 1 ms .. 100 s
-    return (f'<label>{xml_text(label)} <input type="range" id="{name}" min="0" max="500" '
-            f'step="1" value="{value}"> <span id="{name}-value"></span></label> ')
+def _slider(name: str, label: str, seconds: float | None) -> str:
+    """A log-scale target from 1 ms to 100 s; no target: the slider's end (100 s)."""
+    value = 5 * SLIDER_STEPS if seconds is None else \
+        round(SLIDER_STEPS * float(np.log10(seconds * 1e3)))
+    return (f'<label>{xml_text(label)} <input type="range" id="{name}" min="0" '
+            f'max="{5 * SLIDER_STEPS}" step="1" value="{value}"> '
+            f'<span id="{name}-value"></span></label> ')
 
 
 def serve_page(p: Any) -> str:
@@ -172,8 +176,8 @@ def serve_page(p: Any) -> str:
                   "step times are the model's lower bounds; TTFT adds an M/D/1 wait")]),
         "<p>" + _select("chip", "chip", hws) + _select("quant", "weights/KV", quants)
         + _select("mode", "mode", modes) + "</p>",
-        "<p>" + _slider("tpot", "target TPOT", t.tpot_s or 0.05)
-        + _slider("ttft", "target TTFT", t.ttft_s or 2.0) + "</p>",
+        "<p>" + _slider("tpot", "target TPOT", t.tpot_s)
+        + _slider("ttft", "target TTFT", t.ttft_s) + "</p>",
         '<div id="chart"><svg id="frontier" xmlns="http://www.w3.org/2000/svg" width="720" '
         'height="420" viewBox="0 0 720 420"></svg></div>',
         "<h2>best point meeting the targets</h2>", '<pre id="best"></pre>',
