@@ -188,11 +188,12 @@ def largest_fit(m: MemoryFootprint, training: bool) -> str:
 
 def what_if_table(rows: Sequence[Any]) -> Table:
     cols = (Column("label", "change"), Column("speedup", "tokens/s", lambda v: f"{v:.3g}x"),
-            Column("tokens_per_s", "now", si()), Column("t_lower_s", "step", seconds),
+            Column("tokens_per_s", "tokens/s bound", si()),
+            Column("t_lower_s", "step lower bound", seconds),
             Column("bound", "bound"), Column("fits", "fits", lambda v: "yes" if v else "no"))
     return Table(cols, tuple((r.label, r.speedup, r.tokens_per_s, r.t_lower_s, r.bound, r.fits)
                              for r in rows), "what would move it (each change alone, "
-                 "re-analysed)")
+                 "re-analysed; bounds)")
 
 
 def model_what_if_text(rows: Sequence[Any]) -> str:
