@@ -331,13 +331,14 @@ def test_a_plan_names_its_times_in_every_output(run_cli, tmp_path):
     base = ("serve", "llama-3.1-8b", "--hw", "h100", "--tp", "1")
     code, out, _ = run_cli(*base, "--json")
     notes = json.loads(out)["notes"]
-    assert "TPOT a lower bound" in notes[0] and "not a bound" in notes[1]
+    assert code == 0 and "TPOT a lower bound" in notes[0] and "not a bound" in notes[1]
     code, out, _ = run_cli(*base, "--expect", "--json", "--csv", str(tmp_path / "e.csv"),
                            "--html", str(tmp_path / "e.html"))
     data = json.loads(out)
+    assert code == 0
     assert data["notes"][0].startswith("Expected, not bounds")
     assert "fitted to" in data["sources"]["h100-sxm"]["matmul"]
-    rows = list(csv.DictReader(open(tmp_path / "e.csv")))
+    rows = list(csv.DictReader((tmp_path / "e.csv").read_text().splitlines()))
     assert {r["step_times"] for r in rows} == {"expected"}
     page = (tmp_path / "e.html").read_text()
     assert "Expected times" in page and "Bounds, not forecasts" not in page

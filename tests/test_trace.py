@@ -254,3 +254,308 @@ def test_trace_script_that_exits_is_a_clean_error(capsys, tmp_path):
 def test_trace_top_is_a_positive_count(run_cli):
     code, _, err = run_cli("trace", str(EXAMPLES / "llama_block.py"), "--top", "0")
     assert code == 2 and "argument --top: expected a positive whole number" in err
+
+
+# --- indexed ops move only the elements their indices select ---------------------------------
+
+
+def _one(fn):
+    with torch.no_grad():
+        ops = trace(fn).ops
+    assert len(ops) == 1, [op.op for op in ops]
+    return ops[0]
+
+
+def test_embedding_reads_the_rows_it_looks_up_not_the_table():
+    # 8 distinct ids into a 32000 x 4096 fp32 table: 8 rows read and written, plus the ids
+    # (the whole table, 524 MB, was charged)
+    table = torch.nn.Embedding(32000, 4096)
+    ids = torch.tensor([[3, 17, 31999, 5, 1000, 2, 40, 7]])
+    op = _one(lambda: table(ids))
+    assert op.kind == "embedding"
+    assert op.bytes_read == 8 * 4096 * 4 + 8 * 8 and op.bytes_written == 8 * 4096 * 4
+    assert op.bytes == 262_208
+
+
+@pytest.mark.parametrize(("name", "fn"), [
+    ("index", lambda c, i: c[i]),
+    ("index_select", lambda c, i: c.index_select(0, i)),
+    ("gather", lambda c, i: c.gather(0, i[:, None].expand(2, 4096))),
+])
+def test_row_lookups_read_the_rows_they_gather(name, fn):
+    cache, ids = torch.randn(64, 4096), torch.tensor([1, 2])
+    op = _one(lambda: fn(cache, ids))
+    assert op.kind == name
+    rows = 2 * 4096 * 4  # 32 kB of a 1 MB tensor
+    index = 2 * 8 if name != "gather" else 2 * 4096 * 8  # gather's index is one per element
+    assert op.bytes_read == rows + index and op.bytes_written == rows
+
+
+def test_repeated_ids_read_their_row_once():
+    # the compulsory traffic: a row looked up 4 times is read from memory once (charging it
+    # 4 times would let a run that hits the cache beat the bound)
+    table = torch.randn(1000, 256)
+    op = _one(lambda: F.embedding(torch.tensor([7, 7, 7, 7, 9]), table))
+    assert op.bytes_read == 2 * 256 * 4 + 5 * 8 and op.bytes_written == 5 * 256 * 4
+    op = _one(lambda: table[torch.tensor([-1, 999, 3])])  # -1 and 999 are the same row
+    assert op.bytes_read == 2 * 256 * 4 + 3 * 8
+
+
+def test_boolean_mask_index_and_take_read_what_they_select():
+    x = torch.arange(64 * 16, dtype=torch.float32).reshape(64, 16)
+    mask = torch.zeros(64, dtype=torch.bool)
+    mask[[0, 5, 9]] = True
+    op = _one(lambda: x[mask])
+    assert op.bytes_read == 3 * 16 * 4 + 64 and op.bytes_written == 3 * 16 * 4
+    op = _one(lambda: torch.take(x, torch.tensor([0, 1, 1, 1023])))
+    assert op.bytes_read == 3 * 4 + 4 * 8 and op.bytes_written == 4 * 4
+
+
+def test_kv_cache_update_writes_the_position_not_the_cache():
+    # decode's cache[:, :, pos] = k: one position of 8 heads x 64 (2 kB), not the 262 kB cache
+    # read and written
+    cache, k, pos = torch.zeros(1, 8, 128, 64), torch.randn(1, 8, 1, 64), torch.tensor([5])
+
+    def put():
+        cache[:, :, pos] = k
+
+    op = _one(put)
+    assert op.kind == "index_put_"
+    assert op.bytes_written == 8 * 64 * 4 and op.bytes_read == 8 * 64 * 4 + 8
+    op = _one(lambda: cache.index_copy_(2, pos, k))
+    assert op.bytes_written == 8 * 64 * 4 and op.bytes_read == 8 * 64 * 4 + 8
+
+
+def test_accumulating_scatters_read_and_write_the_elements_they_update():
+    x, src = torch.zeros(64, 4096), torch.ones(2, 4096)
+    ids = torch.tensor([1, 2])
+    op = _one(lambda: x.index_add_(0, ids, src))
+    rows = 2 * 4096 * 4
+    assert op.bytes_written == rows and op.bytes_read == rows + 2 * 8 + rows  # src, ids, rows
+    index = ids[:, None].expand(2, 4096)
+    op = _one(lambda: x.scatter_add_(0, index, src))
+    assert op.bytes_written == rows and op.bytes_read == rows + 2 * 4096 * 8 + rows
+    op = _one(lambda: x.scatter_(0, index, 1.0))  # a value: nothing read but the index
+    assert op.bytes_written == rows and op.bytes_read == 2 * 4096 * 8
+
+
+def test_lookup_on_meta_tensors_counts_every_index():
+    # no values to deduplicate: each index is one row (the output's size)
+    table, ids = torch.empty(1000, 64, device="meta"), torch.zeros(6, dtype=torch.long,
+                                                                    device="meta")
+    op = _one(lambda: F.embedding(ids, table))
+    assert op.bytes_read == 6 * 64 * 4 + 6 * 8
+
+
+def test_allocations_move_nothing():
+    # torch.empty runs no kernel: charging its size as a write counted traffic that never
+    # happens (and new_empty_strided, which autograd allocates, was flagged as arithmetic)
+    t = trace(lambda: torch.empty(1000).copy_(torch.ones(1000)))
+    assert [op.kind for op in t.ops] == ["ones", "copy_"] and t.bytes == 3 * 4000
+    assert t.ops[1].bytes_read == 4000  # the copy reads its source only
+    t = trace(lambda: torch.ones(2).new_empty_strided((1000,), (1,)))
+    assert [op.kind for op in t.ops] == ["ones"] and not t.flagged
+
+
+def test_overwritten_tensors_are_not_read():
+    # copy_, fill_ and zero_ replace their target and out= receives a result: none of them
+    # reads the old contents (a 4 kB copy was charged 8 kB read)
+    x, y, out = torch.ones(1000), torch.ones(1000), torch.empty(1000)
+    op = _one(lambda: x.copy_(y))
+    assert op.bytes_read == 4000 and op.bytes_written == 4000
+    op = _one(lambda: x.zero_())
+    assert op.bytes_read == 0 and op.bytes_written == 4000
+    op = _one(lambda: torch.add(x, y, out=out))
+    assert op.bytes_read == 8000 and op.bytes_written == 4000
+    op = _one(lambda: x.add_(y))  # an in-place update does read its target
+    assert op.bytes_read == 8000 and op.bytes_written == 4000
+
+
+EMBED = """
+import torch
+
+E = torch.nn.Embedding(32000, 4096)
+IDS = torch.randint(0, 32000, (1, 8))
+
+
+def main():
+    with torch.no_grad():
+        return E(IDS)
+"""
+
+
+def test_trace_cli_embedding_bytes(run_cli, tmp_path):
+    script = tmp_path / "emb.py"
+    script.write_text(EMBED)
+    code, out, err = run_cli("trace", str(script), "--json")
+    assert code == 0, err
+    (row,) = [r for r in json.loads(out)["ops"] if r["name"] == "embedding"]
+    assert row["bytes"] <= 2 * 8 * 4096 * 4 + 8 * 8  # 262 kB (was 524 MB)
+
+
+# --- causal attention as torch runs it ----------------------------------------------------------
+
+
+def _pairs_top_left(lq, lkv):
+    return sum(min(i + 1, lkv) for i in range(lq))
+
+
+@pytest.mark.parametrize(("lq", "lkv"), [(1, 256), (5, 7), (7, 5), (64, 64)])
+def test_causal_sdpa_counts_torchs_top_left_mask(lq, lkv):
+    # is_causal with Lq != Lkv: query i sees keys 0..i (torch.tril(0)), not the last keys
+    b, h, d = 2, 8, 64
+    q, k, v = torch.randn(b, h, lq, d), torch.randn(b, h, lkv, d), torch.randn(b, h, lkv, d)
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    mask = torch.ones(lq, lkv, dtype=torch.bool).tril(0)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
+    op = _one(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True))
+    assert op.flops == b * h * _pairs_top_left(lq, lkv) * (2 * (d + d) + 5)
+
+
+def test_decode_query_against_a_cache_is_one_pair_when_causal():
+    # the reviewer's case: 1,069,056 FLOPs were traced, torch computes 4,176
+    q, kv = torch.randn(2, 8, 256, 64), torch.randn(2, 8, 256, 64)
+    op = _one(lambda: F.scaled_dot_product_attention(q[:, :, :1], kv, kv, is_causal=True))
+    assert op.flops == 4176
+
+
+def test_top_left_causal_reads_only_the_keys_its_queries_see():
+    # one query under torch's top-left mask sees key 0 only: K and V of the other 255 keys are
+    # never needed (2.1 MB was charged for 16 kB of compulsory traffic)
+    b, h, n, d = 2, 8, 256, 64
+    q, kv = torch.randn(b, h, n, d), torch.randn(b, h, n, d)
+    op = _one(lambda: F.scaled_dot_product_attention(q[:, :, :1], kv, kv, is_causal=True))
+    row = b * h * d * 4  # one query (or key) row per batch and head, fp32
+    assert op.bytes_read == 3 * row and op.bytes_written == row + b * h * 4  # o, logsumexp
+    op = _one(lambda: F.scaled_dot_product_attention(q[:, :, :1], kv, kv))  # no mask: all keys
+    assert op.bytes_read == row + 2 * n * row
+    # the backward reads K and V of the 4 keys 4 queries see, and writes dK, dV whole
+    q4 = q[:, :, :4].clone().requires_grad_()
+    t = trace(lambda: F.scaled_dot_product_attention(q4, kv, kv, is_causal=True).sum()
+              .backward())
+    (bwd,) = [op for op in t.ops if op.kind.endswith("_backward")]
+    # dO, q, k, v, o and the logsumexp; dq, dk, dv
+    assert bwd.bytes_read == (4 + 4 + 4 + 4 + 4) * row + 4 * b * h * 4
+    assert bwd.bytes_written == (4 + n + n) * row
+
+
+def test_cross_attention_with_more_queries_than_keys_traces():
+    b, h, lq, lkv, d = 1, 4, 32, 8, 16
+    q, kv = torch.randn(b, h, lq, d), torch.randn(b, h, lkv, d)
+    op = _one(lambda: F.scaled_dot_product_attention(q, kv, kv))
+    assert op.flops == b * h * lq * lkv * (2 * 2 * d + 5)
+
+
+@pytest.mark.parametrize(("op", "layout", "args", "lq", "lkv", "pairs"), [
+    # FlashAttention-2 aligns its causal mask bottom right (SDPA sends it non-square causal
+    # masks only for CausalBias LOWER_RIGHT); the query i sees keys up to Lkv - Lq + i
+    ("_scaled_dot_product_flash_attention", "bhld", (0.0, True), 4, 16, 4 * 16 - 6),
+    ("_flash_attention_forward", "blhd", (None, None, 4, 16, 0.0, True, False), 4, 16, 58),
+    ("_flash_attention_forward", "blhd", (None, None, 16, 4, 0.0, True, False), 16, 4, 10),
+    # the memory-efficient kernel: custom_mask_type 1 is top left, 2 bottom right
+    ("_efficient_attention_forward", "blhd", (None, None, None, 4, 16, 0.0, 1), 4, 16, 10),
+    ("_efficient_attention_forward", "blhd", (None, None, None, 4, 16, 0.0, 2), 4, 16, 58),
+    ("_efficient_attention_forward", "blhd", (None, None, None, 16, 4, 0.0, 1), 16, 4, 58),
+    ("_scaled_dot_product_efficient_attention", "bhld", (None, False, 0.0, True), 4, 16, 10),
+    ("_scaled_dot_product_cudnn_attention", "bhld", (None, False, 0.0, True), 4, 16, 10),
+    # the XPU / out-of-tree kernel had no formula at all (flagged, counted as 0)
+    ("_scaled_dot_product_fused_attention_overrideable", "bhld", (None, 0.0, True), 4, 16, 10),
+])
+def test_attention_kernels_align_causal_masks_as_torch_does(op, layout, args, lq, lkv, pairs):
+    from roofline.trace.torch_trace import count_flops
+
+    b, h, d = 2, 4, 32
+    q = torch.empty((b, h, lq, d) if layout == "bhld" else (b, lq, h, d), device="meta")
+    kv = torch.empty((b, h, lkv, d) if layout == "bhld" else (b, lkv, h, d), device="meta")
+    flops, source, _ = count_flops(getattr(torch.ops.aten, op).default, op, (q, kv, kv, *args),
+                                   {}, None)
+    assert flops == b * h * pairs * (2 * 2 * d + 5) and source == "roofline"
+
+
+BWD = 2 * (3 * 32 + 2 * 32) + 4  # per pair: five GEMMs (2.5x the forward's two), softmax bwd
+
+
+@pytest.mark.parametrize(("op", "layout", "args", "pairs"), [
+    # (grad_out, q, k, v, then the kernel's arguments); n = 64 queries and keys
+    ("_scaled_dot_product_flash_attention_backward", "bhld",
+     ("o", "lse", None, None, 64, 64, 0.0, True, "t", "t"), 64 * 65 / 2),
+    ("_scaled_dot_product_flash_attention_backward", "bhld",
+     ("o", "lse", None, None, 64, 64, 0.0, False, "t", "t"), 64 * 64),
+    ("_scaled_dot_product_efficient_attention_backward", "bhld",
+     (None, "o", "lse", "t", "t", 0.0, [True, True, True, False], True), 64 * 65 / 2),
+    ("_scaled_dot_product_cudnn_attention_backward", "bhld",
+     ("o", "lse", "t", "t", None, None, None, 64, 64, 0.0, True), 64 * 65 / 2),
+    ("_flash_attention_backward", "blhd",
+     ("o", "lse", None, None, 64, 64, 0.0, True, "t", "t"), 64 * 65 / 2),
+    ("_efficient_attention_backward", "blhd",
+     (None, "o", None, None, 64, 64, "lse", 0.0, "t", "t", 1, False), 64 * 65 / 2),
+    ("_efficient_attention_backward", "blhd",
+     (None, "o", None, None, 64, 64, "lse", 0.0, "t", "t", 0, False), 64 * 64),
+])
+def test_attention_backward_kernels_count_causal_pairs(op, layout, args, pairs):
+    # the GPU backward kernels cannot run here: torch's formula for them ignores is_causal
+    # (a causal backward counted as full, 2x); ours counts the pairs the forward does
+    from roofline.trace.torch_trace import count_flops
+
+    b, h, n, d = 2, 8, 64, 32
+    t = torch.empty((b, h, n, d) if layout == "bhld" else (b, n, h, d), device="meta")
+    fill = {"o": t, "lse": torch.empty(b, h, n, device="meta"),
+            "t": torch.empty((), device="meta")}
+    call = (t, t, t, t, *(fill.get(a, a) if isinstance(a, str) else a for a in args))
+    flops, source, note = count_flops(getattr(torch.ops.aten, op).default, op, call, {}, None)
+    assert flops == b * h * pairs * BWD and source == "roofline"
+    assert bool(note) == (pairs != 64 * 64)
+
+
+@pytest.mark.parametrize("op", ["_flash_attention_forward", "_flash_attention_backward"])
+def test_varlen_flash_attention_counts_each_packed_sequence(op):
+    # two sequences of 3 and 7 tokens packed in one [total, H, d] row (cum_seq = 0, 3, 10):
+    # causal pairs 3·4/2 + 7·8/2 per head (the packed shape was read as [B, L, H, d])
+    from roofline.trace.torch_trace import count_flops
+
+    h, d = 4, 32
+    t = torch.empty(10, h, d, device="meta")
+    offsets = torch.tensor([0, 3, 10], dtype=torch.int32)
+    kernel = (offsets, offsets, 7, 7, 0.0, True)
+    args = (t, t, t, *kernel, False) if op.endswith("forward") else \
+        (t, t, t, t, t, torch.empty(h, 10, device="meta"), *kernel, t, t)
+    flops, _, _ = count_flops(getattr(torch.ops.aten, op).default, op, args, {}, None)
+    per_pair = 2 * 2 * d + 5 if op.endswith("forward") else 2 * 5 * d + 4
+    assert flops == h * (6 + 28) * per_pair
+
+
+def test_cpu_sdpa_backward_is_counted_with_causal_pairs():
+    # the CPU kernel's backward runs here: five GEMM-sized products per score pair
+    b, h, n, d = 2, 4, 32, 16
+    q = torch.randn(b, h, n, d, requires_grad=True)
+    t = trace(lambda: F.scaled_dot_product_attention(q, q, q, is_causal=True).sum().backward())
+    (bwd,) = [op for op in t.ops if op.kind.endswith("attention_for_cpu_backward")]
+    assert bwd.flops == b * h * (n * (n + 1) / 2) * (2 * (3 * d + 2 * d) + 4)
+    assert bwd.flops_source == "roofline" and not t.flagged
+
+
+# --- the script's own output ---------------------------------------------------------------------
+
+NOISY = """
+import os
+import torch
+
+print("importing")
+
+
+def main():
+    print("running")
+    os.write(1, b"raw fd 1\\n")
+    return torch.ones(2, 4) @ torch.ones(4, 3)
+"""
+
+
+def test_trace_json_is_not_corrupted_by_the_scripts_prints(capfd, tmp_path):
+    script = tmp_path / "noisy.py"
+    script.write_text(NOISY)
+    assert main(["trace", str(script), "--json"]) == 0
+    out, err = capfd.readouterr()
+    assert json.loads(out)["flops"] == 2 * 2 * 4 * 3  # stdout is exactly the JSON
+    assert "importing" in err and "running" in err and "raw fd 1" in err
+    print("after")  # stdout works again once the script is done
+    assert capfd.readouterr().out == "after\n"

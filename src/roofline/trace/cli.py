@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from ..argtypes import count_arg
 from ..errors import RooflineError
+from ..files import stdout_reserved
 from ..hardware import load_chip
 
 
@@ -56,6 +60,27 @@ def load_function(target: str) -> Any:
     return fn
 
 
+@contextmanager
+def script_output_to_stderr() -> Iterator[None]:
+    """While the traced script runs, what it prints goes to stderr: stdout carries only our
+    report (`--json` must parse). Python's print through stdout_reserved, and file descriptor
+    1 itself for what a subprocess or C code writes there."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no file descriptor 1 (closed): nothing there to keep clean
+        saved = -1
+    if saved >= 0:
+        os.dup2(2, 1)
+    try:
+        with stdout_reserved():
+            yield
+    finally:
+        if saved >= 0:
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
 def _cmd_trace(args: argparse.Namespace) -> None:
     from ..render.text import table
     from ..serialize import jsonable
@@ -73,8 +98,9 @@ def _cmd_trace(args: argparse.Namespace) -> None:
     # tensors the script creates, at import or in the function, land on the chosen device
     torch.set_default_device(args.device)
     try:
-        fn = load_function(args.target)
-        result = trace(fn, time_ops=args.time)
+        with script_output_to_stderr():  # importing runs the script too
+            fn = load_function(args.target)
+            result = trace(fn, time_ops=args.time)
     except RooflineError:
         raise
     except SystemExit as exc:  # the script ended the process: nothing was traced to report

@@ -9,11 +9,16 @@ arithmetic but has no formula is flagged (`flops_source = "unknown"`), not silen
 Bytes are the tensor sizes each op reads and writes: the traffic of running every op as
 its own kernel, which is the unfused upper end of what the code moves (a perfect fusion
 keeps intermediates on chip; `Trace.fusion` says how much that would remove). View ops
-(reshape, transpose, slicing) move nothing; factory ops (randn, empty) only write.
+(reshape, transpose, slicing) and allocations (empty) move nothing; factory ops (randn,
+zeros) only write; copy_, fill_, zero_ and out= arguments are written, not read. Indexed ops
+move only the elements their indices select: a lookup (embedding, gather) reads those of its
+source, an in-place scatter (a KV-cache update) writes those of its target, each distinct
+element once.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -43,13 +48,30 @@ VIEWS = {"view", "_unsafe_view", "reshape", "t", "transpose", "permute", "expand
          "as_strided", "unbind", "chunk", "narrow", "lift_fresh", "view_as_real",
          "view_as_complex", "_reshape_alias", "unflatten", "flatten", "movedim", "diagonal"}
 # ops that create tensors from nothing: they write their output, read nothing
-FACTORIES = {"empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full",
-             "full_like", "randn", "rand", "randint", "arange", "uniform_", "normal_",
-             "scalar_tensor", "empty_strided", "new_empty", "new_zeros", "linspace"}
+FACTORIES = {"zeros", "zeros_like", "ones", "ones_like", "full", "full_like", "randn", "rand",
+             "randint", "arange", "uniform_", "normal_", "scalar_tensor", "new_zeros",
+             "new_ones", "new_full", "linspace"}
+# allocations: no kernel runs, nothing is read or written until another op fills them
+ALLOCATIONS = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided",
+               "empty_permuted"}
 ATTENTION_OPS = {"_scaled_dot_product_flash_attention_for_cpu",
                  "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
                  "_scaled_dot_product_cudnn_attention", "_flash_attention_forward",
-                 "_efficient_attention_forward"}
+                 "_efficient_attention_forward", "_scaled_dot_product_fused_attention_overrideable"}
+# their backward kernels: torch's formula for them ignores the causal mask too
+ATTENTION_BACKWARD_OPS = {"_scaled_dot_product_flash_attention_for_cpu_backward",
+                          "_scaled_dot_product_flash_attention_backward",
+                          "_scaled_dot_product_efficient_attention_backward",
+                          "_scaled_dot_product_cudnn_attention_backward",
+                          "_flash_attention_backward", "_efficient_attention_backward",
+                          "_scaled_dot_product_fused_attention_overrideable_backward"}
+# ops that read only the elements their indices select from their first tensor argument
+LOOKUPS = {"embedding", "_embedding_bag", "index", "index_select", "gather", "take"}
+# in-place ops that write only the elements their indices select in their first argument
+SCATTERS = {"index_put_", "_index_put_impl_", "index_copy_", "index_add_", "index_fill_",
+            "scatter_", "scatter_add_", "scatter_reduce_"}
+_ACCUMULATES = {"index_add_", "scatter_add_", "scatter_reduce_"}  # read what they update
+_OVERWRITES = {"copy_", "fill_", "zero_"}  # in-place ops that never read what they replace
 
 
 def _torch() -> Any:
@@ -78,6 +100,110 @@ def _tensors(tree: Any) -> list[Any]:
     return [x for x in tree_leaves(tree) if isinstance(x, torch.Tensor)]
 
 
+def _distinct(index: Any) -> int:
+    """How many different values an index tensor holds: each is one read or write (a row looked
+    up twice comes from memory once); every entry where its values cannot be read (meta)."""
+    torch = _torch()
+    if index.device.type != "meta":
+        try:
+            return int(torch.unique(index).numel())
+        except RuntimeError:  # a fake tensor has no values either
+            pass
+    return int(index.numel())
+
+
+def _indexed(src: Any, indices: list[Any]) -> int:
+    """Elements of src that src[indices] (advanced indexing) selects, each counted once."""
+    torch = _torch()
+    coords: list[Any] = []
+    sizes: list[int] = []
+    dim, kept = 0, 1
+    for index in indices:
+        if index is None:  # a full slice: the dimension is kept whole
+            kept *= src.shape[dim]
+            dim += 1
+        elif index.dtype in (torch.bool, torch.uint8):  # a mask: its true positions
+            try:
+                coords += index.nonzero().unbind(1)
+            except RuntimeError:  # no values (meta, fake): all of src counts
+                return int(src.numel())
+            sizes += src.shape[dim:dim + index.dim()]
+            dim += index.dim()
+        else:
+            coords.append(index)
+            sizes.append(src.shape[dim])
+            dim += 1
+    kept *= math.prod(src.shape[dim:])
+    if not coords:
+        return int(src.numel())
+    flat: Any = 0  # a number: the index tensors may live on another device than src
+    for index, n in zip(coords, sizes, strict=True):  # negative indices count from the end
+        flat = flat * n + index.remainder(n)
+    return _distinct(flat) * kept
+
+
+def _positions(src: Any, dim: int, index: Any) -> Any:
+    """Flat positions in src that gather / scatter along dim touch: index[p] along dim, the
+    position p itself along every other dimension."""
+    torch = _torch()
+    dim %= src.dim()
+    strides = [math.prod(src.shape[d + 1:]) for d in range(src.dim())]
+    flat = index * strides[dim]
+    for d in range(index.dim()):
+        if d != dim:
+            shape = [-1 if e == d else 1 for e in range(index.dim())]
+            flat = flat + torch.arange(index.shape[d], device=index.device).view(shape) * strides[d]
+    return flat
+
+
+def _selected(kind: str, named: dict[str, Any], src: Any) -> int:
+    """Elements of src (the table looked up, the tensor updated) an indexed op touches."""
+    if src.dim() == 0:
+        return int(src.numel())
+    if kind in ("index", "index_put_", "_index_put_impl_"):
+        count = _indexed(src, named["indices"])
+    elif kind in ("gather", "scatter_", "scatter_add_", "scatter_reduce_"):
+        count = _distinct(_positions(src, named["dim"], named["index"]))
+    elif kind == "take":  # flat indices into src, negative from the end
+        count = _distinct(named["index"].remainder(src.numel()))
+    else:  # whole slices along one dimension: rows of an embedding table, cache positions
+        dim = named.get("dim", 0)
+        count = _distinct(named.get("index", named.get("indices"))) \
+            * (src.numel() // max(src.shape[dim], 1))
+    return min(count, int(src.numel()))
+
+
+def _traffic(kind: str, named: dict[str, Any], written: set[str],
+             outs: list[Any]) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """(reads, writes) as (storage key, bytes) of one op run as its own kernel; `written`
+    names the arguments it overwrites without reading (out=, copy_'s self)."""
+    if kind in VIEWS or kind in ALLOCATIONS:
+        return [], []
+    writes = [(_key(t), _nbytes(t)) for t in outs]
+    if kind in FACTORIES:
+        return [], writes
+    read = {name: value for name, value in named.items() if name not in written}
+    src = read.get("self", read.get("weight"))  # the table looked up, the tensor updated
+    if (kind in LOOKUPS or kind in SCATTERS) and src is not None:
+        part = (_key(src), _selected(kind, named, src) * src.element_size())
+        reads = []
+        for t in _tensors([v for v in read.values() if v is not src]):
+            size = _nbytes(t)
+            if id(t) == id(named.get("src")):  # a scatter reads its src where index points
+                size = min(size, named["index"].numel() * t.element_size())
+            reads.append((_key(t), size))
+        if kind in LOOKUPS:
+            return [part, *reads], writes
+        accumulates = kind in _ACCUMULATES or named.get("accumulate") or named.get("reduce")
+        return [part, *reads] if accumulates else reads, [part]
+    reads = [(t, _nbytes(t)) for t in _tensors(list(read.values()))]
+    if kind in ATTENTION_OPS or kind in ATTENTION_BACKWARD_OPS:  # K, V: the keys queries see
+        seen, keys = _keys_read(kind, named)
+        kv = (named["key"], named["value"])
+        reads = [(t, b // keys * seen if any(t is x for x in kv) else b) for t, b in reads]
+    return [(_key(t), b) for t, b in reads], writes
+
+
 def _key(t: Any) -> int:
     """Identity of the memory a tensor lives in (views share their base's storage)."""
     return int(t.untyped_storage().data_ptr())
@@ -88,7 +214,13 @@ def _nbytes(t: Any) -> int:
 
 
 # kernels that take [B, L, H, d] rather than SDPA's [B, H, L, d]
-_SEQ_FIRST = {"_flash_attention_forward", "_efficient_attention_forward"}
+_SEQ_FIRST = {"_flash_attention_forward", "_efficient_attention_forward",
+              "_flash_attention_backward", "_efficient_attention_backward"}
+# FlashAttention-2 aligns a causal mask bottom right (query i of Lq sees keys up to
+# Lkv - Lq + i); SDPA sends it non-square causal masks only for CausalBias(LOWER_RIGHT).
+# Every other kernel aligns top left, as SDPA's is_causal does (query i sees keys 0..i).
+_BOTTOM_RIGHT = {"_scaled_dot_product_flash_attention", "_flash_attention_forward",
+                 "_scaled_dot_product_flash_attention_backward", "_flash_attention_backward"}
 
 
 def _named(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -98,19 +230,74 @@ def _named(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str
     return named
 
 
+def _causal_mask(kind: str, named: dict[str, Any]) -> str:
+    """The attention kernel's mask: "" (none), "top-left" or "bottom-right" causal."""
+    custom = named.get("custom_mask_type") or 0  # the memory-efficient kernel's: 1 TL, 2 BR
+    if custom == 2 or (kind in _BOTTOM_RIGHT and named.get("is_causal")):
+        return "bottom-right"
+    return "top-left" if custom == 1 or named.get("is_causal") else ""
+
+
+def _packed(kind: str, named: dict[str, Any]) -> Any:
+    """The query offsets of a varlen call (sequences packed in one row), else None."""
+    return named.get("cum_seq_q", named.get("cu_seqlens_q")) if kind in _SEQ_FIRST else None
+
+
+def _keys_read(kind: str, named: dict[str, Any]) -> tuple[int, int]:
+    """(keys some query sees, keys): a top-left causal mask with fewer queries than keys never
+    reaches the last Lkv - Lq keys, whose K and V a kernel need not load."""
+    q, k = named["query"], named["key"]
+    if _packed(kind, named) is not None or _causal_mask(kind, named) != "top-left":
+        return 1, 1
+    seq = 1 if kind in _SEQ_FIRST else 2
+    return min(q.shape[seq], k.shape[seq]), k.shape[seq]
+
+
+def _causal_pairs(lq: int, lkv: int, mask: str) -> float:
+    """Score pairs per head under no mask (""), a top-left or a bottom-right causal mask."""
+    from ..ops.attention import score_pairs
+
+    if not mask:
+        return float(score_pairs(lq, lkv, False).value)
+    n = min(lq, lkv)
+    if mask == "bottom-right":  # queries before the first key see nothing
+        return float(score_pairs(n, lkv, True).value)
+    # top left: query i sees min(i + 1, Lkv) keys; those past the last key see them all
+    return float(score_pairs(n, n, True).value) + (lq - n) * lkv
+
+
+def _lengths(offsets: Any, longest: Any, total: int) -> list[int]:
+    """Sequence lengths of a packed (varlen) batch from its cumulative offsets."""
+    if offsets.device.type == "meta":  # no values: every sequence at the longest (torch's rule)
+        return [int(total if longest is None else longest)] * (offsets.shape[0] - 1)
+    return [int(n) for n in offsets.diff().tolist()]
+
+
 def _attention_flops(kind: str, named: dict[str, Any]) -> tuple[float, str]:
-    """2·B·H·pairs·(d + d_v) + 5 per score, pairs halved for causal (our attention formula)."""
-    from ..ops.attention import SOFTMAX_FLOPS_PER_SCORE, score_pairs
+    """2·B·H·pairs·(d + d_v) + 5 per score for the forward, 2·B·H·pairs·(3·d + 2·d_v) + 4
+    per score for the backward (ops.attention_backward: five GEMM-sized products, 2.5x the
+    forward's two, and the softmax backward), the pairs those of the kernel's causal mask."""
+    from ..ops.attention import SOFTMAX_FLOPS_PER_SCORE
+    from ..ops.attention_backward import SOFTMAX_BACKWARD_VECTOR_OPS
 
     q, k, v = named["query"], named["key"], named["value"]
-    seq, head = (1, 2) if kind in _SEQ_FIRST else (2, 1)
-    batch, heads, lq, d = q.shape[0], q.shape[head], q.shape[seq], q.shape[-1]
-    lkv, dv = k.shape[seq], v.shape[-1]
-    causal = bool(named.get("is_causal", False)) or named.get("custom_mask_type", 0) in (1, 2)
-    pairs = float(score_pairs(lq, lkv, causal).value)
-    flops = batch * heads * pairs * (2 * (d + dv) + SOFTMAX_FLOPS_PER_SCORE)
-    note = "causal: torch's formula counts the full score matrix" if causal else ""
-    return flops, note
+    d, dv = q.shape[-1], v.shape[-1]
+    mask = _causal_mask(kind, named)
+    offsets_q = _packed(kind, named)
+    if offsets_q is not None:  # varlen: per sequence
+        offsets_k = named.get("cum_seq_k", named.get("cu_seqlens_k"))
+        lengths = zip(_lengths(offsets_q, named.get("max_q", named.get("max_seqlen_q")),
+                               q.shape[-3]),
+                      _lengths(offsets_k, named.get("max_k", named.get("max_seqlen_k")),
+                               k.shape[-3]), strict=True)
+        pairs = q.shape[-2] * sum(_causal_pairs(a, b, mask) for a, b in lengths)
+    else:
+        seq, head = (1, 2) if kind in _SEQ_FIRST else (2, 1)
+        pairs = q.shape[0] * q.shape[head] * _causal_pairs(q.shape[seq], k.shape[seq], mask)
+    per_pair = (2 * (3 * d + 2 * dv) + SOFTMAX_BACKWARD_VECTOR_OPS
+                if kind in ATTENTION_BACKWARD_OPS else 2 * (d + dv) + SOFTMAX_FLOPS_PER_SCORE)
+    note = "causal: torch's formula counts the full score matrix" if mask else ""
+    return pairs * per_pair, note
 
 
 def count_flops(func: Any, kind: str, args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -119,13 +306,13 @@ def count_flops(func: Any, kind: str, args: tuple[Any, ...], kwargs: dict[str, A
     from torch.utils.flop_counter import flop_registry
 
     packet = func._overloadpacket
-    if kind in ATTENTION_OPS:
+    if kind in ATTENTION_OPS or kind in ATTENTION_BACKWARD_OPS:
         flops, note = _attention_flops(kind, _named(func, args, kwargs))
         return flops, "roofline", note
     if packet in flop_registry:
         return float(flop_registry[packet](*args, **kwargs, out_val=out)), "torch", ""
     base = kind.rstrip("_") if kind not in POINTWISE else kind
-    if kind in VIEWS or kind in FACTORIES:
+    if kind in VIEWS or kind in FACTORIES or kind in ALLOCATIONS:
         return 0.0, "none", ""
     outs, ins = _tensors(out), _tensors(args)
     if base in POINTWISE:
@@ -170,9 +357,12 @@ class _Recorder:
         outs = _tensors(out)
         ins = _tensors((args, kwargs))
         flops, source, note = count_flops(func, kind, args, kwargs, out)
-        moves = kind not in VIEWS
-        reads = [(_key(t), _nbytes(t)) for t in ins] if moves and kind not in FACTORIES else []
-        writes = [(_key(t), _nbytes(t)) for t in outs] if moves else []
+        # out= arguments, and the self of copy_ / fill_ / zero_, are written, never read
+        written = {a.name for a in func._schema.arguments
+                   if a.kwarg_only and a.alias_info is not None and a.alias_info.is_write}
+        if kind in _OVERWRITES:
+            written.add("self")
+        reads, writes = _traffic(kind, _named(func, args, kwargs), written, outs)
         first = next((t for t in [*ins, *outs] if t.is_floating_point()), None)
         self.ops.append(TracedOp(
             index=len(self.ops), op=str(func), kind=kind,
