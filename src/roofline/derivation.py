@@ -200,9 +200,9 @@ def symbolic() -> bool:
     return _MODE.get() != _NUMBERS
 
 
-def sym(name: str, value: Num) -> Quantity:
-    """A named quantity: a Sym, or just its value when running on numbers."""
-    return value if _MODE.get() == _NUMBERS else Sym(name, value)
+def sym(name: str, number: Num) -> Quantity:
+    """A named quantity: a Sym, or just its number when running on numbers."""
+    return number if _MODE.get() == _NUMBERS else Sym(name, number)
 
 
 def value(x: Quantity) -> Any:
