@@ -342,3 +342,18 @@ def test_a_plan_names_its_times_in_every_output(run_cli, tmp_path):
     assert {r["step_times"] for r in rows} == {"expected"}
     page = (tmp_path / "e.html").read_text()
     assert "Expected times" in page and "Bounds, not forecasts" not in page
+
+
+def test_a_batch_list_keeps_what_each_layout_can_split(run_cli):
+    """--batch 2,3 with --dp 2 ran nothing ('batch (3) must be divisible by dp'); with
+    --dp 1,2 every dp 2 configuration was dropped. Each layout keeps the values it splits."""
+    import json
+
+    code, out, err = run_cli("serve", "llama-3.1-8b", "--hw", "h100", "--tp", "1", "--dp", "1,2",
+                             "--batch", "2,3", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert not data["skipped"]
+    code, _, err = run_cli("serve", "llama-3.1-8b", "--hw", "h100", "--tp", "1", "--dp", "2",
+                           "--batch", "3")
+    assert code == 2 and "multiple of dp·pp (2)" in err

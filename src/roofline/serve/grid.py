@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import RooflineError
 from .iteration import Engine
 from .queueing import md1_wait_s
 from .workload import Workload
@@ -39,13 +40,17 @@ GRID_POINTS = 40  # running-batch values per instance when the batch is searched
 def running_grid(e: Engine, w: Workload, batch: Any = None, concurrency: int | None = None
                  ) -> tuple[np.ndarray[Any, Any], int]:
     """Running-batch values to evaluate (multiples of dp·pp) and the most that fit. A closed
-    loop runs its concurrency (or all that fit); a given batch list is taken as is (those
-    over capacity are marked, not dropped); else a geometric grid up to capacity."""
+    loop runs its concurrency (or all that fit); a given batch list keeps the multiples of
+    dp·pp (those over capacity are marked, not dropped); else a geometric grid up to capacity."""
     most, unit = e.max_running(w), e.unit
     if concurrency is not None:
         values = np.array([max(unit, min(concurrency, most) // unit * unit)], dtype=float)
-    elif batch is not None:
-        values = np.asarray(batch, dtype=float)
+    elif batch is not None:  # each of dp replicas and pp micro-batches holds a whole share
+        given = np.asarray(batch, dtype=float)
+        values = given[np.mod(given, unit) == 0]
+        if values.size == 0:
+            raise RooflineError(f"--batch: no value is a multiple of dp·pp ({unit}), got "
+                                + ", ".join(f"{b:g}" for b in given))
     else:
         top = max(1, most // unit)
         values = unit * np.unique(np.round(np.geomspace(1, top, GRID_POINTS)))
