@@ -170,3 +170,18 @@ def test_sweep_refuses_more_points_than_memory_allows():
     with pytest.raises(RooflineError, match="more than 2e\\+07 points to keep in memory"):
         sweep_model("llama-3-8b", ["h100"], "decode", np.arange(1, MAX_POINTS // 2), [1024, 2048,
                                                                                     4096])
+
+
+def test_a_grid_skips_the_layouts_the_model_cannot_run(run_cli):
+    """--tp 1,4 --ep 1,4 stopped at tp 1 ep 4 (ep past dp·tp); it is skipped, and said."""
+    import json
+
+    code, out, err = run_cli("sweep", "model", "mixtral-8x7b", "--tp", "1,4", "--ep", "1,4",
+                             "--batch", "8", "--json")
+    assert code == 0, err
+    skipped = json.loads(out)["frontier"]["skipped"]
+    assert len(skipped) == 1 and "ep 4" in skipped[0] and "cannot exceed" in skipped[0]
+    assert "roofline: note: skipped" in err
+    code, _, err = run_cli("sweep", "model", "mixtral-8x7b", "--tp", "1", "--ep", "4",
+                           "--batch", "8")
+    assert code == 2 and "no configuration is valid" in err

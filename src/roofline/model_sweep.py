@@ -25,6 +25,7 @@ from .errors import RooflineError
 from .hardware import Chip, load_chip
 from .models import Parallel, Precision, analyze, decode, prefill, train
 from .models.catalog import load_model
+from .models.graph import check_layout
 from .models.summary import StepSummary, step_summary
 from .sweep_frame import Array, Columns, SweepResult
 
@@ -127,17 +128,26 @@ class ModelSweep:
         self.phase, self.k, self.chunk_points = phase, k, max(1, int(chunk_points))
         given = np.asarray(batch, dtype=float).ravel()
         self.configs: list[_Config] = []
+        self.skipped: list[str] = []  # configurations the model cannot run, and why
         for chip, par, prec, config in configurations(
                 hardware, tp, pp, dp, ep, weight_dtypes, kv_dtypes,
                 lambda chip, w, kv: Precision(weights=w, activations=dtype, kv_cache=kv),
                 microbatches):
             d = par.dp
             total = given * d if batch_per_replica else given[np.mod(given, d) == 0]
-            if total.size == 0:
-                raise RooflineError(f"--batch: no value is divisible by dp {d} (the batch is "
-                                    "the total over replicas; --batch-per-replica gives it "
-                                    "per replica)")
+            try:
+                if total.size == 0:
+                    raise RooflineError(f"--batch: no value is divisible by dp {d} (the batch "
+                                        "is the total over replicas; --batch-per-replica "
+                                        "gives it per replica)")
+                check_layout(self.spec, self._phase(total[:1], self.length[:1]), par)
+            except RooflineError as exc:  # e.g. ep past dp·tp in a tp x ep grid: skipped
+                self.skipped.append(", ".join(f"{k} {v}" for k, v in config.items()
+                                              if k != "hardware") + f" on {chip.id}: {exc}")
+                continue
             self.configs.append(_Config(chip, par, prec, {**config, "chips": par.chips}, total))
+        if not self.configs:
+            raise RooflineError("no configuration is valid: " + "; ".join(self.skipped))
         self.points = sum(c.batch.size for c in self.configs) * self.length.size
         # the batch and length columns as codes too: each point's row of the configuration's
         # batches (all configurations' batches in one table) and its length's index

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from functools import partial
 from typing import Any
 
@@ -61,6 +62,10 @@ def _cmd_sweep_model(args: argparse.Namespace) -> None:
         frontier = _streamed(sweep, Frontier(limit, args.expect), args.csv)
     if args.expect:
         frontier["expected_sources"] = dict(sweep.expected_sources)
+    if sweep.skipped:  # configurations of the grid the model cannot run: said, not dropped
+        frontier["skipped"] = list(sweep.skipped)
+        for why in sweep.skipped:
+            print(f"roofline: note: skipped {why}", file=sys.stderr)
     if args.json:
         data = {"frontier": frontier}
         if args.all:

@@ -92,7 +92,8 @@ def _offending(batch: Any, divisor: int) -> str:
     return f"{float(values[np.mod(values, divisor) != 0][0]):g}"
 
 
-def _check(spec: ModelSpec, phase: Phase, par: Parallel) -> None:
+def check_layout(spec: ModelSpec, phase: Phase, par: Parallel) -> None:
+    """One-line errors for a parallel layout or phase the model cannot run."""
     if phase.kind not in PHASES:
         raise RooflineError(f"unknown phase {phase.kind!r} (allowed: {', '.join(PHASES)})")
     for name in ("tp", "pp", "dp", "ep", "cp", "microbatches"):
@@ -152,7 +153,7 @@ def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chi
     """Every op of one micro-batch (or, `per_step`, of the whole step) on the slowest pipeline
     stage's chip, grouped by layer kind, work factor applied. Each micro-batch streams the
     stage's weights again: the step is (m + pp - 1) micro-batch times (analysis.py)."""
-    _check(spec, phase, par)
+    check_layout(spec, phase, par)
     system = hw if isinstance(hw, System) else make_system(hw)
     chip = system.chip
     # optimizer arithmetic runs on vector units: the fp32 peak where the chip publishes one
@@ -291,7 +292,7 @@ def tp_layer(batch: Any, seq_len: Any, hidden: int, ffn: int, heads: int,
                      kv_heads=kv_heads or heads, head_dim=head_dim or hidden // heads, ffn=ffn,
                      vocab=1, gated_mlp=gated, norm="rmsnorm")
     phase, par, prec = prefill(batch, seq_len), Parallel(tp=tp), Precision(dtype, dtype)
-    _check(spec, phase, par)
+    check_layout(spec, phase, par)
     # a sweep (`sweep op tp-layer`) may give the link share and domain size as arrays
     placement = Placement(tp if domain_size is None else domain_size,
                           {"tp": (link, domain_size)}, algo, shares={"tp": unwrap(link_share)})
