@@ -598,3 +598,12 @@ def test_sweep_op_tp_layer_takes_the_link_share_and_domain(run_cli):
         alone = evaluate(tp_layer(1, 2048, 4096, 14336, 32, tp=8, domain_size=4,
                                   link_share=share, sram_bytes=H100_SRAM), "h100")
         assert t == pytest.approx(alone.t_lower_s, rel=1e-9)
+
+
+def test_a_tp_layers_derivation_names_each_op_and_ends_in_the_layers_totals():
+    layer = tp_layer(1, 2048, 4096, 14336, 32, 8, tp=4, block_q=128)
+    names = [t.name for t in layer.terms]
+    assert "qkv projection: FLOPs" in names and names[-2:] == ["layer FLOPs",
+                                                              "layer HBM bytes"]
+    assert layer.terms[-2].expr.value == pytest.approx(float(layer.total_flops), rel=1e-12)
+    assert layer.terms[-1].expr.value == pytest.approx(layer.bytes["hbm"], rel=1e-12)

@@ -26,13 +26,15 @@ shares a domain).
 
 from __future__ import annotations
 
+import functools
+import operator
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import any_true, times_n, unwrap
+from ..derivation import Sym, Term, any_true, times_n, unwrap
 from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError
 from ..hardware import Chip, System, make_system
@@ -297,5 +299,20 @@ def tp_layer(batch: Any, seq_len: Any, hidden: int, ffn: int, heads: int,
     placement = Placement(tp if domain_size is None else domain_size,
                           {"tp": (link, domain_size)}, algo, shares={"tp": unwrap(link_share)})
     c = Ctx(spec, phase, par, prec, placement, impl, sram_bytes, block_q, dtype)
-    total = sum((cost for _, cost in layer_ops(c, False, None)), Cost())
-    return replace(total, name=f"tensor-parallel layer (tp={tp})")
+    ops = layer_ops(c, False, None)
+    total = sum((cost for _, cost in ops), Cost())
+    return replace(total, name=f"tensor-parallel layer (tp={tp})",
+                   steps=functools.partial(_layer_steps, ops))
+
+
+def _layer_steps(ops: list[tuple[str, Cost]]) -> tuple[Term, ...]:
+    """A layer's derivation: each op's steps under its name, then the layer's totals."""
+    named = [Term(f"{name}: {t.name}", t.expr, t.repeat) for name, cost in ops
+             for t in cost.terms]
+    totals = []
+    for what, of in (("FLOPs", lambda c: c.total_flops),
+                     ("HBM bytes", lambda c: c.bytes.get("hbm", 0.0))):
+        parts = [Sym(name, of(cost)) for name, cost in ops if np.any(of(cost))]
+        if parts:
+            totals.append(Term(f"layer {what}", functools.reduce(operator.add, parts)))
+    return (*named, *totals)
