@@ -607,3 +607,11 @@ def test_a_tp_layers_derivation_names_each_op_and_ends_in_the_layers_totals():
                                                               "layer HBM bytes"]
     assert layer.terms[-2].expr.value == pytest.approx(float(layer.total_flops), rel=1e-12)
     assert layer.terms[-1].expr.value == pytest.approx(layer.bytes["hbm"], rel=1e-12)
+
+
+def test_a_sweep_of_bad_group_sizes_is_refused_in_one_line():
+    from roofline.ops import run_op
+
+    for ranks, needle in (([8.0, np.nan], "positive finite"), ([8.0, 2.5], "whole number")):
+        with pytest.raises(RooflineError, match=needle):  # an IndexError split the sweep
+            run_op("allreduce", "h100", nbytes=1e6, ranks=np.array(ranks))

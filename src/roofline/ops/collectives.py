@@ -194,8 +194,12 @@ def collective(
     if isinstance(algo, str) and algo == AUTO and chip is None:
         raise RooflineError("algorithm 'auto' is chosen on a chip's link: pass chip= (or "
                             "name the algorithm: " + ", ".join(IMPLEMENTS[kind]) + ")")
-    if _varies(ranks) or _varies(domain_size):
-        return _by_group(kind, nbytes, ranks, algo, link, domain_size, link_share, chip)
+    if np.ndim(ranks) or np.ndim(domain_size):  # checked before they split a sweep
+        whole("n", ranks, "ranks")
+        if domain_size is not None:
+            whole("a", domain_size, "domain_size")
+        if _varies(ranks) or _varies(domain_size):
+            return _by_group(kind, nbytes, ranks, algo, link, domain_size, link_share, chip)
     if isinstance(algo, str) and algo == AUTO:
         assert chip is not None
         algo, built = _choose(kind, nbytes, ranks, chip, link, domain_size, link_share)
