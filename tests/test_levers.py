@@ -95,5 +95,30 @@ def test_model_levers_fit_the_phase():
 
     labels = {r.label for r in model_what_if("llama-3-8b", H100, train(8, 4096), Parallel(tp=8),
                                              Precision())}
-    assert labels == {"2x batch", "fp8 weights and activations",
-                      "2x tensor parallelism (twice the chips)"}  # no KV cache, no int4
+    # no KV cache, no int4; fp8 training runs fp8 GEMMs on bf16 master weights
+    assert labels == {"2x batch", "fp8 GEMMs (--matmul-dtype fp8)",
+                      "2x tensor parallelism (twice the chips)"}
+
+
+def test_model_levers_keep_the_steps_own_options():
+    """The table re-analysed on the catalog chip, the whole device and the default
+    schedule: a 2x batch said it fits under --mem-util 0.5 (it does not), a clocked chip's
+    levers were the full clock's, and --k 4's lever was 16 tokens per step."""
+    from roofline.levers import model_what_if
+    from roofline.models import Parallel, Precision, analyze, decode
+    from roofline.models.step import MemoryBudget
+
+    phase, par, prec = decode(16, 4096), Parallel(tp=4), Precision()
+    half = MemoryBudget(0.5)
+    rows = {r.label: r for r in model_what_if("llama-3-70b", H100, phase, par, prec,
+                                              budget=half)}
+    alone = analyze("llama-3-70b", H100, decode(32, 4096), par, prec, budget=half)
+    assert rows["2x batch"].fits == bool(alone.memory.fits) is False
+    slow = H100.at_clock(800)
+    fp8 = {r.label: r for r in model_what_if("llama-3-8b", slow, decode(8, 4096), Parallel(),
+                                             prec)}
+    again = analyze("llama-3-8b", slow, decode(16, 4096), Parallel(), prec)
+    assert fp8["2x batch"].t_lower_s == pytest.approx(float(again.t_lower_s), rel=1e-12)
+    k4 = {r.label for r in model_what_if("llama-3-8b", H100, decode(8, 4096, k=4), Parallel(),
+                                         prec)}
+    assert not any("tokens per step" in label for label in k4)  # already 4 per step

@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
+
 from .cost import Cost
 from .dtypes import dtype as lookup_dtype
 from .errors import RooflineError
@@ -195,15 +197,20 @@ class ModelWhatIf:
 
 
 def model_what_if(model: Any, chip: Chip, phase: Any, parallel: Any, precision: Any,
-                  impl: str = "flash") -> list[ModelWhatIf]:
+                  impl: str = "flash", budget: Any = None, schedule: Any = None
+                  ) -> list[ModelWhatIf]:
     """The step re-analysed with one change each: more batch, narrower weights or KV cache
     (inference only), fp8 compute, more tensor parallelism, speculative decoding (decode only).
-    Changes that do not apply (or that the chip cannot run) are left out."""
+    Everything else is the step's own (the chip at its clock, the memory budget, the
+    schedule). Changes that do not apply (or that the chip cannot run) are left out."""
     from dataclasses import replace
 
     from .models import analyze
 
-    base = analyze(model, chip, phase, parallel, precision, impl)
+    def run(ph: Any, par: Any, prec: Any) -> Any:
+        return analyze(model, chip, ph, par, prec, impl, budget=budget, schedule=schedule)
+
+    base = run(phase, parallel, precision)
     changes: list[tuple[str, Any, Any, Any]] = [
         ("2x batch", replace(phase, batch=phase.batch * 2), parallel, precision)]
     if phase.kind != "train":  # inference-only: training keeps full-precision master
@@ -211,25 +218,28 @@ def model_what_if(model: Any, chip: Chip, phase: Any, parallel: Any, precision: 
             ("int4 weights, group-128 scales", phase, parallel,
              replace(precision, weights="int4-g128", weights_from="")),
             ("fp8 KV cache", phase, parallel, replace(precision, kv_cache="fp8"))]
-    fp8 = replace(precision, weights="fp8", activations="fp8", weights_from="")
-    # a KV cache that follows the activation dtype moves with it: the label says which
-    kv = ("" if phase.kind == "train" else ", KV cache too" if fp8.kv != precision.kv
-          else f"; KV cache stays {precision.kv}")
+    if phase.kind == "train":  # fp8 training: fp8 GEMMs, bf16 master weights and activations
+        fp8, label = replace(precision, matmul="fp8"), "fp8 GEMMs (--matmul-dtype fp8)"
+    else:
+        fp8 = replace(precision, weights="fp8", activations="fp8", weights_from="")
+        # a KV cache that follows the activation dtype moves with it: the label says which
+        label = "fp8 weights and activations" + (
+            ", KV cache too" if fp8.kv != precision.kv else f"; KV cache stays {precision.kv}")
     changes += [
-        (f"fp8 weights and activations{kv}", phase, parallel, fp8),
+        (label, phase, parallel, fp8),
         ("2x tensor parallelism (twice the chips)", phase,
          replace(parallel, tp=parallel.tp * 2), precision),
     ]
-    if phase.kind == "decode":
+    if phase.kind == "decode" and np.all(np.asarray(phase.q_len) < 4):
         changes.append(("4 tokens per step (speculative decoding, all drafts accepted)",
-                        replace(phase, q_len=phase.q_len * 4, kv_len=phase.kv_len + 3 *
-                                phase.q_len), parallel, precision))
+                        replace(phase, q_len=4, kv_len=phase.kv_len - phase.q_len + 4),
+                        parallel, precision))
     rows = []
     for label, ph, par, prec in changes:
         if (ph, par, prec) == (phase, parallel, precision):  # already so: nothing changes
             continue
         try:
-            a = analyze(model, chip, ph, par, prec, impl)
+            a = run(ph, par, prec)
         except RooflineError:  # e.g. no fp8 on the chip, tp beyond the heads
             continue
         rows.append(ModelWhatIf(label, float(a.t_lower_s), float(a.tokens_per_s),

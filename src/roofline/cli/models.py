@@ -11,7 +11,6 @@ from typing import Any
 
 from ..argtypes import add_chip_options, bytes_arg, chip_from, count_arg, duration_arg, emit, typed
 from ..errors import RooflineError
-from ..hardware import load_chip
 from ..models.schedule import SCHEDULES
 from ..ops.attention import IMPLEMENTATIONS
 from ..render.model import mfu_text, model_text, model_what_if_text
@@ -90,9 +89,13 @@ def _model_step(args: argparse.Namespace) -> None:
     changes = []
     if args.explain or args.html or args.markdown:  # what would move it: on the page too
         from ..levers import model_what_if
+        from ..models.step import MemoryBudget
 
-        changes = model_what_if(args.model, load_chip(args.hw), result.phase, result.parallel,
-                                result.precision, args.impl)
+        # the step's own chip (at its clock), memory budget and schedule
+        changes = model_what_if(args.model, chip_from(args), result.phase, result.parallel,
+                                result.precision, args.impl,
+                                MemoryBudget(args.mem_util, args.reserve or 0.0),
+                                result.schedule)
     if args.csv or args.markdown or args.html:
         from ..render import pages
     if args.csv:
