@@ -167,7 +167,7 @@ def test_fp8_lever_says_whether_it_moved_the_kv_cache():
     assert moved.memory.kv_cache_bytes == pytest.approx(stays.memory.kv_cache_bytes / 2)
     trained = [r.label for r in model_what_if("llama-3-8b", H100, train(8, 4096), Parallel(),
                                               Precision())]
-    assert "fp8 weights and activations" in trained  # no KV cache in training
+    assert "fp8 GEMMs (--matmul-dtype fp8)" in trained  # no KV cache; bf16 master weights
 
 
 # --- 4. context limits, phase options, first_k_dense_replace ------------------------------
