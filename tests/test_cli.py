@@ -444,3 +444,13 @@ def test_report_level_is_checked_for_every_format(run_cli):
     assert code == 2 and "has no memory level 'nosuch'" in err
     code, out, _ = run_cli("report", "--op", "matmul --m 1 --k 8 --n 8", "--level", "scale-up")
     assert code == 0 and "matmul" in out  # a link is a level the x axis can show too
+
+
+def test_a_collectives_lower_bound_is_named_as_its_alpha_beta_chain(run_cli):
+    """t_lower of a collective is latency + bytes / bandwidth on its link, not the max of
+    the two that the text, JSON and report called it."""
+    code, out, _ = run_cli("op", "allreduce", "--bytes", "64MiB", "--ranks", "8", "--explain")
+    assert "a link's latency and bytes in series" in out
+    assert "why: the scale-up chain: latency" in out
+    code, out, _ = run_cli("op", "allreduce", "--bytes", "64MiB", "--ranks", "8", "--json")
+    assert "latency + bytes / bandwidth" in json.loads(out)["times"]["t_lower_s"]

@@ -39,7 +39,9 @@ LATENCY = "latency"
 
 # What each time of ONE op is (a whole step has its own: `models.analysis.STEP_TIMES`).
 OP_TIMES = {
-    "t_lower_s": "lower bound: the op's resources perfectly overlapped (the max)",
+    "t_lower_s": "lower bound: the op's compute units and memory levels perfectly overlapped "
+                 "(the max); on a link its latency and its bytes in series (alpha-beta: "
+                 "latency + bytes / bandwidth), that chain competing with the rest",
     "t_upper_s": "no-overlap sum of the op's resource times",
 }
 

@@ -58,10 +58,7 @@ def estimate_text(est: Estimate, explain: bool = False, chip: Chip | None = None
         text.table(["resource", "time", "of bound", "bytes", "FLOP/byte", "ridge"], rows),
         "",
         f"bound: {est.bound} ({bound_kind(str(est.bound))})",
-        f"lower bound (resources perfectly overlapped) t_lower = "
-        f"{format_time(float(est.t_lower_s))}",
-        f"no-overlap sum                               t_upper = "
-        f"{format_time(float(est.t_upper_s))}",
+        *_times_lines(est),
     ]
     if est.flops_by_dtype:
         peak = float(est.peak_flops_per_s)
@@ -88,7 +85,24 @@ def _intensity_derivation(est: Estimate) -> list[str]:
     return out
 
 
+def _times_lines(est: Estimate) -> list[str]:
+    lower = "lower bound (resources perfectly overlapped" + (
+        "; a link's latency and bytes in series)" if est.chain_s else ")")
+    width = max(len(lower), len("no-overlap sum"))
+    return [f"{lower:<{width}} t_lower = {format_time(float(est.t_lower_s))}",
+            f"{'no-overlap sum':<{width}} t_upper = {format_time(float(est.t_upper_s))}"]
+
+
 def _why(est: Estimate) -> str:
+    link = next((k for k, chain in est.chain_s.items()
+                 if float(chain) >= float(est.t_lower_s) > 0), None)
+    if link is not None:  # a link's alpha-beta chain sets the bound
+        transfer = float(est.time_s[link])
+        latency = float(est.chain_s[link]) - transfer
+        return (f"the {link} chain: latency {format_time(latency)} + bytes / bandwidth "
+                f"{format_time(transfer)} = {format_time(float(est.chain_s[link]))} (a message "
+                "step cannot finish before its bytes arrive): the op is "
+                f"{bound_kind(str(est.bound))}; it cannot finish faster than that")
     ranked = sorted(est.time_s.items(), key=lambda kv: -float(kv[1]))
     (first, t1), rest = ranked[0], ranked[1:]
     if not float(t1) > 0:
@@ -228,9 +242,11 @@ def ops_summary_table(results: Sequence[OpPoint], numbered: bool = False) -> Tab
 
 def derivation_lines(r: OpPoint) -> list[str]:
     times = [f"t_{res} = {format_time(t)}" for res, t in r.time_s.items()]
+    chained = any(res in (*LINKS, "latency") for res in r.time_s)  # alpha-beta on a link
+    lower = "max (a link's latency + bytes in series)" if chained else "max"
     return [*r.derivation, *times,
-            f"t_lower = max = {format_time(r.t_lower_s)} ({r.bound}: {bound_kind(r.bound)}); "
-            f"t_upper = sum = {format_time(r.t_upper_s)}"]
+            f"t_lower = {lower} = {format_time(r.t_lower_s)} ({r.bound}: "
+            f"{bound_kind(r.bound)}); t_upper = sum = {format_time(r.t_upper_s)}"]
 
 
 def expected_text(e: Any, extra: dict[str, Any] | None = None) -> str:
