@@ -168,10 +168,14 @@ def test_invalid_file_names_file_and_field(tmp_path, edit, field):
 
 
 @pytest.mark.parametrize(("old", "new", "needle"), [
-    ("latency_s = 0.6e-6", "latency_s = 1e300", "must be at most 1 s (the sane range is 1e-12 to "
-     "1 s), got 1e+300"),
+    ("latency_s = 0.6e-6", "latency_s = 1e300", "must be at most 0.01 s (the sane range is 1e-12 "
+     "to 0.01 s), got 1e+300"),
     ("flops_per_s = 989.4e12", "flops_per_s = 1e30", "at most 1e+19 FLOP/s"),
     ("latency_s = 0.6e-6", "latency_s = 1e-15", "must be at least 1e-12 s"),
+    # unit slips the old floors let through: TFLOP/s without e12, a latency in us as s
+    ("flops_per_s = 989.4e12", "flops_per_s = 989.4", "must be at least 1e+09 FLOP/s"),
+    ("latency_s = 0.6e-6", "latency_s = 0.6", "must be at most 0.01 s"),
+    ("capacity_bytes = 50e6", "capacity_bytes = 500e9", "more than main memory"),  # L2
 ])
 def test_absurd_figures_name_the_sane_range(tmp_path, old, new, needle):
     with pytest.raises(RooflineError, match=re.escape(needle)):

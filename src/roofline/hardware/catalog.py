@@ -35,18 +35,20 @@ _LINK_KEYS = {"name", "bandwidth_Bps", "latency_s", "domain_size", "in_switch_re
 
 # prose may span lines; every other string is a name
 _PROSE = {"notes", "source", "latency_source", "base_latency_source", "clock_source", "fitted"}
-# The sane range of each figure: outside it a figure is a typo (a unit slip of 1e3 and more),
-# and arithmetic on it underflows to 0 or overflows to inf. The ceilings leave room for a
-# thousand times today's largest chips (a wafer-scale die: 2e16 B/s of SRAM bandwidth).
+# The sane range of each figure: outside it a figure is a typo (a unit slip of 1e3 and more:
+# 989.4 for 989.4e12 FLOP/s, 0.6 s for a 0.6 us latency), and arithmetic on it underflows to
+# 0 or overflows to inf. The floors sit far below any real part (a phone SoC: 1e12 FLOP/s,
+# 5e10 B/s); the ceilings leave room for a thousand times today's largest chips (a
+# wafer-scale die: 2e16 B/s of SRAM bandwidth).
 _LIMITS: dict[str, tuple[float, float, str]] = {
-    "flops_per_s": (1.0, 1e19, "FLOP/s"),
-    "ops_per_s": (1.0, 1e19, "op/s"),
+    "flops_per_s": (1e9, 1e19, "FLOP/s"),
+    "ops_per_s": (1e6, 1e19, "op/s"),
     "peak_clock_mhz": (1.0, 1e5, "MHz"),
-    "base_latency_s": (1e-12, 1.0, "s"),
-    "bandwidth_Bps": (1.0, 1e18, "B/s"),
-    "capacity_bytes": (1.0, 1e16, "B"),
-    "unit_capacity_bytes": (1.0, 1e16, "B"),
-    "latency_s": (1e-12, 1.0, "s"),
+    "base_latency_s": (1e-12, 1e-2, "s"),
+    "bandwidth_Bps": (1e6, 1e18, "B/s"),
+    "capacity_bytes": (1e3, 1e16, "B"),
+    "unit_capacity_bytes": (1e3, 1e16, "B"),
+    "latency_s": (1e-12, 1e-2, "s"),
     "units": (1.0, 1e7, ""),
     "domain_size": (1.0, 1e7, "chips"),
     "ports": (1.0, 1e4, ""),
@@ -197,6 +199,10 @@ def parse_chip(data: dict[str, Any], path: str) -> Chip:
     if order != sorted(order, key=MEMORY_LEVELS.index):
         outer_first = ", ".join(MEMORY_LEVELS)
         raise top.error("memory", f"levels must be ordered outermost first: {outer_first}")
+    for inner in memory[1:]:  # a cache larger than main memory is a unit slip
+        if (inner.capacity_bytes or 0) > (memory[0].capacity_bytes or math.inf):
+            raise top.error("memory", f"level {inner.name!r} holds {inner.capacity_bytes:g} B, "
+                            f"more than main memory ({memory[0].capacity_bytes:g} B)")
 
     links_table = data.get("link", {})
     if not isinstance(links_table, dict):
