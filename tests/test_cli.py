@@ -453,4 +453,4 @@ def test_a_collectives_lower_bound_is_named_as_its_alpha_beta_chain(run_cli):
     assert "a link's latency and bytes in series" in out
     assert "why: the scale-up chain: latency" in out
     code, out, _ = run_cli("op", "allreduce", "--bytes", "64MiB", "--ranks", "8", "--json")
-    assert "latency + bytes / bandwidth" in json.loads(out)["times"]["t_lower_s"]
+    assert code == 0 and "latency + bytes / bandwidth" in json.loads(out)["times"]["t_lower_s"]

@@ -161,7 +161,8 @@ COLLECTIVE_LEVERS = [
 TP_LAYER_LEVERS = [
     Lever("keep TP inside the scale-up domain",
           _set("link", "scale-up", lambda kw: kw.get("link") == "scale-out")),
-    Lever("half the TP degree", lambda kw, c, chip: {**kw, "tp": kw["tp"] // 2}
+    Lever("half the TP degree (each chip does twice the work)",
+          lambda kw, c, chip: {**kw, "tp": kw["tp"] // 2}
           if kw.get("tp", 1) >= 2 and kw["heads"] % (kw["tp"] // 2) == 0 else None),
     COLLECTIVE_LEVERS[1],
 ]

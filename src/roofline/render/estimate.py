@@ -140,7 +140,8 @@ def what_if_text(est: Estimate, rows: Sequence[Any]) -> str:
     now = (format_si(float(est.attainable_flops_per_s), "FLOP/s") if est.flops_by_dtype
            else format_time(float(est.t_lower_s)))
     head = f"what would move it (now {now}, {est.bound}-bound):"
-    return head + "\n" + text.table(["change", "work/s", "attainable", "t_lower", "bound"], body)
+    return head + "\n" + text.table(
+        ["change", "work/s per chip", "attainable", "t_lower", "bound"], body)
 
 
 def time_derivation(est: Estimate, chip: Chip | None = None) -> list[str]:
