@@ -238,3 +238,14 @@ def test_op_expect_applies_what_a_model_step_applies(run_cli) -> None:
     for r, t in zip(points["ranks"], points["expected_t_s"], strict=True):
         alone = expected(op_cost("allreduce", "h100", nbytes=4096.0, ranks=r), "h100").t_s
         assert t == pytest.approx(alone, rel=1e-9)
+
+
+def test_model_pages_carry_the_expected_time(run_cli, tmp_path) -> None:
+    """--expect with --html / --markdown: the pages said nothing of it (text and JSON did)."""
+    html_path, md_path = tmp_path / "e.html", tmp_path / "e.md"
+    code, _, err = run_cli("model", "llama-3-70b", "--phase", "decode", "--batch", "16",
+                           "--context", "4096", "--tp", "4", "--expect", "--html",
+                           str(html_path), "--markdown", str(md_path))
+    assert code == 0, err
+    for page in (html_path.read_text(), md_path.read_text()):
+        assert "Expected time (a forecast" in page and "step time" in page

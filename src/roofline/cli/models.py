@@ -96,19 +96,22 @@ def _model_step(args: argparse.Namespace) -> None:
                                 result.precision, args.impl,
                                 MemoryBudget(args.mem_util, args.reserve or 0.0),
                                 result.schedule)
+    more = ""
+    if args.expect or args.calibrated:  # beside the bound, never in place of it
+        data["expected"], more = step_expected(result, chip_from(args), args)
     if args.csv or args.markdown or args.html:
         from ..render import pages
     if args.csv:
         write_text(args.csv, pages.model_csv(result))
     if args.markdown:
-        write_text(args.markdown, pages.model_markdown(result, changes))
+        write_text(args.markdown, pages.model_markdown(result, changes, more))
     if args.html:
-        write_text(args.html, pages.model_html(result, args.hw, changes))
+        write_text(args.html, pages.model_html(result, args.hw, changes,
+                                               expected=more))
     if args.explain:
         data["what_if"] = [vars(r) for r in changes]
         text += "\n\n" + model_what_if_text(changes)
-    if args.expect or args.calibrated:  # beside the bound, never in place of it
-        data["expected"], more = step_expected(result, chip_from(args), args)
+    if more:
         text += "\n\n" + more
     emit(data, args.json, text)
 

@@ -201,10 +201,14 @@ def _times_table() -> Table:
                       "the step's times")
 
 
+EXPECTED_HEADING = "Expected time (a forecast beside the bound, never in place of it)"
+
+
 def model_html(a: ModelAnalysis, hw: Chip | str, what_if: Sequence[Any] = (),
-               title: str | None = None) -> str:
-    """The step report: key figures first, then what would move it, the chart, the tables
-    (numbered like the chart's points), memory, hardware and each op's derivation."""
+               title: str | None = None, expected: str = "") -> str:
+    """The step report: key figures first, the expected time if asked (`expected`: its
+    text), what would move it, the chart, the tables (numbered like the chart's
+    points), memory, hardware and each op's derivation."""
     from .. import __version__
 
     chip = load_chip(hw)
@@ -217,6 +221,9 @@ def model_html(a: ModelAnalysis, hw: Chip | str, what_if: Sequence[Any] = (),
             '<section id="summary"><h2>Summary</h2>', html.figures(key_figures(a)),
             *(f"<p>{xml_text(line)}</p>" for line in summary), html.render(_times_table()),
             "</section>"]
+    if expected:
+        body += [f'<section id="expected"><h2>{xml_text(EXPECTED_HEADING)}</h2>',
+                 f"<pre>{xml_text(expected)}</pre>", "</section>"]
     if what_if:
         body += ['<section id="what-if"><h2>What would move it</h2>',
                  html.render(what_if_table(what_if)), "</section>"]
@@ -235,11 +242,14 @@ def model_fragment(a: ModelAnalysis) -> str:
             + html.render(layer_table(a)) + "</div>")
 
 
-def model_markdown(a: ModelAnalysis, what_if: Sequence[Any] = ()) -> str:
+def model_markdown(a: ModelAnalysis, what_if: Sequence[Any] = (),
+                   expected: str = "") -> str:
     out = [f"# {markdown_cell(a.model)} on {markdown_cell(a.hardware)}: {a.phase.kind}", "",
            markdown_cell(header(a)), "", *(f"- {markdown_cell(line)}" for line in
                                             summary_lines(a)), "",
            markdown.render(_times_table()), ""]
+    if expected:
+        out += [f"## {EXPECTED_HEADING}", "", *code_block(expected.splitlines()), ""]
     if what_if:
         out += [markdown.render(what_if_table(what_if)), ""]
     out += [markdown.render(layer_table(a)), "", markdown.render(op_table(a)), ""]
