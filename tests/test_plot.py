@@ -540,3 +540,21 @@ def test_two_points_with_one_name_get_distinct_labels():
     ax = plot_roofline(H100, ests)
     labels = [t.get_text() for t in ax.texts if t.get_gid() and t.get_gid().startswith("label:")]
     assert labels == ["matmul", "matmul (2)"]
+
+
+def test_a_result_from_an_edited_chip_file_is_not_drawn_on_the_catalog_chip(run_cli, tmp_path):
+    """The id alone matched: a result evaluated on h100-sxm with 2 TB/s of HBM was drawn on
+    the catalog h100-sxm's roofline (3.35 TB/s)."""
+    from roofline.hardware.catalog import CATALOG_DIR
+
+    slow = tmp_path / "slow.toml"
+    slow.write_text((CATALOG_DIR / "h100-sxm.toml").read_text().replace(
+        "bandwidth_Bps = 3.35e12", "bandwidth_Bps = 2.0e12", 1))
+    code, out, _ = run_cli("op", "matmul", "--hw", str(slow), "--m", "128", "--k", "8192",
+                           "--n", "8192", "--json")
+    result = tmp_path / "s.json"
+    result.write_text(out)
+    code, _, err = run_cli("report", "--from", str(result))
+    assert code == 2 and "hbm bandwidth is 2e+12 B/s" in err and "--hw" in err
+    code, _, err = run_cli("report", "--from", str(result), "--hw", str(slow))
+    assert code == 0, err

@@ -19,7 +19,7 @@ from .evaluate import Estimate
 from .files import write_text
 from .hardware import Chip, load_chip
 from .plot import FORMATS, SWEEP_METRICS, check_format
-from .render.geometry import CHART_RANGE, Measured, OpPoint, load_points
+from .render.geometry import CHART_RANGE, Measured, OpPoint, check_chip, load_points
 
 
 def _measured(text: str) -> Measured:
@@ -87,9 +87,7 @@ def _gather(args: argparse.Namespace) -> tuple[Chip, list[Estimate | OpPoint]]:
                                 " give one chip's results, or pick one with --hw")
         chip = load_chip(found[0] if found else "h100")
     for path, r in files:
-        if r.hardware != chip.id:
-            raise RooflineError(f"{path}: op {r.name!r} was evaluated on {r.hardware!r}, not on "
-                                f"{chip.id!r} (--hw)")
+        check_chip(r, chip, f"{path}: ")
     items: list[Estimate | OpPoint] = [r for _, r in files]
     return chip, items + [_run_op(text, chip) for text in args.op]
 

@@ -315,6 +315,22 @@ def placed_points(chip: Chip, results: Iterable[OpPoint], level: str = "hbm",
     return out
 
 
+def check_chip(r: OpPoint, chip: Chip, where: str = "") -> None:
+    """RooflineError unless a result read from a file (`roofline op --json`: one occurrence
+    of one op) was evaluated on `chip`: its id, and the bandwidth its bytes and times imply
+    for each memory level (a chip file edited under the same id is another chip: its result
+    drawn on this one's roofline would mix the two)."""
+    if r.hardware != chip.id:
+        raise RooflineError(f"{where}op {r.name!r} was evaluated on {r.hardware!r}, not on "
+                            f"{chip.id!r}")
+    for m in chip.memory:
+        moved, took = r.bytes.get(m.name, 0.0), r.time_s.get(m.name, 0.0)
+        if moved > 0 and took > 0 and abs(moved / took / m.bandwidth_Bps - 1) > 1e-6:
+            raise RooflineError(f"{where}op {r.name!r} was evaluated on a {r.hardware!r} whose "
+                                f"{m.name} bandwidth is {moved / took:.4g} B/s, not "
+                                f"{m.bandwidth_Bps:.4g} (give that chip file with --hw)")
+
+
 def roof_at(geo: RooflineGeometry, intensity: float) -> float:
     """Attainable FLOP/s at an intensity under the first dtype's roof and the axis level."""
     return min(geo.peak, intensity * geo.bandwidth_Bps)
