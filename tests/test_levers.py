@@ -122,3 +122,13 @@ def test_model_levers_keep_the_steps_own_options():
     k4 = {r.label for r in model_what_if("llama-3-8b", H100, decode(8, 4096, k=4), Parallel(),
                                          prec)}
     assert not any("tokens per step" in label for label in k4)  # already 4 per step
+
+
+def test_a_send_recv_gets_no_reduction_levers(run_cli):
+    """tree and NVLS reduce: a send-recv has neither (it offered both, at 1x)."""
+    import json
+
+    code, out, _ = run_cli("op", "sendrecv", "--bytes", "64MiB", "--ranks", "2", "--explain",
+                           "--json")
+    labels = [r["label"] for r in json.loads(out)["what_if"]]
+    assert code == 0 and labels == ["fp8 payload (half the bytes)"]

@@ -21,7 +21,7 @@ from .errors import RooflineError
 from .evaluate import Estimate, evaluate
 from .hardware import Chip
 from .ops.attention import flash_tiling
-from .ops.collectives import COLLECTIVES
+from .ops.collectives import COLLECTIVES, IMPLEMENTS
 from .ops.tiled_matmul import tiles_fit
 
 OpFunction = Callable[..., Cost]
@@ -149,12 +149,24 @@ LINEAR_ATTENTION_LEVERS = [
           _scale("q_len", 4, lambda kw: kw["q_len"] * 4 <= kw["kv_len"] and kw["q_len"] < 16)),
 ]
 
+def _algorithm(name: str, applies: Callable[[dict[str, Any], Chip], bool]) -> Change:
+    """Switch the collective to algorithm `name` where its kind has one (a send-recv has no
+    tree and no reduction) and `applies`."""
+    def change(kw: dict[str, Any], cost: Cost, chip: Chip) -> dict[str, Any] | None:
+        kind = cost.name.split(" (")[0]
+        if kw.get("algo") == name or name not in IMPLEMENTS.get(kind, ()) \
+                or not applies(kw, chip):
+            return None
+        return {**kw, "algo": name}
+    return change
+
+
 COLLECTIVE_LEVERS = [
-    Lever("tree algorithm (log-depth latency)", _set("algo", "tree", lambda kw: kw.get(
-        "algo") == "ring")),
-    Lever("in-switch reduction (NVLS)", lambda kw, c, chip: {**kw, "algo": "nvls"} if kw.get(
-        "algo") != "nvls" and chip.links.get(kw.get("link", "scale-up")) is not None
-        and chip.link(kw.get("link", "scale-up")).in_switch_reduction else None),
+    Lever("tree algorithm (log-depth latency)",
+          _algorithm("tree", lambda kw, chip: kw.get("algo") == "ring")),
+    Lever("in-switch reduction (NVLS)", _algorithm("nvls", lambda kw, chip: chip.links.get(
+        kw.get("link", "scale-up")) is not None and chip.link(
+        kw.get("link", "scale-up")).in_switch_reduction)),
     Lever("fp8 payload (half the bytes)", lambda kw, c, chip: {**kw, "nbytes": kw["nbytes"] / 2}),
 ]
 
