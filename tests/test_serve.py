@@ -357,3 +357,12 @@ def test_a_batch_list_keeps_what_each_layout_can_split(run_cli):
     code, _, err = run_cli("serve", "llama-3.1-8b", "--hw", "h100", "--tp", "1", "--dp", "2",
                            "--batch", "3")
     assert code == 2 and "multiple of dp·pp (2)" in err
+
+
+def test_fp8_weights_keep_a_checkpoints_narrower_experts():
+    """gpt-oss's experts are MXFP4: the fp8 option widened them to fp8 (and the row said
+    just 'fp8'); they stay MXFP4 and the row names the mix."""
+    w = Workload.from_lengths(1024, 128)
+    p = plan("gpt-oss-120b", ["h100"], w, space=Space(tp=(2,)))
+    labels = set(p.columns["weight_dtype"].tolist())
+    assert labels == {"bf16+mxfp4 experts", "fp8+mxfp4 experts"}

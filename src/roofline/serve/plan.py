@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError
 from ..models import Precision, load_model, model_precision
 from ..models.spec import ModelSpec
@@ -65,12 +66,16 @@ def _engines(spec: ModelSpec, hardware: Sequence[str], space: Space, budget: Mem
         [model_precision(spec).weights, "fp8"]))
     eps = list(space.ep or [1, -1] if spec.moe else space.ep or [1])
 
+    native = model_precision(spec)
+
     def precision(chip: Any, w: str, kv: str) -> Precision:
         act = space.dtype or activation_dtype(w, chip)
-        if space.weight_dtypes is None and w == model_precision(spec).weights:
-            p = model_precision(spec, None, act, kv)  # the checkpoint's own mix (gpt-oss)
-            return p
-        return Precision(weights=w, activations=act, kv_cache=kv)
+        if space.weight_dtypes is None and w == native.weights:
+            return model_precision(spec, None, act, kv)  # the checkpoint's own mix (gpt-oss)
+        # experts the checkpoint keeps narrower (gpt-oss's mxfp4) stay so: never widened
+        experts = native.expert_weights if native.expert_weights and \
+            lookup_dtype(native.expert_weights).bits < lookup_dtype(w).bits else None
+        return Precision(weights=w, activations=act, kv_cache=kv, expert_weights=experts)
 
     out: list[tuple[Engine, dict[str, Any]]] = []
     skipped: list[str] = []
@@ -79,6 +84,8 @@ def _engines(spec: ModelSpec, hardware: Sequence[str], space: Space, budget: Mem
         if par.ep == -1:  # every chip of the instance holds its share of the experts
             par = replace(par, ep=par.tp * par.dp)
             config["ep"] = par.ep
+        if prec.expert_weights and prec.expert_weights != prec.weights:  # say the mix
+            config["weight_dtype"] = f"{prec.weights}+{prec.expert_weights} experts"
         if par.chips > space.max_chips:
             skipped.append(f"{_name(config)}: {par.chips} chips > --max-chips "
                            f"{space.max_chips}")
