@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from roofline import dtype, list_chips, load_chip, matmul
-from roofline.quant import SCHEMES, QuantRow, quant_table
+from roofline.quant import SCHEMES, QuantRow, half_dtype, quant_table
 from roofline.solve import critical_batch, crossover
 
 
@@ -72,8 +72,10 @@ def test_every_chip_row_rule_and_formula(hw):
     chip = load_chip(hw)
     rows = quant_table(chip)
     present = {r.scheme for r in rows}
+    half = half_dtype(chip)  # the 16-bit roles: bf16, or fp16 on a chip without it (V100)
     for s in SCHEMES:
-        assert (s.scheme in present) == (dtype(s.compute_dtype).peak in chip.peaks)
+        name, compute = s.scheme.replace("bf16", half), s.compute_dtype.replace("bf16", half)
+        assert (name in present) == (dtype(compute).peak in chip.peaks)
     bw = chip.level("hbm").bandwidth_Bps
     for r in rows:
         s_w = dtype(r.weight_dtype).bytes
@@ -120,3 +122,19 @@ def test_rows_are_frozen_typed_records():
     assert [f.name for f in dataclasses.fields(QuantRow)] == [
         "scheme", "notation", "weight_dtype", "activation_dtype", "compute_dtype", "out_dtype",
         "bytes_per_param", "peak_flops_per_s", "critical_batch"]
+
+
+def test_a_chip_without_bf16_takes_its_fp16(run_cli):
+    """V100 has no bf16 peak: critical-batch --json / --explain failed and quant-table was
+    empty; its fp16 plays the 16-bit part (s_w·P / (2·BW) = 2·125e12 / (2·900e9) = 138.9)."""
+    import json
+
+    code, out, err = run_cli("critical-batch", "--hw", "v100", "--json")
+    assert code == 0, err
+    assert json.loads(out)["critical_batch"] == pytest.approx(2 * 125e12 / (2 * 900e9))
+    code, out, _ = run_cli("quant-table", "--hw", "v100", "--json")
+    rows = {r["scheme"]: r for r in json.loads(out)["rows"]}
+    assert rows["fp16"]["critical_batch"] == pytest.approx(138.9, rel=1e-3)
+    assert rows["int8 weight-only"]["activation_dtype"] == "fp16"
+    code, out, _ = run_cli("quant-table", "--hw", "h100", "--explain")
+    assert "int8: M* = s_w·P / (2·BW)" in out  # --explain printed nothing more

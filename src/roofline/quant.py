@@ -22,7 +22,7 @@ and MXFP4; MI355X runs MXFP4), so both fp4 rows appear wherever there is an fp4 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .derivation import Num
 from .dtypes import dtype as lookup_dtype
@@ -77,6 +77,11 @@ class QuantRow:
     critical_batch: Num
 
 
+def half_dtype(chip: Chip) -> str:
+    """The chip's 16-bit float for activations: bf16, else fp16 (V100 has no bf16)."""
+    return "fp16" if "bf16" not in chip.peaks and "fp16" in chip.peaks else "bf16"
+
+
 def quant_table(hw: Chip | str, k: object = None, n: object = None) -> list[QuantRow]:
     """The schemes the chip has a compute peak for, with their critical batch.
 
@@ -86,8 +91,14 @@ def quant_table(hw: Chip | str, k: object = None, n: object = None) -> list[Quan
     [('bf16', 295), ('int8 weight-only', 148), ('int4-g128 weight-only', 76)]
     """
     chip = load_chip(hw)
+    half = half_dtype(chip)
     rows = []
     for s in SCHEMES:
+        if half != "bf16":  # a chip without bf16 (V100): its 16-bit float plays the part
+            s = replace(s, scheme=s.scheme.replace("bf16", half), note=s.note.replace(
+                "bf16", half), **{f: half for f in ("weight_dtype", "activation_dtype",
+                                                    "compute_dtype", "out_dtype")
+                                  if getattr(s, f) == "bf16"})
         if lookup_dtype(s.compute_dtype).peak not in chip.peaks:
             continue  # the chip cannot compute in this dtype: the scheme does not apply
         rows.append(QuantRow(

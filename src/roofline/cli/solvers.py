@@ -14,7 +14,7 @@ from ..ops.collectives import (
     busbw_factor,
 )
 from ..ops.params import dtype_params
-from ..quant import quant_table
+from ..quant import half_dtype, quant_table
 from ..render.text import table
 from ..solve import (
     critical_batch,
@@ -30,6 +30,7 @@ from .ops import add_param
 
 def _cmd_critical_batch(args: argparse.Namespace) -> None:
     chip = load_chip(args.hw)
+    args.dtype = args.dtype or half_dtype(chip)  # not given: the chip's 16-bit float
     dtypes = {"dtype": args.dtype, "weight_dtype": args.weight_dtype,
               "out_dtype": args.out_dtype, "compute_dtype": args.compute_dtype}
     term = critical_batch_term(chip, args.k, args.n, **dtypes)
@@ -88,6 +89,11 @@ def _cmd_quant_table(args: argparse.Namespace) -> None:
     text = (f"quantization schemes on {chip.id} (critical batch in tokens, "
             f"{'large K, N' if args.k is None else f'K = {args.k}, N = {args.n}'}):\n"
             + table(["scheme", "notation", "bytes/param", "peak used", "critical batch"], body))
+    if args.explain:  # each row's M*, as critical-batch --explain shows it
+        text += "\n" + "\n".join(
+            f"  {r.scheme}: " + critical_batch_term(
+                chip, args.k, args.n, r.activation_dtype, r.weight_dtype, r.out_dtype,
+                r.compute_dtype).render() for r in rows)
     emit({"hardware": chip.id, "rows": [vars(r) for r in rows]}, args.json, text)
 
 
@@ -108,6 +114,7 @@ def register(sub: Any) -> None:
                         _cmd_critical_batch)
     for param in dtype_params("dtype", "weight", "out", "compute"):
         add_param(cb, param)
+    cb.set_defaults(dtype=None)  # the chip's 16-bit float (bf16; fp16 on V100)
     cb.add_argument("--q-len", type=count_arg("--q-len"), default=1,
                     help="tokens per decoding sequence (speculative decoding: k)")
     cd = sub.add_parser("critical-dim", help="per-chip shard of a contraction-sharded matmul "
