@@ -245,11 +245,14 @@ def add_model_args(mp: argparse.ArgumentParser) -> None:
 
 
 def _cmd_mfu(args: argparse.Namespace) -> None:
+    from ..hardware import load_chip
     from ..models.mfu import mfu
+    from ..quant import half_dtype
 
-    r = mfu(args.params, args.tokens_per_step, args.step_time_s, args.gpus, args.hw,
-            args.dtype, args.layers, args.hidden, args.seq_len, args.recompute, args.causal,
-            model=args.model)
+    chip = load_chip(args.hw)
+    r = mfu(args.params, args.tokens_per_step, args.step_time_s, args.gpus, chip,
+            args.dtype or half_dtype(chip), args.layers, args.hidden, args.seq_len,
+            args.recompute, args.causal, model=args.model)
     if r.warning:  # once, on stderr (JSON also keeps it in "warning")
         print(f"roofline: warning: {r.warning}", file=sys.stderr)
     emit(vars(r), args.json, mfu_text(r))
@@ -304,7 +307,8 @@ def register(sub: Any) -> None:
                     dest="step_time_s", help="measured step time (seconds, or e.g. 850ms)")
     mf.add_argument("--gpus", type=count, required=True, help="chips in the job")
     mf.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
-    mf.add_argument("--dtype", default="bf16", help="dtype whose dense peak applies")
+    mf.add_argument("--dtype", help="dtype whose dense peak applies (default: the chip's "
+                    "16-bit float, bf16; fp16 on V100)")
     mf.add_argument("--layers", type=count, help="layers, for the attention term")
     mf.add_argument("--hidden", type=count, help="attention width heads·head_dim (the hidden "
                     "size for most models), for the attention term")

@@ -121,7 +121,8 @@ def register(sub: Any) -> None:
                         "above which it is compute-bound, not communication-bound")
     cd.add_argument("--hw", default="h100", help="chip id, alias or .toml file (default h100)")
     cd.add_argument("--link", default="scale-up", choices=["scale-up", "scale-out"])
-    cd.add_argument("--dtype", default="bf16", help="compute dtype (partial sums travel in it)")
+    cd.add_argument("--dtype", default="bf16", help="compute dtype (partial sums travel in it, "
+                    "at least 16-bit: fp8 GEMMs accumulate wider)")
     cd.add_argument("--shards", type=count_arg("--shards"), default=2,
                     help="chips sharing the contraction (default 2, as in Scaling Book ch.1 §2.5)")
     cd.add_argument("--reduce", default="all-reduce", choices=["all-reduce", "reduce-scatter"])
