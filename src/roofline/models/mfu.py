@@ -73,6 +73,7 @@ def mfu(params: float | None, tokens_per_step: float, step_time_s: float, chips:
     given: dict[str, float | None] = {"params": params, "layers": layers, "hidden": hidden,
                                       "seq_len": seq_len}
     notes: list[str] = []
+    spec: ModelSpec | None = None
     if model is not None:
         spec = load_model(model)
         filled = {k: v for k, v in model_inputs(spec).items() if given[k] is None}
@@ -96,6 +97,11 @@ def mfu(params: float | None, tokens_per_step: float, step_time_s: float, chips:
     counted = bool(n_layers and width and s)
     if n_layers and width and s:
         sequences = tokens_per_step / s
+        if spec is not None and layers is None:  # the model's own layers: windows and
+            n_layers = _score_layers(spec, s)     # chunks see fewer keys (Gemma 3, gpt-oss)
+            if n_layers != spec.layers:
+                notes.append(f"attention of {n_layers:.4g} full layers' worth: windowed, "
+                             "chunked and linear-attention layers see fewer keys")
         attention = 12.0 * n_layers * width * s**2 * sequences * (0.5 if causal else 1.0)
     else:
         notes.append("attention not counted (6·N per token only): give --layers, --hidden and "
@@ -118,6 +124,25 @@ def mfu(params: float | None, tokens_per_step: float, step_time_s: float, chips:
                    f"{PLAUSIBLE_MFU:.0%}); well-tuned large runs reach about 40-60%")
     return MFUResult(model_flops, hardware, attention, causal, achieved, peak, value,
                      hardware / step_time_s / peak, warning, counted, n, tuple(notes))
+
+
+def _score_layers(spec: ModelSpec, s: float) -> float:
+    """The layers' causal score pairs at sequence length s, in full layers' worth (s²/2
+    each): a window W sees s·W - W(W-1)/2, a chunk C about s·C/2, a linear-attention layer
+    none (its recurrence is no score matrix)."""
+    full = s * s / 2
+    total = 0.0
+    for i in range(spec.layers):
+        kind, span = spec.layer_attention(i)
+        if kind == "linear":
+            continue
+        if kind == "full" or span is None or span >= s:
+            total += 1.0
+        elif kind == "window":
+            total += (s * span - span * (span - 1) / 2) / full
+        else:  # chunked: each chunk of C a causal C x C block
+            total += (s / span) * (span * span / 2) / full
+    return total
 
 
 def _describe(key: str, value: float) -> str:
