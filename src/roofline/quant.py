@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from .derivation import Num
 from .dtypes import dtype as lookup_dtype
-from .hardware import Chip, load_chip
+from .hardware import Chip, half_dtype, load_chip
 from .solve import critical_batch
 
 __all__ = ["SCHEMES", "QuantRow", "QuantScheme", "quant_table"]
@@ -75,11 +75,6 @@ class QuantRow:
     bytes_per_param: float
     peak_flops_per_s: float
     critical_batch: Num
-
-
-def half_dtype(chip: Chip) -> str:
-    """The chip's 16-bit float for activations: bf16, else fp16 (V100 has no bf16)."""
-    return "fp16" if "bf16" not in chip.peaks and "fp16" in chip.peaks else "bf16"
 
 
 def quant_table(hw: Chip | str, k: object = None, n: object = None) -> list[QuantRow]:

@@ -245,9 +245,8 @@ def add_model_args(mp: argparse.ArgumentParser) -> None:
 
 
 def _cmd_mfu(args: argparse.Namespace) -> None:
-    from ..hardware import load_chip
+    from ..hardware import half_dtype, load_chip
     from ..models.mfu import mfu
-    from ..quant import half_dtype
 
     chip = load_chip(args.hw)
     r = mfu(args.params, args.tokens_per_step, args.step_time_s, args.gpus, chip,

@@ -9,12 +9,12 @@ from typing import Any
 
 from ..argtypes import count_arg, emit
 from ..errors import RooflineError
-from ..hardware import load_chip, make_system
+from ..hardware import half_dtype, load_chip, make_system
 from ..ops.collectives import (
     busbw_factor,
 )
 from ..ops.params import dtype_params
-from ..quant import half_dtype, quant_table
+from ..quant import quant_table
 from ..render.text import table
 from ..solve import (
     critical_batch,

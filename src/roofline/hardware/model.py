@@ -254,3 +254,8 @@ class Chip:
                        links=links, aliases=(),
                        notes=f"{self.id} derated to measured efficiencies ({label}: "
                              f"{summary}). {self.notes}".strip())
+
+
+def half_dtype(chip: Chip) -> str:
+    """The chip's 16-bit float for activations: bf16, else fp16 (V100 has no bf16)."""
+    return "fp16" if "bf16" not in chip.peaks and "fp16" in chip.peaks else "bf16"

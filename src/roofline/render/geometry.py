@@ -308,22 +308,20 @@ def placed_points(chip: Chip, results: Iterable[OpPoint], level: str = "hbm",
     """Each result with its (intensity on `level`, attainable FLOP/s); checks the chip."""
     out = []
     for r in results:
-        if r.hardware != chip.id:
-            raise RooflineError(f"op {r.name!r} was evaluated on {r.hardware!r}, not on "
-                                f"{chip.id!r}")
+        check_chip(r, chip, figures=False)  # a step's rows: their times hold pipeline slots
         out.append((r, *point_xy(r, level)))
     return out
 
 
-def check_chip(r: OpPoint, chip: Chip, where: str = "") -> None:
-    """RooflineError unless a result read from a file (`roofline op --json`: one occurrence
-    of one op) was evaluated on `chip`: its id, and the bandwidth its bytes and times imply
-    for each memory level (a chip file edited under the same id is another chip: its result
-    drawn on this one's roofline would mix the two)."""
+def check_chip(r: OpPoint, chip: Chip, where: str = "", figures: bool = True) -> None:
+    """RooflineError unless `r` was evaluated on `chip`: its id and, with `figures` (a result
+    read from a file, `roofline op --json`: one occurrence of one op), the bandwidth its
+    bytes and times imply for each memory level (a chip file edited under the same id is
+    another chip: its result drawn on this one's roofline would mix the two)."""
     if r.hardware != chip.id:
         raise RooflineError(f"{where}op {r.name!r} was evaluated on {r.hardware!r}, not on "
                             f"{chip.id!r}")
-    for m in chip.memory:
+    for m in chip.memory if figures else ():
         moved, took = r.bytes.get(m.name, 0.0), r.time_s.get(m.name, 0.0)
         if moved > 0 and took > 0 and abs(moved / took / m.bandwidth_Bps - 1) > 1e-6:
             raise RooflineError(f"{where}op {r.name!r} was evaluated on a {r.hardware!r} whose "
