@@ -242,7 +242,7 @@ def _arithmetic_times(cost: Cost, chip: Chip, times: dict[str, Num]) -> None:
             times[SFU] = _per(add_all([_num(n) for n in cost.special_ops.values()]), rate)
 
 
-def _link_times(cost: Cost, chip: Chip) -> tuple[dict[str, Num], dict[str, Num]]:
+def link_times(cost: Cost, chip: Chip) -> tuple[dict[str, Num], dict[str, Num]]:
     """Per link: its bytes / bandwidth (per direction), and its latency: every message step
     pays the link's alpha and every collective call its base latency."""
     transfer: dict[str, Num] = {}
@@ -283,7 +283,7 @@ def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True) -> E
     chains: dict[str, Any] = {}
     if cost.link_bytes or cost.link_steps or cost.link_calls:
         local = list(times.values())
-        transfer, latency = _link_times(cost, chip)
+        transfer, latency = link_times(cost, chip)
         times.update(transfer)
         if cost.link_steps or cost.link_calls:
             times[LATENCY] = add_all(list(latency.values()))

@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Any
 
 from ..cost import LINKS, MEMORY_LEVELS
 from ..dtypes import dtype as lookup_dtype
@@ -111,6 +112,12 @@ class Chip:
     @cached_property
     def _rates(self) -> dict[tuple[str, str], float]:
         """(units, dtype) -> FLOP/s already looked up: the evaluator asks per op."""
+        return {}
+
+    @cached_property
+    def memo(self) -> dict[Any, Any]:
+        """Figures derived from this chip's own, kept once computed (each user keys its
+        entries by what they depend on: a collective's per-byte chains, per group shape)."""
         return {}
 
     def peak_flops(self, compute_dtype: str) -> float:

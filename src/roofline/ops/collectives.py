@@ -57,7 +57,7 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import numpy as np
 
@@ -70,10 +70,12 @@ from ..derivation import (
     call,
     define,
     derived,
+    maximum,
     minimum,
     numeric,
     steps,
     sym,
+    symbolic,
     unwrap,
     value,
 )
@@ -194,35 +196,57 @@ def collective(
     if isinstance(algo, str) and algo == AUTO and chip is None:
         raise RooflineError("algorithm 'auto' is chosen on a chip's link: pass chip= (or "
                             "name the algorithm: " + ", ".join(IMPLEMENTS[kind]) + ")")
-    if np.ndim(ranks) or np.ndim(domain_size):  # checked before they split a sweep
+    if _ndim(ranks) or _ndim(domain_size):  # checked before they split a sweep
         whole("n", ranks, "ranks")
         if domain_size is not None:
             whole("a", domain_size, "domain_size")
         if _varies(ranks) or _varies(domain_size):
             return _by_group(kind, nbytes, ranks, algo, link, domain_size, link_share, chip)
+    auto: _PerByte | None = None
     if isinstance(algo, str) and algo == AUTO:
         assert chip is not None
-        algo, built = _choose(kind, nbytes, ranks, chip, link, domain_size, link_share)
-    else:
-        built = {}
+        algo, auto = _choose(kind, nbytes, ranks, chip, link, domain_size, link_share)
     names = np.asarray(algo)
     chosen = [str(algo)] if names.ndim == 0 else list(dict.fromkeys(names.ravel().tolist()))
-    costs = {a: built[a] if a in built else
-             _collective(kind, a, nbytes, ranks, link, domain_size, link_share) for a in chosen}
+    if auto is None or symbolic():  # a named algorithm, or the derivation of the picked one
+        costs = {a: _collective(kind, a, nbytes, ranks, link, domain_size, link_share)
+                 for a in chosen}
+    else:  # "auto" on numbers: the picked one-byte Costs at this size
+        m = value(nbytes)
+        least = None if auto.least is None else _sized(auto.least, m)
+        if len(chosen) == 1:
+            return _sized(auto.units[chosen[0]], m, least)
+        costs = {a: _sized(auto.units[a], m) for a in chosen}
     cost = costs[chosen[0]] if len(chosen) == 1 else \
         _pointwise(names, costs, f"{kind} (auto per size: {'/'.join(costs)})", "algo")
-    return replace(cost, least=_least(list(built.values()))) if len(built) > 1 else cost
+    if auto is None or auto.least is None:
+        return cost
+    return replace(cost, least=_sized(auto.least, value(nbytes)))
 
 
-def _least(candidates: list[Cost]) -> Cost:
+def _sized(unit: Cost, m: Any, least: Cost | None = None) -> Cost:
+    """A collective's one-byte Cost at message size `m`: its bytes scale, its message steps
+    and calls do not (its derivation re-runs the formula at `m`: `derived`)."""
+    return Cost(link_bytes={k: v * m for k, v in unit.link_bytes.items()},
+                link_steps={k: _full(v, m) for k, v in unit.link_steps.items()},
+                link_calls={k: _full(v, m) for k, v in unit.link_calls.items()},
+                name=unit.name, algorithm=unit.algorithm, least=least)
+
+
+def _least(units: list[Cost]) -> Cost:
     """Per link, the fewest bytes, message steps and calls of any candidate algorithm: no
     algorithm demands less of any one resource (a floor takes each resource's least)."""
     def fewest(field: str) -> dict[str, Num]:
-        keys = dict.fromkeys(k for c in candidates for k in getattr(c, field))
-        return {key: functools.reduce(minimum, [getattr(c, field).get(key, 0.0)
-                                               for c in candidates]) for key in keys}
+        keys = dict.fromkeys(k for unit in units for k in getattr(unit, field))
+        return {key: functools.reduce(minimum, [getattr(unit, field).get(key, 0.0)
+                                               for unit in units]) for key in keys}
     return Cost(link_bytes=fewest("link_bytes"), link_steps=fewest("link_steps"),
                 link_calls=fewest("link_calls"), name="least of any algorithm")
+
+
+def _ndim(x: Any) -> int:
+    """np.ndim without its cost for the common None, int and float."""
+    return 0 if x is None or type(x) is int or type(x) is float else np.ndim(x)
 
 
 def _by_group(kind: str, nbytes: Any, ranks: Any, algo: Any, link: str, domain_size: Any,
@@ -410,31 +434,71 @@ def choose_algorithm(kind: str, nbytes: Any, ranks: Any, chip: Chip, link: str =
     return _choose(kind, nbytes, ranks, chip, link, domain_size, link_share)[0]
 
 
-def _choose(kind: str, nbytes: Any, ranks: Any, chip: Chip, link: str, domain_size: Any,
-            link_share: Any) -> tuple[Any, dict[str, Cost]]:
-    """`choose_algorithm`'s pick, and every candidate's Cost (the chosen one is reused)."""
-    from ..evaluate import evaluate  # the one evaluator times each candidate
-
+def _candidates(kind: str, ranks: Any, chip: Chip, link: str, domain_size: Any) -> list[str]:
+    """The algorithms "auto" weighs: those implementing `kind`; nvls only where the link
+    reduces in the switch; one-shot only with every peer directly reachable (a switch or a
+    full mesh) in one domain; no neighbour relay for an all-to-all spanning domains."""
     if kind not in COLLECTIVES:
         raise unknown("collective", kind, COLLECTIVES)
     up = chip.links.get(link)
     switch = up is not None and up.in_switch_reduction
-    # one-shot needs every peer directly reachable (a switch or a full mesh) in one domain
-    direct = up is not None and link == "scale-up" and up.topology in ("switch", "mesh") and (
-        domain_size is None or not np.any(np.asarray(ranks) > np.asarray(domain_size)))
-    candidates = [a for a in IMPLEMENTS[kind]
-                  if (a != "nvls" or switch) and (a != "one-shot" or direct)]
-    if kind == "all-to-all" and domain_size is not None and link == "scale-up" \
-            and np.any(np.asarray(ranks) > np.asarray(domain_size)):
-        candidates.remove("ring")  # a neighbour relay spans one domain
-    costs = {a: _collective(kind, a, nbytes, ranks, link, domain_size, link_share)
-             for a in candidates}
-    times = [evaluate(cost, chip).t_lower_s for cost in costs.values()]
+    spans = domain_size is not None and link == "scale-up" and bool(
+        np.any(np.asarray(ranks) > np.asarray(domain_size)))
+    direct = up is not None and link == "scale-up" and up.topology in ("switch", "mesh") \
+        and not spans
+    return [a for a in IMPLEMENTS[kind] if (a != "nvls" or switch)
+            and (a != "one-shot" or direct) and not (a == "ring" and kind == "all-to-all"
+                                                     and spans)]
+
+
+class _PerByte(NamedTuple):
+    """"auto"'s candidates for one group shape on one chip, at a one-byte message: each
+    algorithm's Cost and, per link, its alpha-beta chain as (latency, seconds per message
+    byte); and the least any of them demands (None for a single candidate)."""
+
+    units: dict[str, Cost]
+    chains: dict[str, list[tuple[Any, Any]]]
+    least: Cost | None
+
+
+def _per_byte(kind: str, ranks: Any, chip: Chip, link: str, domain_size: Any,
+              link_share: Any) -> _PerByte:
+    """"auto"'s candidates at one byte. A collective is linear in its message size (bytes
+    scale with it; steps and calls do not), so any size's time on a link is latency +
+    size · seconds-per-byte and its Cost the one-byte Cost scaled (`_sized`): built once
+    per group shape and chip (memoised on the chip for scalar groups), not per message."""
+    from ..evaluate import link_times  # the one evaluator's alpha-beta terms
+
+    key = ("collective per byte", kind, ranks, link, domain_size, link_share)
+    scalar = all(x is None or isinstance(x, (int, float, np.generic))
+                 for x in (ranks, domain_size, link_share))
+    if scalar and key in chip.memo:
+        return cast(_PerByte, chip.memo[key])
+    units, chains = {}, {}
+    for a in _candidates(kind, ranks, chip, link, domain_size):
+        units[a] = _collective(kind, a, 1.0, ranks, link, domain_size, link_share)
+        transfer, latency = link_times(units[a], chip)
+        chains[a] = [(latency[k], transfer[k]) for k in transfer]
+    auto = _PerByte(units, chains, _least(list(units.values())) if len(units) > 1 else None)
+    if scalar:
+        chip.memo[key] = auto
+    return auto
+
+
+def _choose(kind: str, nbytes: Any, ranks: Any, chip: Chip, link: str, domain_size: Any,
+            link_share: Any) -> tuple[Any, _PerByte]:
+    """`choose_algorithm`'s pick, and the candidates it weighed."""
+    auto = _per_byte(kind, ranks, chip, link, domain_size, link_share)
+    m = value(size("m", nbytes, "bytes"))
+    # each link's chain competes on its own (evaluate): the busiest is the time
+    times = [functools.reduce(maximum, [lat + per * m for lat, per in chains], 0.0)
+             for chains in auto.chains.values()]
+    candidates = list(auto.chains)
     if all(isinstance(t, float) for t in times):  # one size: the first of the fastest
-        return candidates[times.index(min(times))], costs
+        return candidates[times.index(min(times))], auto
     best = np.argmin(np.stack(np.broadcast_arrays(*map(np.asarray, times))), axis=0)
     picked = np.asarray(candidates)[best]
-    return (str(picked) if picked.ndim == 0 else picked), costs
+    return (str(picked) if picked.ndim == 0 else picked), auto
 
 
 def crossover_from_times(nbytes: float, est: Estimate) -> float | None:
