@@ -29,7 +29,7 @@ over a 50 GB/s NIC. Link latency (alpha) is ignored: this is the bandwidth-only 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -195,7 +195,20 @@ def decode_critical_batch(
     >>> round(decode_critical_batch("h100", q_len=4), 1)
     73.8
     """
-    term = critical_batch_term(hw, k, n, dtype, weight_dtype, out_dtype, compute_dtype)
+    chip = load_chip(hw)
+    key = ("decode critical batch", k, n, dtype, weight_dtype, out_dtype, compute_dtype, q_len)
+    try:  # a chip's figure for these dtypes: kept on the chip (a whole-model estimate asks)
+        return cast(Num, chip.memo[key])
+    except TypeError:  # array arguments: computed each time
+        return _decode_critical_batch(chip, key)
+    except KeyError:
+        chip.memo[key] = _decode_critical_batch(chip, key)
+        return cast(Num, chip.memo[key])
+
+
+def _decode_critical_batch(chip: Chip, key: tuple[Any, ...]) -> Num:
+    k, n, dtype, weight_dtype, out_dtype, compute_dtype, q_len = key[1:]
+    term = critical_batch_term(chip, k, n, dtype, weight_dtype, out_dtype, compute_dtype)
     per_sequence = term.expr / size("q_len", q_len)
     return unwrap(_bound(per_sequence))
 

@@ -5,6 +5,7 @@ the KV cache bytes one token adds to one layer on one chip."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -223,6 +224,7 @@ def place(parallel: Parallel, system: System) -> Placement:
     return Placement(domain, links, "auto", shares, system.chip)
 
 
+@cache  # frozen inputs: the footprint and the layers ask per analysis
 def kv_bytes_per_token_per_layer(spec: ModelSpec, par: Parallel, prec: Precision) -> float:
     """KV cache bytes one token adds to one layer on one chip: the op library's
     `kv_cache_bytes` for one token, with this chip's KV heads (fewer KV heads than TP ranks:
