@@ -220,3 +220,44 @@ def test_time_by_resource_adds_up_to_the_bound_and_names_it(seed):
             by_op[str(r)] = by_op.get(str(r), 0.0) + np.where(bound == r, op.t_lower_s, 0.0)
     assert set(by_op) == set(split)
     assert all(close(by_op[k], split[k]) for k in split)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_auto_collective_from_one_byte_costs_is_the_formula_at_the_size(seed):
+    """"auto" builds each candidate once per group shape at one byte (memoised on the chip)
+    and scales it: the named algorithm's formula at the real size, point by point, and a
+    floor (`least`) that no candidate it weighed demands less than."""
+    from roofline.hardware import load_chip
+    from roofline.ops.collectives import _candidates, collective
+
+    rng = np.random.default_rng(seed)
+    chip = load_chip(str(rng.choice(["h100", "a100", "mi300x", "b200", "gb200-nvl72"])))
+    fields = ("link_bytes", "link_steps", "link_calls")
+    for _ in range(25):
+        kind = str(rng.choice(["all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+                               "broadcast"]))
+        ranks = int(rng.choice([1, 2, 3, 4, 8, 16, 24, 64]))
+        domain = None if rng.random() < 0.5 else int(rng.choice([4, 8, 9]))
+        share = float(rng.choice([1.0, 0.5, 0.25]))
+        group = dict(ranks=ranks, domain_size=domain, link_share=share)
+        sizes = np.exp(rng.uniform(0, np.log(1e10), 3))
+        sweep = collective(kind, sizes, algo="auto", **group, chip=chip)
+        for i, nbytes in enumerate(sizes.tolist()):
+            auto = collective(kind, nbytes, algo="auto", **group, chip=chip)
+            assert auto.algorithm == np.broadcast_to(sweep.algorithm, sizes.shape)[i]
+            named = collective(kind, nbytes, algo=auto.algorithm, **group)
+            for field in fields:
+                assert getattr(auto, field).keys() == getattr(named, field).keys()
+                for key, want in getattr(named, field).items():
+                    assert getattr(auto, field)[key] == pytest.approx(want, rel=1e-12)
+                    assert np.ravel(getattr(sweep, field)[key])[i] == pytest.approx(
+                        want, rel=1e-12)
+            weighed = [collective(kind, nbytes, algo=algo, **group)
+                       for algo in _candidates(kind, ranks, chip, "scale-up", domain)]
+            assert (auto.least is None) == (len(weighed) == 1)
+            for field in fields if auto.least is not None else ():
+                for key, least in getattr(auto.least, field).items():
+                    assert all(least <= getattr(c, field).get(key, 0.0) * (1 + 1e-12)
+                               for c in weighed)
+                    assert any(least >= getattr(c, field).get(key, 0.0) * (1 - 1e-12)
+                               for c in weighed)
