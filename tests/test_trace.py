@@ -4,6 +4,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="torch is an optional extra (pip install torch)")
@@ -559,3 +560,67 @@ def test_trace_json_is_not_corrupted_by_the_scripts_prints(capfd, tmp_path):
     assert "importing" in err and "running" in err and "raw fd 1" in err
     print("after")  # stdout works again once the script is done
     assert capfd.readouterr().out == "after\n"
+
+
+def _mask_pairs(lq, lkv, mask, left, right):
+    """Brute force: the (query, key) pairs a kernel's mask and window let through."""
+    i = np.arange(lq)[:, None] + (0 if mask == "top-left" else lkv - lq)
+    j = np.arange(lkv)[None, :]
+    ok = np.ones((lq, lkv), dtype=bool)
+    if mask:
+        ok &= j <= i
+    if left >= 0:
+        ok &= j >= i - left
+    if right >= 0 and not mask:
+        ok &= j <= i + right
+    return ok
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sliding_window_kernels_count_the_pairs_and_keys_their_mask_lets_through(seed):
+    # FlashAttention's window_size_left / right and the memory-efficient kernel's window_size
+    # (Mistral, Gemma's local layers): torch counts the full matrix, a window sees W keys
+    from roofline.trace.torch_trace import _keys_read, count_flops
+
+    rng = np.random.default_rng(seed)
+    b, h, d = 2, 3, 16
+    for _ in range(20):
+        lq, lkv = int(rng.integers(1, 40)), int(rng.integers(1, 40))
+        causal = bool(rng.integers(2)) and lq <= lkv
+        left, right = int(rng.integers(-1, 12)), int(rng.integers(-1, 12))
+        q = torch.empty(b, lq, h, d, device="meta")
+        kv = torch.empty(b, lkv, h, d, device="meta")
+        op = torch.ops.aten._flash_attention_forward.default
+        named = {"query": q, "key": kv, "value": kv, "is_causal": causal,
+                 "window_size_left": left, "window_size_right": right}
+        flops, _, _ = count_flops(op, "_flash_attention_forward", (), named, None)
+        ok = _mask_pairs(lq, lkv, "bottom-right" if causal else "", left, right)
+        assert flops == b * h * ok.sum() * (2 * 2 * d + 5)
+        seen, keys = _keys_read("_flash_attention_forward", named)
+        used = np.flatnonzero(ok.any(axis=0))
+        assert keys == lkv and seen >= (used.max() - used.min() + 1 if used.size else 0)
+        if left >= 0 or (right >= 0 and not causal):
+            assert seen == (used.max() - used.min() + 1 if used.size else 0)
+
+
+def test_windowed_decode_reads_only_the_window_of_the_cache():
+    # one query against a 4096-token cache with a 1024-key window (left 1023): 1024 pairs
+    # and 1024 keys' K and V, not the cache's 4096 (the bound was 4x too slow)
+    from roofline.ops.attention import score_pairs
+    from roofline.trace.torch_trace import _keys_read, count_flops
+
+    q = torch.empty(1, 1, 8, 64, device="meta")
+    kv = torch.empty(1, 4096, 8, 64, device="meta")
+    named = {"query": q, "key": kv, "value": kv, "is_causal": True,
+             "window_size_left": 1023, "window_size_right": 0}
+    flops, _, note = count_flops(torch.ops.aten._flash_attention_forward.default,
+                                 "_flash_attention_forward", (), named, None)
+    assert flops == 8 * 1024 * (2 * 2 * 64 + 5) and note
+    assert _keys_read("_flash_attention_forward", named) == (1024, 4096)
+    # the op library's sliding window counts the same pairs (W = left + 1)
+    assert score_pairs(1, 4096, True, window=1024).value == 1024
+    # the memory-efficient kernel's window_size is W itself (bottom right: mask type 2)
+    eff = {"query": q, "key": kv, "value": kv, "custom_mask_type": 2, "window_size": 1024}
+    flops, _, _ = count_flops(torch.ops.aten._efficient_attention_forward.default,
+                              "_efficient_attention_forward", (), eff, None)
+    assert flops == 8 * 1024 * (2 * 2 * 64 + 5)

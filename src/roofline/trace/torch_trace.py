@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ..errors import RooflineError
 from .result import Trace, TracedOp
 
@@ -243,14 +245,49 @@ def _packed(kind: str, named: dict[str, Any]) -> Any:
     return named.get("cum_seq_q", named.get("cu_seqlens_q")) if kind in _SEQ_FIRST else None
 
 
+def _window(kind: str, named: dict[str, Any]) -> tuple[int, int]:
+    """(left, right): how many keys before and after its own position a query sees, -1 for
+    no limit. FlashAttention's window_size_left / right (a causal kernel sees none after);
+    the memory-efficient kernel's window_size W: the W keys ending at the query's own."""
+    if "window_size_left" in named or "window_size_right" in named:
+        left, right = named.get("window_size_left"), named.get("window_size_right")
+        left, right = (-1 if w is None else int(w) for w in (left, right))
+        return left, 0 if named.get("is_causal") else right
+    size = named.get("window_size")
+    return (int(size) - 1 if size is not None and int(size) > 0 else -1), -1
+
+
+def _seen(lq: int, lkv: int, mask: str, window: tuple[int, int]) -> Any:
+    """Per query, the (first, last) key it sees: positions aligned top left (query i at
+    position i) or bottom right (at Lkv - Lq + i, FlashAttention's rule, windows too)."""
+    left, right = window
+    pos = np.arange(lq) + (0 if mask == "top-left" else lkv - lq)
+    last = pos if mask else (pos + right if right >= 0 else np.full(lq, lkv - 1))
+    first = np.maximum(pos - left, 0) if left >= 0 else np.zeros(lq, dtype=np.int64)
+    return first, np.minimum(last, lkv - 1)
+
+
 def _keys_read(kind: str, named: dict[str, Any]) -> tuple[int, int]:
     """(keys some query sees, keys): a top-left causal mask with fewer queries than keys never
-    reaches the last Lkv - Lq keys, whose K and V a kernel need not load."""
+    reaches the last Lkv - Lq keys, nor a window the keys before the first query's window;
+    their K and V a kernel need not load."""
     q, k = named["query"], named["key"]
-    if _packed(kind, named) is not None or _causal_mask(kind, named) != "top-left":
-        return 1, 1
+    mask, window = _causal_mask(kind, named), _window(kind, named)
     seq = 1 if kind in _SEQ_FIRST else 2
-    return min(q.shape[seq], k.shape[seq]), k.shape[seq]
+    if _packed(kind, named) is not None or (mask != "top-left" and window == (-1, -1)) \
+            or k.shape[seq] == 0:
+        return 1, 1
+    first, last = _seen(q.shape[seq], k.shape[seq], mask, window)
+    return max(int(last.max() - first.min() + 1), 0) if len(first) else 0, k.shape[seq]
+
+
+def _pairs(lq: int, lkv: int, mask: str, window: tuple[int, int] = (-1, -1)) -> float:
+    """Score pairs per head under no mask (""), a top-left or a bottom-right causal mask,
+    and a sliding window (`_window`)."""
+    if window != (-1, -1):
+        first, last = _seen(lq, lkv, mask, window)
+        return float(np.maximum(last - first + 1, 0).sum())
+    return _causal_pairs(lq, lkv, mask)
 
 
 def _causal_pairs(lq: int, lkv: int, mask: str) -> float:
@@ -282,7 +319,7 @@ def _attention_flops(kind: str, named: dict[str, Any]) -> tuple[float, str]:
 
     q, k, v = named["query"], named["key"], named["value"]
     d, dv = q.shape[-1], v.shape[-1]
-    mask = _causal_mask(kind, named)
+    mask, window = _causal_mask(kind, named), _window(kind, named)
     offsets_q = _packed(kind, named)
     if offsets_q is not None:  # varlen: per sequence
         offsets_k = named.get("cum_seq_k", named.get("cu_seqlens_k"))
@@ -290,13 +327,15 @@ def _attention_flops(kind: str, named: dict[str, Any]) -> tuple[float, str]:
                                q.shape[-3]),
                       _lengths(offsets_k, named.get("max_k", named.get("max_seqlen_k")),
                                k.shape[-3]), strict=True)
-        pairs = q.shape[-2] * sum(_causal_pairs(a, b, mask) for a, b in lengths)
+        pairs = q.shape[-2] * sum(_pairs(a, b, mask, window) for a, b in lengths)
     else:
         seq, head = (1, 2) if kind in _SEQ_FIRST else (2, 1)
-        pairs = q.shape[0] * q.shape[head] * _causal_pairs(q.shape[seq], k.shape[seq], mask)
+        pairs = q.shape[0] * q.shape[head] * _pairs(q.shape[seq], k.shape[seq], mask, window)
     per_pair = (2 * (3 * d + 2 * dv) + SOFTMAX_BACKWARD_VECTOR_OPS
                 if kind in ATTENTION_BACKWARD_OPS else 2 * (d + dv) + SOFTMAX_FLOPS_PER_SCORE)
-    note = "causal: torch's formula counts the full score matrix" if mask else ""
+    note = "causal: torch's formula counts the full score matrix" if mask else \
+        "sliding window: torch's formula counts the full score matrix" \
+        if window != (-1, -1) else ""
     return pairs * per_pair, note
 
 
