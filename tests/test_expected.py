@@ -249,3 +249,19 @@ def test_model_pages_carry_the_expected_time(run_cli, tmp_path) -> None:
     assert code == 0, err
     for page in (html_path.read_text(), md_path.read_text()):
         assert "Expected time (a forecast" in page and "step time" in page
+
+
+@pytest.mark.parametrize("chip", ["h100", "a100", "mi300x", "b200"])
+def test_expected_gemm_and_attention_never_faster_for_more_work(chip):
+    # a partial tile was counted as useful work: M = 129 on 128-row tiles was expected 66%
+    # faster than M = 128 on H100 (4096 x 4096), attention at Lq = 129 12% faster than 128
+    from roofline.ops.attention import attention
+
+    ms = np.arange(1, 1100).astype(float)
+    for n, k in [(4096, 4096), (12288, 4096), (1024, 8192), (128, 128)]:
+        t = np.asarray(expected(matmul(ms, k, n), chip).t_s)
+        assert np.all(np.diff(t) >= -1e-12 * t[1:])
+    lengths = np.arange(64, 600)
+    t = np.array([expected(attention(1, float(n), float(n), 8, 8, 128, block_q=128),
+                           chip).t_s for n in lengths])
+    assert np.all(np.diff(t) >= -1e-12 * t[1:])

@@ -16,7 +16,7 @@ from ..cost import Cost
 from ..derivation import Expr, Sym
 from ..hardware import Chip
 
-GEMM_TILES = ((128, 128), (128, 256), (256, 128))  # CUTLASS / cuBLAS Hopper defaults
+GEMM_TILES = ((128, 128), (128, 256), (256, 128), (64, 128))  # CUTLASS / cuBLAS Hopper tiles
 ATTENTION_BLOCK_Q = 128  # FA2 / FA3 query rows per tile (FA3 d <= 128; d = 256 uses 128 too)
 
 
@@ -38,9 +38,17 @@ def gemm_tiles(m: Any, n: Any, tile: tuple[int, int], batch: Any = 1) -> Any:
 
 
 def gemm_utilization(m: Any, n: Any, units: int, batch: Any = 1) -> Any:
-    """The best wave utilization over the tile shapes (the heuristic's pick)."""
-    return np.maximum.reduce([wave_utilization(gemm_tiles(m, n, t, batch), units)
-                              for t in GEMM_TILES])
+    """The best share over the tile shapes (the heuristic's pick) of the machine's tile
+    slots doing useful work: the output elements over the waves' tile slots, so the padding
+    of a partial tile (M = 129 on 128-row tiles) is waste, as on the chip."""
+    m = np.asarray(m, dtype=float)
+    useful = np.asarray(batch) * m * np.asarray(n, dtype=float)
+    # fewer rows than a 128-row tile: the smallest power-of-two tile holding them (16 up)
+    small = np.clip(2.0 ** np.ceil(np.log2(np.maximum(m, 1.0))), 16.0, 128.0)
+    shapes = [*GEMM_TILES, (small, 128)]
+    return np.maximum.reduce([useful / (waves(np.maximum(gemm_tiles(m, n, t, batch), 1.0),
+                                              units) * units * t[0] * t[1])
+                              for t in shapes])
 
 
 def units(chip: Chip) -> int | None:
@@ -81,7 +89,10 @@ def tile_utilization(cost: Cost, chip: Chip) -> Any:
             batch = np.where(m * n * k > 0, total / (2 * m * n * k), 1.0)
         return gemm_utilization(m, n, n_units, np.maximum(np.round(batch), 1.0))
     if "attention" in cost.name and {"B", "H", "Lq"} <= set(sym):
-        tiles = (np.asarray(sym["B"]) * np.asarray(sym["H"])
-                 * np.ceil(np.asarray(sym["Lq"], dtype=float) / ATTENTION_BLOCK_Q))
-        return wave_utilization(tiles, n_units)
+        # a query block's rows beyond the last query are waste (Lq = 129 runs two blocks);
+        # fewer queries than a block (decode) run one block each, their rows packed
+        heads = np.asarray(sym["B"]) * np.asarray(sym["H"])
+        blocks = np.asarray(sym["Lq"], dtype=float) / ATTENTION_BLOCK_Q
+        slots = waves(heads * np.ceil(blocks), n_units) * n_units
+        return heads * np.maximum(blocks, 1.0) / slots
     return 1.0
