@@ -345,7 +345,7 @@ SERVE_MODELS = [(r"llama-3\.1-8b", "llama-3.1-8b"), (r"llama-3\.3-70b", "llama-3
                 (r"llama-3\.1-405b", "llama-3.1-405b"), (r"llama-2-70b", "llama-2-70b"),
                 (r"deepseek-r1", "deepseek-r1"), (r"deepseek-v3(?!\.)", "deepseek-v3"),
                 (r"gpt-oss-120b", "gpt-oss-120b"), (r"qwen3-235b-a22b", "qwen3-235b-a22b"),
-                (r"kimi-k2", "kimi-k2")]
+                (r"kimi-k2", "kimi-k2"), (r"llama-4-scout", "llama-4-scout")]
 
 
 def _serve_dtype(text: str) -> str | None:
