@@ -624,3 +624,19 @@ def test_windowed_decode_reads_only_the_window_of_the_cache():
     flops, _, _ = count_flops(torch.ops.aten._efficient_attention_forward.default,
                               "_efficient_attention_forward", (), eff, None)
     assert flops == 8 * 1024 * (2 * 2 * 64 + 5)
+
+
+def test_ops_that_add_what_they_select_count_one_flop_per_element():
+    # they were flagged "no formula" and counted as 0 FLOPs
+    w, idx = torch.randn(100, 16), torch.randint(0, 100, (40,))
+    bag = _one(lambda: F.embedding_bag(idx, w, torch.tensor([0, 10, 20, 30]), mode="sum"))
+    assert bag.flops == 40 * 16 and bag.flops_source == "roofline"
+    assert bag.bytes_read < w.numel() * 4  # the rows it looks up, not the table
+    x, src, rows = torch.zeros(10, 16), torch.randn(5, 16), torch.tensor([0, 2, 4, 6, 8])
+    assert _one(lambda: x.index_add_(0, rows, src)).flops == 5 * 16
+    index = torch.zeros(3, 16, dtype=torch.long)
+    t = trace(lambda: x.scatter_add_(0, index, src[:3]))
+    assert [op.flops for op in t.ops if op.kind == "scatter_add_"] == [3 * 16]
+    assert _one(lambda: x.index_put_((rows,), src, accumulate=True)).flops == 5 * 16
+    assert _one(lambda: x.index_put_((rows,), src)).flops == 0  # a copy
+    assert not trace(lambda: x.index_add_(0, rows, src)).flagged

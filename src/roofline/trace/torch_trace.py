@@ -68,7 +68,8 @@ ATTENTION_BACKWARD_OPS = {"_scaled_dot_product_flash_attention_for_cpu_backward"
                           "_flash_attention_backward", "_efficient_attention_backward",
                           "_scaled_dot_product_fused_attention_overrideable_backward"}
 # ops that read only the elements their indices select from their first tensor argument
-LOOKUPS = {"embedding", "_embedding_bag", "index", "index_select", "gather", "take"}
+LOOKUPS = {"embedding", "_embedding_bag", "_embedding_bag_forward_only", "index",
+           "index_select", "gather", "take"}
 # in-place ops that write only the elements their indices select in their first argument
 SCATTERS = {"index_put_", "_index_put_impl_", "index_copy_", "index_add_", "index_fill_",
             "scatter_", "scatter_add_", "scatter_reduce_"}
@@ -339,6 +340,24 @@ def _attention_flops(kind: str, named: dict[str, Any]) -> tuple[float, str]:
     return pairs * per_pair, note
 
 
+# ops that add (or reduce) the elements they select into their output: one FLOP each
+_ADDS_SELECTED = {"index_add_", "scatter_add_", "scatter_reduce_", "index_put_",
+                  "_index_put_impl_", "_embedding_bag", "_embedding_bag_forward_only"}
+
+
+def _adds_selected(kind: str, named: dict[str, Any]) -> float:
+    """One add (a max for a max reduction) per element gathered or scattered: an embedding
+    bag's looked-up rows, index_add's source, a scatter's indexed elements, an accumulating
+    index_put's values (a plain index_put copies: none)."""
+    if "embedding_bag" in kind:
+        return float(named["indices"].numel() * named["weight"].shape[-1])
+    if kind == "index_add_":
+        return float(named["source"].numel())
+    if kind in ("index_put_", "_index_put_impl_"):
+        return float(named["values"].numel()) if named.get("accumulate") else 0.0
+    return float(named["index"].numel())  # scatter_add_, scatter_reduce_
+
+
 def count_flops(func: Any, kind: str, args: tuple[Any, ...], kwargs: dict[str, Any],
                 out: Any) -> tuple[float, str, str]:
     """(FLOPs, source, note) for one aten call."""
@@ -356,6 +375,8 @@ def count_flops(func: Any, kind: str, args: tuple[Any, ...], kwargs: dict[str, A
     outs, ins = _tensors(out), _tensors(args)
     if base in POINTWISE:
         return float(POINTWISE[base] * sum(t.numel() for t in outs)), "roofline", ""
+    if kind in _ADDS_SELECTED:
+        return _adds_selected(kind, _named(func, args, kwargs)), "roofline", ""
     if base in REDUCTION and ins:
         return float(REDUCTION[base] * ins[0].numel()), "roofline", ""
     return 0.0, "unknown", "does arithmetic the counter has no formula for"
