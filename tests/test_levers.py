@@ -132,3 +132,21 @@ def test_a_send_recv_gets_no_reduction_levers(run_cli):
                            "--json")
     labels = [r["label"] for r in json.loads(out)["what_if"]]
     assert code == 0 and labels == ["fp8 payload (half the bytes)"]
+
+
+def test_levers_that_do_not_speed_the_work_up_are_named_apart(run_cli):
+    # a compute-bound GEMM: batching and weight-only quantization move nothing (1x); they
+    # were listed as advice beside fp8's 2x
+    code, out, _ = run_cli("op", "matmul", "--m", "4096", "--k", "4096", "--n", "4096",
+                           "--hw", "h100", "--explain")
+    assert code == 0
+    table = out.split("what would move it")[1]
+    advice, rest = table.split("no gain from:")
+    assert "fp8 activations and weights" in advice and "int8 weights" not in advice
+    assert "int8 weights (weight-only) (1x)" in rest and "batching" in rest
+    # a compute-bound prefill step: the 2x batch and narrower KV cache, in the note
+    code, out, _ = run_cli("model", "llama-3-8b", "--hw", "h100", "--phase", "prefill",
+                           "--batch", "8", "--prompt-len", "4096", "--explain")
+    advice, rest = out.split("what would move it")[1].split("no gain from:")
+    assert "2x tensor parallelism" in advice and "2x batch" not in advice
+    assert "fp8 KV cache (1x)" in rest

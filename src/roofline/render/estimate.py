@@ -12,7 +12,7 @@ from ..units import format_bytes, format_si, format_time
 from . import text
 from .geometry import OpPoint
 from .safe import terminal_safe
-from .table import Column, Table, general, seconds, si
+from .table import Column, Table, gains, general, seconds, si
 
 if TYPE_CHECKING:
     from ..evaluate import Estimate
@@ -135,13 +135,17 @@ def what_if_text(est: Estimate, rows: Sequence[Any]) -> str:
     """The levers table: what each change would do to attainable FLOP/s and the bound."""
     if not rows:
         return "what would move it: no lever applies"
-    body = [[r.label, f"{r.speedup:.3g}x", format_si(r.attainable_flops_per_s, "FLOP/s"),
-             format_time(r.t_lower_s), r.bound] for r in rows]
+    helps, rest = gains(rows)
     now = (format_si(float(est.attainable_flops_per_s), "FLOP/s") if est.flops_by_dtype
            else format_time(float(est.t_lower_s)))
     head = f"what would move it (now {now}, {est.bound}-bound):"
+    if not helps:
+        return f"{head} no lever speeds it up; {rest}"
+    body = [[r.label, f"{r.speedup:.3g}x", format_si(r.attainable_flops_per_s, "FLOP/s"),
+             format_time(r.t_lower_s), r.bound] for r in helps]
     return head + "\n" + text.table(
-        ["change", "work/s per chip", "attainable", "t_lower", "bound"], body)
+        ["change", "work/s per chip", "attainable", "t_lower", "bound"], body) + (
+        "\n" + rest if rest else "")
 
 
 def time_derivation(est: Estimate, chip: Chip | None = None) -> list[str]:

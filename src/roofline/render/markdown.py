@@ -11,4 +11,5 @@ def render(t: Table) -> str:
     lines += ["| " + " | ".join(markdown_cell(h) for h in t.headers) + " |",
               "|" + "|".join("---" for _ in t.columns) + "|"]
     lines += ["| " + " | ".join(markdown_cell(c) for c in row) + " |" for row in t.cells()]
+    lines += [f"\n{markdown_cell(n)}" for n in t.notes]
     return "\n".join(lines)

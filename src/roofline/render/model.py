@@ -15,7 +15,7 @@ import numpy as np
 from ..units import format_si
 from . import text
 from .safe import terminal_safe
-from .table import Column, Table, general, nbytes, percent, seconds, si
+from .table import Column, Table, gains, general, nbytes, percent, seconds, si
 
 if TYPE_CHECKING:
     from ..models.analysis import ModelAnalysis
@@ -187,19 +187,23 @@ def largest_fit(m: MemoryFootprint, training: bool) -> str:
 
 
 def what_if_table(rows: Sequence[Any]) -> Table:
+    """The changes that speed the step up; those that do not, in a note."""
     cols = (Column("label", "change"), Column("speedup", "tokens/s", lambda v: f"{v:.3g}x"),
             Column("tokens_per_s", "tokens/s bound", si()),
             Column("t_lower_s", "step lower bound", seconds),
             Column("bound", "bound"), Column("fits", "fits", lambda v: "yes" if v else "no"))
+    helps, rest = gains(rows)
     return Table(cols, tuple((r.label, r.speedup, r.tokens_per_s, r.t_lower_s, r.bound, r.fits)
-                             for r in rows), "what would move it (each change alone, "
-                 "re-analysed; bounds)")
+                             for r in helps), "what would move it (each change alone, "
+                 "re-analysed; bounds)", (rest,) if rest else ())
 
 
 def model_what_if_text(rows: Sequence[Any]) -> str:
     """What would move a model step: each change's tokens/s against today's."""
     if not rows:
         return "what would move it: no change applies"
+    if not gains(rows)[0]:
+        return "what would move it: no change speeds it up; " + gains(rows)[1]
     return text.render(what_if_table(rows)).replace("\n", ":\n", 1)
 
 

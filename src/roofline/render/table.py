@@ -102,3 +102,14 @@ def general(digits: int = 4) -> Callable[[Any], str]:
         v = _finite(value)
         return "-" if v is None else f"{v:.{digits}g}"
     return fmt
+
+
+GAIN = 1.001  # a change that moves work per second by less than 0.1% does not move it
+
+
+def gains(rows: Sequence[Any]) -> tuple[list[Any], str]:
+    """What-if rows that speed the work up (by `speedup`), and one line naming the rest with
+    their factor (a lever that does not help, or slows it, is not advice)."""
+    helps = [r for r in rows if r.speedup > GAIN]
+    rest = [f"{r.label} ({r.speedup:.3g}x)" for r in rows if not r.speedup > GAIN]
+    return helps, ("no gain from: " + "; ".join(rest)) if rest else ""

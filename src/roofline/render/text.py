@@ -23,7 +23,7 @@ def render(t: Table, caption: bool = True) -> str:
 
     out = [terminal_safe(t.caption)] if t.caption and caption else []
     out += [line(headers), "  ".join("-" * w for w in widths), *(line(r) for r in cells)]
-    return "\n".join(out)
+    return "\n".join([*out, *(terminal_safe(n) for n in t.notes)])
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
