@@ -97,7 +97,37 @@ def test_model_levers_fit_the_phase():
                                              Precision())}
     # no KV cache, no int4; fp8 training runs fp8 GEMMs on bf16 master weights
     assert labels == {"2x batch", "fp8 GEMMs (--matmul-dtype fp8)",
-                      "2x tensor parallelism (twice the chips)"}
+                      "2x tensor parallelism (twice the chips)",
+                      "tp 4 x pp 2 (the same chips; 2 micro-batches in flight)",
+                      "TP collectives overlapped with their GEMMs (--tp-overlap)"}
+
+
+def test_model_levers_for_a_step_its_links_hold_back():
+    # TP 16 over two H100 nodes: the levers that touch the links (were missing): the TP
+    # collectives overlapped, and the same 16 chips as tp 8 x pp 2; none when already so
+    from roofline.levers import model_what_if
+    from roofline.models import Parallel, Precision, analyze, decode
+    from roofline.models.schedule import Schedule
+
+    phase, par, prec = decode(64, 4096), Parallel(tp=16), Precision()
+    rows = {r.label: r for r in model_what_if("llama-3-70b", H100, phase, par, prec)}
+    base = analyze("llama-3-70b", H100, phase, par, prec)
+    overlap = analyze("llama-3-70b", H100, phase, par, prec, schedule=Schedule(tp_overlap=True))
+    split = analyze("llama-3-70b", H100, phase, Parallel(tp=8, pp=2, microbatches=2), prec)
+    tp_overlap = rows["TP collectives overlapped with their GEMMs (--tp-overlap)"]
+    assert tp_overlap.speedup == pytest.approx(overlap.tokens_per_s / base.tokens_per_s)
+    assert tp_overlap.speedup > 1.2
+    swap = rows["tp 8 x pp 2 (the same chips; 2 micro-batches in flight)"]
+    assert swap.speedup == pytest.approx(split.tokens_per_s / base.tokens_per_s)
+    assert swap.speedup > 1
+    already = {r.label for r in model_what_if("llama-3-70b", H100, phase, par, prec,
+                                              schedule=Schedule(tp_overlap=True))}
+    assert not any("overlapped" in label for label in already)
+    serial = {r.label for r in model_what_if("llama-3-70b", H100, phase, par, prec,
+                                             schedule=Schedule(overlap=False))}
+    assert "collectives overlapped as the default schedule has them" in serial
+    single = {r.label for r in model_what_if("llama-3-8b", H100, phase, Parallel(), prec)}
+    assert not any("overlapped" in label or " x pp " in label for label in single)
 
 
 def test_model_levers_keep_the_steps_own_options():

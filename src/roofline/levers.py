@@ -213,12 +213,14 @@ def model_what_if(model: Any, chip: Chip, phase: Any, parallel: Any, precision: 
                   impl: str = "flash", budget: Any = None, schedule: Any = None
                   ) -> list[ModelWhatIf]:
     """The step re-analysed with one change each: more batch, narrower weights or KV cache
-    (inference only), fp8 compute, more tensor parallelism, speculative decoding (decode only).
+    (inference only), fp8 compute, more tensor parallelism, speculative decoding (decode only),
+    half the TP group and twice the pipeline on the same chips, and the step's TP / EP
+    collectives overlapped with compute where its schedule keeps them in series.
     Everything else is the step's own (the chip at its clock, the memory budget, the
     schedule). Changes that do not apply (or that the chip cannot run) are left out."""
-    from dataclasses import replace
 
     from .models import analyze
+    from .models.schedule import Schedule
 
     def run(ph: Any, par: Any, prec: Any) -> Any:
         return analyze(model, chip, ph, par, prec, impl, budget=budget, schedule=schedule)
@@ -247,7 +249,27 @@ def model_what_if(model: Any, chip: Chip, phase: Any, parallel: Any, precision: 
         changes.append(("4 tokens per step (speculative decoding, all drafts accepted)",
                         replace(phase, q_len=4, kv_len=phase.kv_len - phase.q_len + 4),
                         parallel, precision))
-    rows = []
+    if parallel.tp > 1 and parallel.tp % 2 == 0:  # the same chips, fewer of them per TP group
+        pp = parallel.pp * 2
+        changes.append((f"tp {parallel.tp // 2} x pp {pp} (the same chips; {pp} micro-batches "
+                        "in flight)", phase, replace(parallel, tp=parallel.tp // 2, pp=pp,
+                                                     microbatches=max(parallel.microbatches,
+                                                                      pp)), precision))
+    # the step's own collectives overlapped with compute, where its schedule keeps them apart
+    sched = schedule or Schedule()
+    overlaps = [("tp", "tp_overlap", "TP collectives overlapped with their GEMMs "
+                 "(--tp-overlap)"), ("ep", "ep_overlap", "EP all-to-alls overlapped with "
+                                                          "compute (--ep-overlap)")]
+    streams = set(base.comm_streams)
+    scheduled: list[tuple[str, Schedule]] = [
+        (label, replace(sched, **{field: True})) for stream, field, label in overlaps
+        if stream in streams and not getattr(sched, field)]
+    if not sched.overlap and streams:
+        scheduled.append(("collectives overlapped as the default schedule has them",
+                          replace(sched, overlap=True)))
+    rows = [_model_row(label, base, analyze(model, chip, phase, parallel, precision, impl,
+                                            budget=budget, schedule=s))
+            for label, s in scheduled]
     for label, ph, par, prec in changes:
         if (ph, par, prec) == (phase, parallel, precision):  # already so: nothing changes
             continue
@@ -255,7 +277,11 @@ def model_what_if(model: Any, chip: Chip, phase: Any, parallel: Any, precision: 
             a = run(ph, par, prec)
         except RooflineError:  # e.g. no fp8 on the chip, tp beyond the heads
             continue
-        rows.append(ModelWhatIf(label, float(a.t_lower_s), float(a.tokens_per_s),
-                                float(a.tokens_per_s) / float(base.tokens_per_s),
-                                str(a.bound), bool(a.memory.fits)))
+        rows.append(_model_row(label, base, a))
     return rows
+
+
+def _model_row(label: str, base: Any, a: Any) -> ModelWhatIf:
+    return ModelWhatIf(label, float(a.t_lower_s), float(a.tokens_per_s),
+                       float(a.tokens_per_s) / float(base.tokens_per_s), str(a.bound),
+                       bool(a.memory.fits))
