@@ -65,6 +65,17 @@ def test_hw_list_and_show(run_cli):
     assert data["peaks"]["bf16"]["source"]
 
 
+def test_hw_show_gives_the_tdp_a_numbered_source(run_cli):
+    code, out, _ = run_cli("hw", "show", "h100")
+    assert code == 0 and "; 700 W [1];" in out.splitlines()[1]
+    assert "\n  [1] NVIDIA H100 datasheet (SXM column): max thermal design power (TDP) up to " \
+        "700 W" in out
+    code, out, _ = run_cli("hw", "show", "mi250x")  # half a package's TDP: an estimate
+    assert "; 280 W [1]*;" in out and "\n  [1] estimated: half of AMD's 560 W" in out
+    code, out, _ = run_cli("hw", "show", "h100", "--json")
+    assert json.loads(out)["tdp_source"].startswith("NVIDIA H100 datasheet")
+
+
 @pytest.mark.parametrize(("argv", "needle"), [
     (["op", "matmul", "--hw", "h1000", "--m", "1", "--k", "1", "--n", "1"], "unknown chip"),
     (["op", "matmul", "--m", "0", "--k", "1", "--n", "1"], "--m"),

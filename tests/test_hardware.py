@@ -50,6 +50,20 @@ def test_every_figure_sourced_and_positive():
             assert lk.bandwidth_Bps > 0 and lk.latency_s > 0 and lk.source, (chip.id, lk)
 
 
+def test_every_tdp_has_its_source():
+    """`roofline hw show` prints the TDP and `roofline serve` divides by it (tokens/J): a
+    catalog number, so it names its source; `tdp_estimated` marks a derivation."""
+    with_tdp = [c for c in all_chips() if c.tdp_w is not None]
+    assert len(with_tdp) >= 25
+    for chip in with_tdp:
+        assert len(chip.tdp_source.strip()) > 20, chip.id
+        assert chip.tdp_estimated == chip.tdp_source.startswith("estimated"), chip.id
+    for chip in all_chips():  # no source without a figure
+        assert chip.tdp_w is not None or not (chip.tdp_source or chip.tdp_estimated), chip.id
+    assert load_chip("h100").tdp_source.startswith("NVIDIA H100 datasheet")
+    assert load_chip("mi250x").tdp_estimated and not load_chip("mi300x").tdp_estimated
+
+
 # Dense figures (TFLOP/s) from ../shared/reference/hw_specs.md; a sparse one would be 2x.
 DENSE_BF16 = {"h100-sxm": 989.4, "h200-sxm": 989.4, "h800-sxm": 989.4, "gh200": 989.4,
               "a100-sxm-80gb": 312, "a100-pcie-80gb": 312, "h100-pcie": 756.5, "l40s": 362.05,
@@ -165,6 +179,40 @@ def test_invalid_file_names_file_and_field(tmp_path, edit, field):
         load_chip(str(p))
     message = str(info.value)
     assert str(p) in message and f"'{field}'" in message and "\n" not in message
+
+
+TDP_SOURCE = re.search(r"(?m)^tdp_source = .*\n", GOOD).group(0)
+
+
+def test_a_tdp_without_its_source_is_refused_in_one_line(tmp_path, run_cli):
+    p = write(tmp_path, GOOD.replace(TDP_SOURCE, "", 1))
+    with pytest.raises(RooflineError) as info:
+        load_chip(str(p))
+    message = str(info.value)
+    assert message.startswith(f"{p}: field 'tdp_source': required with tdp_w")
+    assert "\n" not in message
+    code, out, err = run_cli("hw", "show", str(p))
+    assert code == 2 and not out and "'tdp_source': required with tdp_w" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("old", "new", "needle"), [
+    ('tdp_source = "', 'tdp_source = " ', None),  # still a source: loads
+    (TDP_SOURCE, 'tdp_source = ""\n', "field 'tdp_source': required non-empty string"),
+    (TDP_SOURCE, TDP_SOURCE + "tdp_estimated = 1\n", "field 'tdp_estimated': must be true or"),
+    ("tdp_w = 700\n", "", "field 'tdp_source': only with tdp_w"),
+    ("tdp_w = 700\n" + TDP_SOURCE, "tdp_estimated = true\n",
+     "field 'tdp_estimated': only with tdp_w"),
+])
+def test_tdp_fields_are_validated(tmp_path, old, new, needle):
+    assert old in GOOD
+    p = write(tmp_path, GOOD.replace(old, new, 1))
+    if needle is None:
+        assert load_chip(str(p)).tdp_w == 700
+        return
+    with pytest.raises(RooflineError, match=re.escape(needle)) as info:
+        load_chip(str(p))
+    assert str(p) in str(info.value) and "\n" not in str(info.value)
 
 
 @pytest.mark.parametrize(("old", "new", "needle"), [

@@ -236,6 +236,30 @@ def test_cli_plan_text_json_and_csv(run_cli, tmp_path):
     assert {"output_tokens_per_s_per_chip", "ttft_s", "tpot_s", "tokens_per_joule"} <= set(header)
 
 
+def test_tokens_per_joule_names_the_tdp_and_its_source(run_cli, tmp_path):
+    """tok/J divides by the chip file's TDP: the notes, the JSON sources and every CSV row
+    say which watts and where they come from; a chip without a TDP says so."""
+    import csv
+
+    argv = ["serve", "llama-3.1-8b", "--hw", "h100,v5e", "--tp", "1", "--kv-dtype", "fp8",
+            "--chunk", "2048", "--json", "--csv", str(tmp_path / "p.csv")]
+    code, out, err = run_cli(*argv)
+    assert code == 0, err
+    data = json.loads(out)
+    h100 = load_chip("h100")
+    assert data["sources"]["h100-sxm"]["tdp_w"] == h100.tdp_source
+    assert "tpu-v5e" not in data["sources"]  # no TDP, so nothing to source
+    energy = data["notes"][-1]
+    assert f"h100-sxm: 700 W, source: {h100.tdp_source}" in energy
+    assert "tpu-v5e: no TDP in its chip file" in energy
+    best = data["best"]["h100-sxm"]
+    assert best["tdp_w"] == 700
+    assert best["tokens_per_joule"] == pytest.approx(best["output_tokens_per_s_per_chip"] / 700)
+    rows = list(csv.DictReader((tmp_path / "p.csv").read_text().splitlines()))
+    assert {(r["hardware"], r["tdp_source"]) for r in rows} == {
+        ("h100-sxm", h100.tdp_source), ("tpu-v5e", "")}
+
+
 @pytest.mark.parametrize("argv, needle", [
     (["--tpot", "50"], "no unit"),
     (["--rate", "2", "--concurrency", "4"], "not allowed with"),

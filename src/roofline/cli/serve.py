@@ -72,7 +72,7 @@ def plan_data(p: Any, every_point: bool = False) -> dict[str, Any]:
     """The plan as one JSON-ready dict: best per chip (annotated), frontiers, notes."""
     from dataclasses import asdict
 
-    from ..render.serve_text import notes
+    from ..render.serve_text import notes, tdp_source
     from ..serve import annotate
 
     best = {hw: annotate(p, r) for hw, r in p.best().items()}
@@ -83,14 +83,19 @@ def plan_data(p: Any, every_point: bool = False) -> dict[str, Any]:
         "best": best,
         "frontier_tpot": {hw: [p.row(i) for i in p.frontier("tpot_s", hw)] for hw in hws},
         "frontier_ttft": {hw: [p.row(i) for i in p.frontier("ttft_s", hw)] for hw in hws},
-        "skipped": p.skipped, "expected": p.expected, "notes": notes(p.expected)}
+        "skipped": p.skipped, "expected": p.expected, "notes": notes(p.expected, p.tdp)}
+    # per chip, the source of every catalog figure the plan divides by: the TDP behind
+    # tokens_per_joule (its watts are each row's tdp_w), and with --expect the efficiencies
+    data["sources"] = {hw: {"tdp_w": tdp_source(p.tdp[hw])} for hw in hws
+                       if p.tdp.get(hw, {}).get("tdp_w")}
     if p.expected:  # the efficiencies a forecast applied, per chip, with their sources
         from ..expect.op import source
         from ..expect.table import figures
         from ..hardware import load_chip
 
-        data["sources"] = {hw: {k: source(f) for k, f in figures(load_chip(hw)).items()}
-                           for hw in hws}
+        for hw in hws:
+            data["sources"].setdefault(hw, {}).update(
+                {k: source(f) for k, f in figures(load_chip(hw)).items()})
     if every_point:
         data["all_points"] = {k: v.tolist() for k, v in p.columns.items()}
     return data
@@ -102,11 +107,15 @@ def _cmd_serve(args: argparse.Namespace) -> None:
 
     p = build_plan(args)
     data = plan_data(p, args.all)
-    if args.csv:  # each row says what its times are
+    if args.csv:  # each row says what its times are and where its TDP comes from
         import numpy as np
 
+        from ..render.serve_text import tdp_source
+
         step_times = np.full(len(p), "expected" if p.expected else "lower bound")
-        write_csv(args.csv, {**p.columns, "step_times": step_times})
+        tdp = {hw: tdp_source(t) if t.get("tdp_w") else "" for hw, t in p.tdp.items()}
+        sources = np.array([tdp.get(hw, "") for hw in p.columns["hardware"].tolist()])
+        write_csv(args.csv, {**p.columns, "step_times": step_times, "tdp_source": sources})
     if args.plot:
         from ..plot import save_figure
         from ..serve.chart import plot_frontier

@@ -20,8 +20,8 @@ CATALOG_DIR = Path(__file__).with_name("catalog")
 SCHEMA_VERSION = 1
 
 _TOP_KEYS = {"schema_version", "id", "name", "vendor", "aliases", "form_factor", "tdp_w",
-             "notes", "peak", "vector", "special", "peak_clock_mhz", "clock_source", "memory",
-             "link", "efficiency"}
+             "tdp_source", "tdp_estimated", "notes", "peak", "vector", "special",
+             "peak_clock_mhz", "clock_source", "memory", "link", "efficiency"}
 _EFFICIENCY_KEYS = {"value", "source", "fitted"}
 _SPECIAL_KEYS = {"ops_per_s", "source", "estimated"}
 TOPOLOGIES = ("switch", "mesh", "torus")
@@ -34,7 +34,8 @@ _LINK_KEYS = {"name", "bandwidth_Bps", "latency_s", "domain_size", "in_switch_re
 
 
 # prose may span lines; every other string is a name
-_PROSE = {"notes", "source", "latency_source", "base_latency_source", "clock_source", "fitted"}
+_PROSE = {"notes", "source", "latency_source", "base_latency_source", "clock_source", "fitted",
+          "tdp_source"}
 # The sane range of each figure: outside it a figure is a typo (a unit slip of 1e3 and more:
 # 989.4 for 989.4e12 FLOP/s, 0.6 s for a 0.6 us latency), and arithmetic on it underflows to
 # 0 or overflows to inf. The floors sit far below any real part (a phone SoC: 1e12 FLOP/s,
@@ -241,11 +242,20 @@ def parse_chip(data: dict[str, Any], path: str) -> Chip:
         )
 
     tdp = top.number("tdp_w", required=False)
+    tdp_source = top.string("tdp_source", required=False)
+    tdp_estimated = top.flag("tdp_estimated")
+    if tdp is not None and not tdp_source:
+        raise top.error("tdp_source", "required with tdp_w (where the power figure comes from: "
+                        "a datasheet, product page or whitepaper)")
+    if tdp is None and (tdp_source or "tdp_estimated" in data):
+        extra = "tdp_source" if tdp_source else "tdp_estimated"
+        raise top.error(extra, "only with tdp_w (the figure it describes)")
     efficiency = _efficiencies(path, data.get("efficiency", {}))
     return Chip(
         id=chip_id, name=top.string("name"), vendor=top.string("vendor"), peaks=peaks,
         memory=tuple(memory), links=links, aliases=tuple(a.lower() for a in aliases),
         form_factor=top.string("form_factor", required=False), tdp_w=tdp,
+        tdp_source=tdp_source, tdp_estimated=tdp_estimated,
         notes=top.string("notes", required=False), origin=path, vector=vector,
         special=special, peak_clock_mhz=clock,
         clock_source=top.string("clock_source", required=False), efficiency=efficiency,

@@ -100,7 +100,9 @@ class Chip:
     links: dict[str, Link]
     aliases: tuple[str, ...] = ()
     form_factor: str = ""
-    tdp_w: float | None = None
+    tdp_w: float | None = None  # board / module power, W: what energy figures divide by
+    tdp_source: str = ""  # where tdp_w comes from (required with it in a chip file)
+    tdp_estimated: bool = False  # tdp_w is a derivation, not a published figure
     notes: str = ""
     origin: str = ""  # the file it was read from
     vector: dict[str, Peak] = field(default_factory=dict)  # non-tensor (CUDA core / VPU) peaks

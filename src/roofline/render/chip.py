@@ -83,7 +83,8 @@ def chip_text(chip: Chip) -> str:
         return f"[{len(sources)}]" + ("*" if estimated else "")
 
     lines = [f"{chip.name} ({chip.id})", f"vendor {chip.vendor}; {chip.form_factor}"
-             + (f"; {chip.tdp_w:g} W" if chip.tdp_w else "")
+             + (f"; {chip.tdp_w:g} W {ref(chip.tdp_source, chip.tdp_estimated)}"
+                if chip.tdp_w else "")
              + (f"; peaks at {chip.peak_clock_mhz:g} MHz {ref(chip.clock_source, False)}"
                 if chip.peak_clock_mhz else "")]
     for t in chip_tables(chip, ref):

@@ -10,8 +10,21 @@ from ..units import format_si, format_time
 from .text import table
 
 
-def notes(expected: bool) -> list[str]:
-    """What a plan's numbers are: bounds, or expected times (a forecast)."""
+def tdp_source(tdp: dict[str, Any]) -> str:
+    """Where one chip's TDP comes from (a `ServePlan.tdp` entry), marked when estimated."""
+    return tdp["source"] + (" (estimate)" if tdp.get("estimated") else "")
+
+
+def tdp_text(tdp: dict[str, Any]) -> str:
+    """One chip's TDP with its source (a `ServePlan.tdp` entry)."""
+    if not tdp.get("tdp_w"):
+        return "no TDP in its chip file, so no tokens/J"
+    return f"{tdp['tdp_w']:g} W, source: {tdp_source(tdp)}"
+
+
+def notes(expected: bool, tdp: dict[str, dict[str, Any]] | None = None) -> list[str]:
+    """What a plan's numbers are: bounds, or expected times (a forecast); `tdp` (chip id ->
+    `ServePlan.tdp` entry) names the TDP each chip's tokens/J divides by, and its source."""
     if expected:
         times = ("Expected, not bounds: every step time is the expected time (a forecast with "
                  "sourced and fitted efficiencies, roofline.expect: `sources` names them per "
@@ -24,6 +37,9 @@ def notes(expected: bool) -> list[str]:
                  "bound at each batch.")
         energy = ("tokens/J: the throughput bound over the chip's TDP (an upper bound only as "
                   "far as the throughput is one: a chip can draw less than TDP).")
+    if tdp:
+        energy += " TDP per chip: " + "; ".join(f"{hw}: {tdp_text(t)}" for hw, t in tdp.items())
+        energy += "."
     return [times,
             "Continuous batching: each iteration runs the batch's decode tokens plus "
             "chunked-prefill tokens; TTFT = the request's own prefill + an M/D/1 wait for the "

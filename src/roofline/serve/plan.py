@@ -106,6 +106,9 @@ class ServePlan:
     columns: dict[str, np.ndarray[Any, Any]]
     skipped: list[str] = field(default_factory=list)
     expected: bool = False  # step times are expected times (a forecast), not bounds
+    # per chip id: the TDP that tokens_per_joule divides by, with its source (the chip file's
+    # tdp_w, tdp_source, tdp_estimated; tdp_w None where the file gives none)
+    tdp: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.columns["tpot_s"])
@@ -207,7 +210,11 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
     columns = {k: np.concatenate([g.get(k, np.zeros(g["running"].size)) for g in groups])
                for k in keys}
     _derive(columns, workload, prices or {}, engines)
-    return ServePlan(spec.name, workload, targets, load, columns, skipped, expect)
+    shown = set(columns["hardware"].tolist())
+    tdp = {e.chip.id: {"tdp_w": e.chip.tdp_w, "source": e.chip.tdp_source,
+                       "estimated": e.chip.tdp_estimated} for e, _ in engines
+           if e.chip.id in shown}
+    return ServePlan(spec.name, workload, targets, load, columns, skipped, expect, tdp)
 
 
 def _name(config: dict[str, Any]) -> str:
@@ -227,6 +234,7 @@ def _derive(c: dict[str, Any], w: Workload, prices: dict[str, float],
     c["e2e_s"] = c["ttft_s"] + (w.output_len - 1) * c["tpot_s"]
     tdp = {e.chip.id: e.chip.tdp_w or math.nan for e, _ in engines}
     watts = np.array([tdp[h] for h in c["hardware"]])
+    c["tdp_w"] = watts  # the chip file's tdp_w (its source: ServePlan.tdp)
     # an upper bound on tokens per joule only as far as the throughput is one: a chip can
     # draw less than its TDP (memory-bound steps often do)
     c["tokens_per_joule"] = c["output_tokens_per_s_per_chip"] / watts
