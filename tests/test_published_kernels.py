@@ -1,9 +1,9 @@
 """Published kernel measurements against the tool's bound: measured/bound <= 1 for every row.
 
 Rows: benchmarks/validation/ops.csv (each with its source: repository@commit file#line, or
-paper and figure), kinds gemm, attention_fwd, attention_bwd and hbm. Each row's figure is
-turned into a time in the source's own FLOP convention, and the bound is the tool's t_lower
-for the same work on the row's chip:
+paper and figure), kinds gemm, attention_fwd, attention_bwd, hbm, mla_decode and
+attention_decode. Each row's figure is turned into a time in the source's own FLOP (or byte)
+convention, and the bound is the tool's t_lower for the same work on the row's chip:
 
 - gemm: `matmul(m, k, n)` (2·M·N·K FLOPs, the sources' convention too); a grouped GEMM is
   `groups` such matmuls (m is M per group).
@@ -14,10 +14,17 @@ for the same work on the row's chip:
   ... the backward op (`ops.attention_backward`, FlashAttention-2 Algorithm 2) on the chip's
   tiling, its query-side re-reads served by L2 where they fit (as the forward's K/V).
 - hbm: a measured (effective) bandwidth against the chip's HBM roof.
+- mla_decode: `mla_attention(B, s_q, s_k, h_q, form="absorbed")` (DeepSeek-V3's 576-wide
+  latent cache, 512-wide values; a sparse top-k row over its topk keys); a rate is a time
+  through FlashMLA's / FlashInfer's own counts, 2·b·s_q·s_k·h_q·(576 + 512) FLOPs and
+  (b·s_k·576 + b·s_q·h_q·(576 + 512))·s bytes (`cases.mla_source_work`).
+- attention_decode: `attention(B, s_q, s_k, H, Hkv, d, impl="decode")` (GQA / MHA over a
+  paged KV cache, each cache read once); a rate through FlashInfer's bytes, Q + K + V + O.
 
 Where a row leaves something open (shape order MxNxK vs MxKxN, output dtype, SKU, dtype not
-printed), every reading is bounded and the loosest one is kept: a bound must hold for the
-row whatever it meant. Rows on chips the catalog lacks are skipped with the reason.
+printed, the point of a sweep behind an "up to" figure: sizes written `a|b|c`), every reading
+is bounded and the loosest one is kept: a bound must hold for the row whatever it meant.
+Rows on chips the catalog lacks are skipped with the reason.
 ``pytest -s tests/test_published_kernels.py -k table`` prints the per-kind table (README).
 The rows and the bound are benchmarks/validation/cases.py's (`cases.kernel_ratio`), the one
 path check.py scores the expected time on too.
@@ -120,3 +127,57 @@ def test_backward_reuses_the_query_side_in_l2() -> None:
         if "l2" in cost.bytes:
             assert cost.bytes["l2"] >= cost.bytes["hbm"]
         assert cases.kernel_ratio(row) <= 1.0
+
+
+DECODE_SIZES = {"mla_decode": ("batch", "s_q", "s_k", "h_q"),
+                "attention_decode": ("batch", "s_q", "s_k", "heads", "kv_heads", "head_dim")}
+
+
+def _decode_work(row: Row, sizes: dict[str, int]) -> tuple[Any, tuple[float, float]]:
+    if row.kind == "mla_decode":
+        return cases.mla_decode_cost(row, sizes), cases.mla_source_work(row, sizes)
+    return cases.attention_decode_cost(row, sizes), cases.gqa_source_work(row, sizes)
+
+
+def test_decode_bounds_charge_the_bytes_and_flops_their_sources_count() -> None:
+    # FlashMLA, FlashInfer and nvbench count the cache once, Q in and O out: the decode
+    # bound's HBM bytes, at every reading; FLOPs alike (a causal s_q > 1 row scores
+    # s_q·s_k - s_q(s_q-1)/2 pairs where the sources count s_q·s_k). Sparse MLA rows read
+    # their FP8 cache (656 B a token) as 576 B, fewer bytes: a looser bound.
+    checked = 0
+    for row in cases.rows(("mla_decode", "attention_decode")):
+        if "topk" in row.params:
+            continue
+        for sizes in cases.decode_readings(row, DECODE_SIZES[row.kind]):
+            cost, (flops, nbytes) = _decode_work(row, sizes)
+            assert cost.bytes["hbm"] == pytest.approx(nbytes, rel=1e-12), row.id
+            assert sum(cost.flops.values()) == pytest.approx(flops, rel=1e-3), row.id
+            checked += 1
+    assert checked >= 60
+
+
+def test_decode_row_conventions() -> None:
+    by_id = {r.id: r for r in cases.rows(("mla_decode", "attention_decode"))}
+    # FlashMLA README: "up to 3000 GB/s" on H800 with no config: the script's 16-point sweep
+    # is read, and its memory-bound points give exactly 3000 GB/s over the 3.35 TB/s roof
+    row = by_id["flashmla-h800-dense-decode-3000gbps"]
+    assert len(cases.decode_readings(row, DECODE_SIZES["mla_decode"])) == 16
+    assert cases.kernel_ratio(row) == pytest.approx(3000e9 / 3.35e12, rel=1e-9)
+    # FlashMLA's tests/test_flash_mla.py: FLOPS = s_q·total_seqlens·h_q·(d + dv)·2, bytes =
+    # (total_seqlens·h_kv·d + b·s_q·h_q·d + b·s_q·h_q·dv)·2 at d = 576, dv = 512
+    flops, nbytes = cases.mla_source_work(row, dict(batch=128, s_q=2, s_k=4096, h_q=128))
+    assert flops == 2 * 128 * 4096 * 128 * (576 + 512) * 2
+    assert nbytes == (128 * 4096 * 576 + 128 * 2 * 128 * 576 + 128 * 2 * 128 * 512) * 2
+    # 660 TFLOPS is compute-bound at h_q·s_q = 256: two thirds of the 989 TFLOP/s roof
+    assert cases.kernel_ratio(by_id["flashmla-h800-dense-decode-660tflops"]) == \
+        pytest.approx(660 / 989.4, rel=1e-3)
+    # B200 cute-dsl decode, b = 64, 16k tokens, GQA 64/8, d = 128: 598.255 us for the
+    # 4.3 GB cache streams 7.18 TB/s, 0.90 of the 8 TB/s roof
+    b200 = by_id["cute-dsl-decode-b200-b64-sq1-s16k-g8-d128"]
+    cache = 2 * 64 * 16384 * 8 * 128 * 2 + 2 * 64 * 64 * 128 * 2
+    assert cases.kernel_ratio(b200) == pytest.approx(cache / 598.255e-6 / 8.0e12, rel=1e-9)
+    # an unnamed Hopper part is read as every Hopper SKU: the loosest is GH200's 4.9 TB/s
+    hopper = by_id["flashinfer-mla-hopper-b768-s8k-h64"]
+    _, (_, io) = _decode_work(hopper, dict(batch=768, s_q=1, s_k=8192, h_q=64))
+    assert cases.kernel_ratio(hopper) == pytest.approx(3126.37e9 / 4.9e12, rel=1e-9)
+    assert io == (768 * 64 * 576 + 768 * 8192 * 576 + 768 * 64 * 512) * 2

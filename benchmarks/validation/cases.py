@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import itertools
 import math
 import re
 from collections.abc import Callable, Iterator
@@ -32,6 +33,7 @@ from roofline.hardware import Chip
 from roofline.ops.attention import attention, flash_tiling
 from roofline.ops.collectives import busbw_factor
 from roofline.ops.matmul import matmul
+from roofline.ops.mla import mla_attention
 from roofline.ops.registry import run_op
 
 HERE = Path(__file__).resolve().parent
@@ -85,9 +87,9 @@ def _time(cost: Cost, chip: Chip, expect: bool, kernel: str | None = None) -> fl
     return float(evaluate(cost, chip).t_lower_s)
 
 
-# --- kernels: gemm, attention_fwd, attention_bwd, hbm --------------------------------------
+# --- kernels: gemm, attention_fwd, attention_bwd, hbm (decode kernels below) ---------------
 
-KERNEL_KINDS = ("gemm", "attention_fwd", "attention_bwd", "hbm")
+KERNEL_KINDS = ("gemm", "attention_fwd", "attention_bwd", "hbm", "mla_decode", "attention_decode")
 BACKWARD_FACTOR = 2.5  # FlashAttention: backward FLOPs = 2.5x forward (5 GEMMs against 2)
 
 # What a row's own columns do not say, from its notes (the reason is the note's wording).
@@ -95,7 +97,11 @@ READINGS: dict[str, dict[str, Any]] = {
     # "aiter does NOT halve causal FLOPs"; "kv_heads=8 (GQA)"
     "aiter-mi355x-d128-s8k-gqa-causal-bwd": {"causal_flops_halved": False, "kv_heads": 8},
 }
-SKUS = {"b200": ("b200", "gb200")}  # FA4 rows: "exact SKU (B200 vs GB200) not printed"
+SKUS = {"b200": ("b200", "gb200"),  # FA4 rows: "exact SKU (B200 vs GB200) not printed"
+        # decode rows that name the GPU but not its form factor, or only its architecture
+        "h100": ("h100-sxm", "h100-nvl", "h100-pcie"), "h200": ("h200-sxm", "h200-nvl"),
+        "hopper": ("h100-sxm", "h100-nvl", "h100-pcie", "h200-sxm", "h200-nvl", "h800-sxm",
+                   "h20", "gh200")}
 
 
 def kernel_chips(row: Row) -> list[Chip]:
@@ -171,9 +177,96 @@ def _figure(chip: Chip, kind: str) -> float:
     return figures(chip)[kind].value
 
 
+# --- decode kernels: mla_decode, attention_decode -------------------------------------------
+
+
+def decode_readings(row: Row, names: tuple[str, ...]) -> list[dict[str, int]]:
+    """Every reading of the row's sizes. A size printed `a|b|c` is the sweep of the source's
+    script behind an "up to" figure that does not say which point it was: the figure is
+    bounded at every point (the first is the row's own reading, for the expected time)."""
+    try:
+        options = [[int(v) for v in row.params[n].split("|")] for n in names]
+    except (KeyError, ValueError):
+        raise Unbounded(f"{'/'.join(names)} not all stated") from None
+    return [dict(zip(names, point, strict=True)) for point in itertools.product(*options)]
+
+
+def _measured_s(row: Row, flops: float, nbytes: float) -> float:
+    """The row's figure as a time: printed times as they are, rates through the work the
+    source itself counts (`flops`, `nbytes`: its own formula, not the tool's)."""
+    per = {"time_us": 1e-6, "time_ms": 1e-3}
+    if row.metric in per:
+        return row.value * per[row.metric]
+    work = {"tflops": (flops, 1e12), "GBps": (nbytes, 1e9), "TBps": (nbytes, 1e12)}
+    if row.metric not in work:
+        raise AssertionError(f"{row.id}: unknown metric {row.metric!r}")
+    amount, scale = work[row.metric]
+    return amount / (row.value * scale)
+
+
+MLA_D, MLA_DV = 576, 512  # absorbed MLA: kv_lora_rank + rope per cached token, kv_lora_rank
+
+
+def mla_source_work(row: Row, s: dict[str, int]) -> tuple[float, float]:
+    """FLOPs and bytes as FlashMLA (tests/test_flash_mla.py) and FlashInfer
+    (benchmarks/bench_deepseek_mla.py) count them: FLOPs = 2·b·s_q·s_k·h_q·(d + dv), every
+    query against every key, no causal discount (FlashInfer: 2·b·h·(2·512 + 64)·s_k, the
+    same); bytes = (b·s_k·d + b·s_q·h_q·(d + dv))·sizeof(dtype), the latent cache once, Q in
+    and O out (FlashMLA's sparse kernel: s_k = topk)."""
+    size = dtype(row.params["dtype"]).bits / 8
+    b, q, k, h = s["batch"], s["s_q"], s["s_k"], s["h_q"]
+    flops = 2.0 * b * q * k * h * (MLA_D + MLA_DV)
+    return flops, (b * k * MLA_D + b * q * h * (MLA_D + MLA_DV)) * size
+
+
+def mla_decode_cost(row: Row, s: dict[str, int]) -> Cost:
+    """Absorbed MLA (DeepSeek-V3's ranks: 576-wide latent cache, 512-wide values) over the
+    row's cache; a sparse (top-k) row attends to its topk keys, without a causal mask."""
+    p = row.params
+    return mla_attention(s["batch"], s["s_q"], s["s_k"], heads=s["h_q"], form="absorbed",
+                         causal=p.get("causal", "1") == "1", dtype=p["dtype"],
+                         kv_dtype=p.get("kv_dtype", p["dtype"]))
+
+
+def _mla_decode(row: Row, chip: Chip, expect: bool) -> Iterator[float]:
+    sk = "topk" if "topk" in row.params else "s_k"
+    for s in decode_readings(row, ("batch", "s_q", sk, "h_q")):
+        s["s_k"] = s.pop(sk)
+        measured_s = _measured_s(row, *mla_source_work(row, s))
+        yield _time(mla_decode_cost(row, s), chip, expect, row.params.get("impl")) / measured_s
+
+
+def gqa_source_work(row: Row, s: dict[str, int]) -> tuple[float, float]:
+    """FLOPs and bytes as FlashInfer's benchmarks count them (flashinfer/testing/utils.py
+    attention_flops, non-causal: 4·b·s_q·s_k·h·d; attention_tb_per_sec and
+    bench_cute_dsl_decode's 2·q + kv bytes, as nvbench's Read + Write): Q and O once and
+    b·s_k·h_kv·d elements each of K and V."""
+    p = row.params
+    act, kv = dtype(p["dtype"]).bits / 8, dtype(p.get("kv_dtype", p["dtype"])).bits / 8
+    b, q, k, d = s["batch"], s["s_q"], s["s_k"], s["head_dim"]
+    nbytes = 2 * b * q * s["heads"] * d * act + 2 * b * k * s["kv_heads"] * d * kv
+    return 4.0 * b * q * k * s["heads"] * d, nbytes
+
+
+def attention_decode_cost(row: Row, s: dict[str, int]) -> Cost:
+    """GQA / MHA decode over a (paged) KV cache: split-KV decoding reads each cache once; a
+    speculative row (s_q > 1) is causal over its own tokens."""
+    p = row.params
+    return attention(s["batch"], s["s_q"], s["s_k"], s["heads"], s["kv_heads"], s["head_dim"],
+                     causal=True, impl="decode", dtype=p["dtype"],
+                     kv_dtype=p.get("kv_dtype", p["dtype"]))
+
+
+def _attention_decode(row: Row, chip: Chip, expect: bool) -> Iterator[float]:
+    for s in decode_readings(row, ("batch", "s_q", "s_k", "heads", "kv_heads", "head_dim")):
+        measured_s = _measured_s(row, *gqa_source_work(row, s))
+        yield _time(attention_decode_cost(row, s), chip, expect, row.params.get("impl")) \
+            / measured_s
+
+
 KERNELS: dict[str, Callable[[Row, Chip, bool], Iterator[float]]] = {
     "gemm": _gemm, "attention_fwd": _attention_fwd, "attention_bwd": _attention_bwd,
-    "hbm": _hbm}
+    "hbm": _hbm, "mla_decode": _mla_decode, "attention_decode": _attention_decode}
 
 
 def kernel_ratio(row: Row, expect: bool = False) -> float:

@@ -25,7 +25,7 @@ from ..evaluate import COMPUTE, Estimate, evaluate
 from ..hardware import Chip, System, load_chip
 from ..hardware.model import Efficiency
 from ..serialize import jsonable
-from .physics import tile_utilization
+from .physics import attention_kernel, tile_utilization
 from .table import figures, lookup
 
 if TYPE_CHECKING:
@@ -83,16 +83,6 @@ def describe(sources: Mapping[str, str]) -> str:
 def source(e: Efficiency) -> str:
     """Where a figure came from, in words (a fitted one: the rows it was fitted to)."""
     return f"fitted to {e.fitted}" if e.source == "fitted" else e.source
-
-
-def attention_kernel(cost: Cost) -> bool:
-    """An attention kernel (flash / naive, forward or backward), not the output projection
-    that shares its prefix ("attention output" is a weight GEMM)."""
-    return cost.name.split("(")[0].strip() in ATTENTION_KERNELS
-
-
-ATTENTION_KERNELS = ("attention", "attention backward", "attention forward + backward",
-                     "mla attention")
 
 
 def dequant_family(weights: Any, cost: Cost) -> str | None:

@@ -75,6 +75,16 @@ def symbols(cost: Cost) -> dict[str, Any]:
     return found
 
 
+ATTENTION_KERNELS = ("attention", "attention backward", "attention forward + backward",
+                     "mla attention", "mla")  # "mla (absorbed)": MLA decode over its latents
+
+
+def attention_kernel(cost: Cost) -> bool:
+    """An attention kernel (flash / naive / decode, MHA or MLA, forward or backward), not the
+    output projection that shares its prefix ("attention output" is a weight GEMM)."""
+    return cost.name.split("(")[0].strip() in ATTENTION_KERNELS
+
+
 def tile_utilization(cost: Cost, chip: Chip) -> Any:
     """Wave utilization of the op's tiles on the chip's SMs (1 where it has no tile shape:
     not a GEMM or attention, or a chip that does not count its units)."""
@@ -88,7 +98,7 @@ def tile_utilization(cost: Cost, chip: Chip) -> Any:
         with np.errstate(divide="ignore", invalid="ignore"):
             batch = np.where(m * n * k > 0, total / (2 * m * n * k), 1.0)
         return gemm_utilization(m, n, n_units, np.maximum(np.round(batch), 1.0))
-    if "attention" in cost.name and {"B", "H", "Lq"} <= set(sym):
+    if attention_kernel(cost) and {"B", "H", "Lq"} <= set(sym):
         # a query block's rows beyond the last query are waste (Lq = 129 runs two blocks);
         # fewer queries than a block (decode) run one block each, their rows packed
         heads = np.asarray(sym["B"]) * np.asarray(sym["H"])
