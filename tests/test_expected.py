@@ -26,12 +26,6 @@ import check
 GOAL_ALL, GOAL_KIND = 0.15, 0.25
 # kinds whose median error misses GOAL_KIND today, and why (strict: passing turns it red)
 MISSES: dict[str, str] = {}
-# kinds scored after the figures were fitted, with no figure of their own (a decode kernel
-# is expected at the HBM streaming fraction and the attention kernel's compute fraction,
-# plus a launch): held to GOAL_KIND per kind, outside the overall median, which is the
-# fitted kinds' (14.97% without them, 15.02% with them: their slow small-batch and older
-# kernels; the README's table shows both)
-UNFITTED = ("mla_decode", "attention_decode")
 
 
 def test_wave_quantization_by_hand() -> None:
@@ -118,14 +112,14 @@ def test_no_published_measurement_beats_the_bound() -> None:
 
 
 def test_median_error_overall_and_held_out() -> None:
-    rows = [r for r in _scored() if r.kind not in UNFITTED]
+    rows = _scored()
     assert len(rows) >= 300
     for half in (rows, [r for r in rows if check.held_out(r.id)]):
         assert statistics.median(map(check.error, half)) <= GOAL_ALL
 
 
 KINDS = ("gemm", "hbm", "attention_fwd", "attention_bwd", "collective", "moe_dispatch",
-         "train", "decode", "prefill", "serving", *UNFITTED)
+         "train", "decode", "prefill", "serving", "mla_decode", "attention_decode")
 
 
 @pytest.mark.parametrize("kind", [pytest.param(k, marks=pytest.mark.xfail(

@@ -72,6 +72,18 @@ def test_every_row_is_checked_or_skipped_with_a_reason():
                                                                  "blackwell-sm100"}
 
 
+def test_tpu_torus_rows_ring_along_one_axis():
+    # a 4-chip group on a TPU torus rings along one axis, both ways: 2 of the chip's ICI
+    # ports (v5e 2 of 4, Ironwood 2 of 6); the published all-gathers (the scaling book's v5e
+    # profile, Ironwood's microbenchmark guide) stay under that bound
+    from roofline.hardware import make_system
+
+    assert make_system(load_chip("tpu-v5e")).link_share("scale-up", 4) == pytest.approx(2 / 4)
+    assert make_system(load_chip("tpu-7x")).link_share("scale-up", 4) == pytest.approx(2 / 6)
+    tpu = [c for c in CHECKED if c.chip.startswith("tpu") and c.op == "all-gather"]
+    assert len(tpu) >= 7 and all(c.ratio <= 1 for c in tpu)
+
+
 def test_large_all_reduce_bounds_are_tight():
     # bandwidth-bound sizes: the bound is within 2x of what NCCL/RCCL reached, except where
     # explained in LOOSE

@@ -115,6 +115,26 @@ def test_row_flop_conventions() -> None:
     assert cases.attention_shape(aiter)["kv_heads"] == 8  # GQA, from the row's notes
 
 
+def test_tpu_and_gqa_row_conventions() -> None:
+    by_id = {r.id: r for r in cases.rows(KINDS)}
+    # Ironwood's gemm_multiple_run: a JAX device is one of the chip's 2 TensorCores and
+    # NO_SHARDING runs the whole GEMM on each, so the chip does groups=2 GEMMs in the device
+    # time (the row's rate is 2x the printed per-device 956.38 TFLOP/s): compute-bound
+    iw = by_id["ironwood-gemm-tpu7x-32768-bf16"]
+    assert cases.kernel_ratio(iw) == pytest.approx(2 * 956.3824592 / 2307, rel=1e-3)
+    # the JAX Pallas guide's v5e times include host dispatch (timeit around
+    # block_until_ready): still under the 197 TFLOP/s roof
+    assert cases.kernel_ratio(by_id["jax-xla-matmul-tpuv5e-8192-bf16"]) == pytest.approx(
+        181.823 / 197, rel=1e-3)
+    # aiter's README table: a kv_heads column makes the row GQA (64 query heads over 8 K/V),
+    # and its causal figures are FlashAttention's halved count
+    fwd = by_id["aiter-asm-mi300x-b8-h64kv8-s8k-causal-fwd"]
+    assert cases.attention_shape(fwd)["kv_heads"] == 8
+    assert cases.fa_forward_flops(fwd) == 4.0 * 8 * 8192**2 * 64 * 128 / 2
+    tpu = [r for r in cases.rows(KINDS) if r.chip.startswith("tpu")]
+    assert len(tpu) >= 9 and all(cases.kernel_ratio(r) <= 1.0 for r in tpu)
+
+
 def test_backward_reuses_the_query_side_in_l2() -> None:
     # FA3 / FA4 backward at 8k-16k tokens: charging every Q/dO/dQ re-read to HBM put the bound
     # below the measured speed (FA3 d128 on H100 1.27x, FA4 on B200 1.37x); served by L2

@@ -130,11 +130,14 @@ def _gemm(row: Row, chip: Chip, expect: bool) -> Iterator[float]:
 
 
 def attention_shape(row: Row) -> dict[str, Any]:
+    """The row's attention: MHA unless a `kv_heads` column (or its notes' reading) says GQA."""
     p, extra = row.params, READINGS.get(row.id, {})
     dt = p["dtype"] if p["dtype"] != "not_stated" else "bf16"  # FA4's benchmark default
+    heads = _int(row, "heads")
+    kv_heads = _int(row, "kv_heads") if "kv_heads" in p else extra.get("kv_heads", heads)
     return dict(batch=_int(row, "batch"), q_len=_int(row, "seqlen"), kv_len=_int(row, "seqlen"),
-                heads=_int(row, "heads"), kv_heads=extra.get("kv_heads", _int(row, "heads")),
-                head_dim=_int(row, "head_dim"), causal=p["causal"] == "1", dtype=dt)
+                heads=heads, kv_heads=kv_heads, head_dim=_int(row, "head_dim"),
+                causal=p["causal"] == "1", dtype=dt)
 
 
 def fa_forward_flops(row: Row) -> float:
