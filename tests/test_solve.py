@@ -215,3 +215,16 @@ def test_critical_batch_bad_input():
         critical_batch("h100", k=-1, n=10)
     with pytest.raises(RooflineError, match="unknown chip"):
         critical_batch("h1000")
+
+
+def test_decode_critical_batch_kept_on_the_chip_only_as_a_number():
+    # an array answer was kept and handed out by reference: a caller that changed it changed
+    # every later answer
+    from roofline import load_chip
+    from roofline.solve import decode_critical_batch
+
+    chip = load_chip("h100")
+    first = decode_critical_batch(chip, k=(4096, 8192), n=8192)
+    first[:] = -1
+    assert (decode_critical_batch(chip, k=(4096, 8192), n=8192) > 0).all()
+    assert decode_critical_batch(chip) == decode_critical_batch(chip)  # a number: kept

@@ -640,3 +640,19 @@ def test_ops_that_add_what_they_select_count_one_flop_per_element():
     assert _one(lambda: x.index_put_((rows,), src, accumulate=True)).flops == 5 * 16
     assert _one(lambda: x.index_put_((rows,), src)).flops == 0  # a copy
     assert not trace(lambda: x.index_add_(0, rows, src)).flagged
+
+
+def test_packed_windowed_decode_reads_each_sequences_window():
+    # varlen (torch.nn.attention.varlen's call): 4 sequences of one query over 4096 cached
+    # keys each, a 1024-key window: 4 x 1024 keys' K and V, not all 16384
+    from roofline.trace.torch_trace import _keys_read
+
+    q = torch.empty(4, 8, 64, device="meta")
+    kv = torch.empty(4 * 4096, 8, 64, device="meta")
+    named = {"query": q, "key": kv, "value": kv, "max_q": 1, "max_k": 4096,
+             "cum_seq_q": torch.tensor([0, 1, 2, 3, 4], dtype=torch.int32),
+             "cum_seq_k": torch.tensor([0, 4096, 8192, 12288, 16384], dtype=torch.int32),
+             "is_causal": True, "window_size_left": 1023, "window_size_right": 0}
+    assert _keys_read("_flash_attention_forward", named) == (4 * 1024, 16384)
+    del named["window_size_left"], named["window_size_right"]
+    assert _keys_read("_flash_attention_forward", named) == (1, 1)  # all keys: no window

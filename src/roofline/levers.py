@@ -250,23 +250,26 @@ def model_what_if(model: Any, chip: Chip, phase: Any, parallel: Any, precision: 
                         replace(phase, q_len=4, kv_len=phase.kv_len - phase.q_len + 4),
                         parallel, precision))
     if parallel.tp > 1 and parallel.tp % 2 == 0:  # the same chips, fewer of them per TP group
-        pp = parallel.pp * 2
-        changes.append((f"tp {parallel.tp // 2} x pp {pp} (the same chips; {pp} micro-batches "
-                        "in flight)", phase, replace(parallel, tp=parallel.tp // 2, pp=pp,
-                                                     microbatches=max(parallel.microbatches,
-                                                                      pp)), precision))
+        pp, m = parallel.pp * 2, max(parallel.microbatches, parallel.pp * 2)
+        changes.append((f"tp {parallel.tp // 2} x pp {pp} (the same chips; {m} micro-batches)",
+                        phase, replace(parallel, tp=parallel.tp // 2, pp=pp, microbatches=m),
+                        precision))
     # the step's own collectives overlapped with compute, where its schedule keeps them apart
+    # (after --no-overlap, on top of the default overlaps: the TP / EP ones need them)
     sched = schedule or Schedule()
-    overlaps = [("tp", "tp_overlap", "TP collectives overlapped with their GEMMs "
-                 "(--tp-overlap)"), ("ep", "ep_overlap", "EP all-to-alls overlapped with "
-                                                          "compute (--ep-overlap)")]
     streams = set(base.comm_streams)
-    scheduled: list[tuple[str, Schedule]] = [
-        (label, replace(sched, **{field: True})) for stream, field, label in overlaps
-        if stream in streams and not getattr(sched, field)]
+    scheduled: list[tuple[str, Schedule]] = []
+    overlapping = sched
     if not sched.overlap and streams:
+        overlapping = replace(sched, overlap=True)
         scheduled.append(("collectives overlapped as the default schedule has them",
-                          replace(sched, overlap=True)))
+                          overlapping))
+    after = "" if sched.overlap else ", without --no-overlap"
+    for stream, field, label in [
+            ("tp", "tp_overlap", "TP collectives overlapped with their GEMMs (--tp-overlap"),
+            ("ep", "ep_overlap", "EP all-to-alls overlapped with compute (--ep-overlap")]:
+        if stream in streams and not getattr(sched, field):
+            scheduled.append((f"{label}{after})", replace(overlapping, **{field: True})))
     rows = [_model_row(label, base, analyze(model, chip, phase, parallel, precision, impl,
                                             budget=budget, schedule=s))
             for label, s in scheduled]

@@ -202,8 +202,10 @@ def decode_critical_batch(
     except TypeError:  # array arguments: computed each time
         return _decode_critical_batch(chip, key)
     except KeyError:
-        chip.memo[key] = _decode_critical_batch(chip, key)
-        return cast(Num, chip.memo[key])
+        found = _decode_critical_batch(chip, key)
+        if isinstance(found, float):  # one number; an array a caller could change is not kept
+            chip.memo[key] = found
+        return found
 
 
 def _decode_critical_batch(chip: Chip, key: tuple[Any, ...]) -> Num:

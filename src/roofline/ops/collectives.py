@@ -213,10 +213,11 @@ def collective(
                  for a in chosen}
     else:  # "auto" on numbers: the picked one-byte Costs at this size
         m = value(nbytes)
-        least = None if auto.least is None else _sized(auto.least, m)
-        if len(chosen) == 1:
-            return _sized(auto.units[chosen[0]], m, least)
-        costs = {a: _sized(auto.units[a], m) for a in chosen}
+        costs = {a: _sized(auto.units[a], m) for a in chosen}  # checked first: an overflow
+        if len(chosen) == 1 and auto.least is not None:  # names the algorithm
+            cost = costs[chosen[0]]  # just made: its floor (no larger, so finite too) set
+            object.__setattr__(cost, "least", _sized(auto.least, m))  # as Cost.deriving does
+            return cost
     cost = costs[chosen[0]] if len(chosen) == 1 else \
         _pointwise(names, costs, f"{kind} (auto per size: {'/'.join(costs)})", "algo")
     if auto is None or auto.least is None:
@@ -224,13 +225,13 @@ def collective(
     return replace(cost, least=_sized(auto.least, value(nbytes)))
 
 
-def _sized(unit: Cost, m: Any, least: Cost | None = None) -> Cost:
+def _sized(unit: Cost, m: Any) -> Cost:
     """A collective's one-byte Cost at message size `m`: its bytes scale, its message steps
     and calls do not (its derivation re-runs the formula at `m`: `derived`)."""
     return Cost(link_bytes={k: v * m for k, v in unit.link_bytes.items()},
                 link_steps={k: _full(v, m) for k, v in unit.link_steps.items()},
                 link_calls={k: _full(v, m) for k, v in unit.link_calls.items()},
-                name=unit.name, algorithm=unit.algorithm, least=least)
+                name=unit.name, algorithm=unit.algorithm)
 
 
 def _least(units: list[Cost]) -> Cost:

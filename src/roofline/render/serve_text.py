@@ -12,7 +12,8 @@ from .text import table
 
 def tdp_source(tdp: dict[str, Any]) -> str:
     """Where one chip's TDP comes from (a `ServePlan.tdp` entry), marked when estimated."""
-    return tdp["source"] + (" (estimate)" if tdp.get("estimated") else "")
+    said = tdp["source"].lower().startswith("estimate")  # the source says so itself
+    return tdp["source"] + (" (estimate)" if tdp.get("estimated") and not said else "")
 
 
 def tdp_text(tdp: dict[str, Any]) -> str:

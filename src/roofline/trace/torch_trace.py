@@ -271,15 +271,32 @@ def _seen(lq: int, lkv: int, mask: str, window: tuple[int, int]) -> Any:
 def _keys_read(kind: str, named: dict[str, Any]) -> tuple[int, int]:
     """(keys some query sees, keys): a top-left causal mask with fewer queries than keys never
     reaches the last Lkv - Lq keys, nor a window the keys before the first query's window;
-    their K and V a kernel need not load."""
-    q, k = named["query"], named["key"]
+    their K and V a kernel need not load. A packed (varlen) call: per sequence."""
+    k = named["key"]
     mask, window = _causal_mask(kind, named), _window(kind, named)
-    seq = 1 if kind in _SEQ_FIRST else 2
-    if _packed(kind, named) is not None or (mask != "top-left" and window == (-1, -1)) \
-            or k.shape[seq] == 0:
+    keys = k.shape[-3] if _packed(kind, named) is not None else \
+        k.shape[1 if kind in _SEQ_FIRST else 2]
+    if (mask != "top-left" and window == (-1, -1)) or keys == 0:
         return 1, 1
-    first, last = _seen(q.shape[seq], k.shape[seq], mask, window)
-    return max(int(last.max() - first.min() + 1), 0) if len(first) else 0, k.shape[seq]
+    seen = sum(max(int(last.max() - first.min() + 1), 0) if len(first) else 0
+               for first, last in (_seen(lq, lkv, mask, window)
+                                   for lq, lkv in _sequences(kind, named)))
+    return min(seen, keys), keys
+
+
+def _sequences(kind: str, named: dict[str, Any]) -> list[tuple[int, int]]:
+    """(queries, keys) of each sequence of a packed (varlen) call; else of the one shape
+    every (batch, head) shares."""
+    q, k = named["query"], named["key"]
+    offsets_q = _packed(kind, named)
+    if offsets_q is None:
+        seq = 1 if kind in _SEQ_FIRST else 2
+        return [(q.shape[seq], k.shape[seq])]
+    offsets_k = named.get("cum_seq_k", named.get("cu_seqlens_k"))
+    return list(zip(_lengths(offsets_q, named.get("max_q", named.get("max_seqlen_q")),
+                             q.shape[-3]),
+                    _lengths(offsets_k, named.get("max_k", named.get("max_seqlen_k")),
+                             k.shape[-3]), strict=True))
 
 
 def _pairs(lq: int, lkv: int, mask: str, window: tuple[int, int] = (-1, -1)) -> float:
@@ -321,14 +338,9 @@ def _attention_flops(kind: str, named: dict[str, Any]) -> tuple[float, str]:
     q, k, v = named["query"], named["key"], named["value"]
     d, dv = q.shape[-1], v.shape[-1]
     mask, window = _causal_mask(kind, named), _window(kind, named)
-    offsets_q = _packed(kind, named)
-    if offsets_q is not None:  # varlen: per sequence
-        offsets_k = named.get("cum_seq_k", named.get("cu_seqlens_k"))
-        lengths = zip(_lengths(offsets_q, named.get("max_q", named.get("max_seqlen_q")),
-                               q.shape[-3]),
-                      _lengths(offsets_k, named.get("max_k", named.get("max_seqlen_k")),
-                               k.shape[-3]), strict=True)
-        pairs = q.shape[-2] * sum(_pairs(a, b, mask, window) for a, b in lengths)
+    if _packed(kind, named) is not None:  # varlen: per sequence
+        pairs = q.shape[-2] * sum(_pairs(a, b, mask, window)
+                                  for a, b in _sequences(kind, named))
     else:
         seq, head = (1, 2) if kind in _SEQ_FIRST else (2, 1)
         pairs = q.shape[0] * q.shape[head] * _pairs(q.shape[seq], k.shape[seq], mask, window)
