@@ -78,3 +78,22 @@ def test_clock_option_on_the_cli(run_cli):
 def test_capacity_is_what_the_device_exposes():
     code = H100.level("hbm").capacity_bytes
     assert code == pytest.approx(81559 * 2**20, rel=1e-4)  # nvidia-smi: 81559MiB
+
+
+def test_a_clocked_result_names_a_chip_that_loads_back(run_cli, tmp_path):
+    # `report --from` a result run with --clock-mhz failed: unknown chip 'h100-sxm@915MHz'
+    from roofline import load_chip
+
+    again = load_chip("h100-sxm@915MHz")
+    assert again.id == H100.at_clock(915).id
+    assert again.peak_flops("bf16") == pytest.approx(989.4e12 / 2)
+    assert load_chip("H100@915mhz").id == again.id  # an alias and any case, as --hw takes
+    _, out, _ = run_cli("op", "matmul", "--m", "8192", "--k", "8192", "--n", "8192",
+                        "--clock-mhz", "915", "--json")
+    saved = tmp_path / "clocked.json"
+    saved.write_text(out)
+    code, _, err = run_cli("report", "--from", str(saved), "--html", str(tmp_path / "r.html"))
+    assert code == 0, err
+    code, _, err = run_cli("op", "matmul", "--m", "1", "--k", "1", "--n", "1",
+                           "--hw", "h100@9000MHz")
+    assert code == 2 and "at most 1830 MHz" in err

@@ -6,6 +6,7 @@ Validation is strict so a typo in a file fails loudly, naming the file and the f
 from __future__ import annotations
 
 import math
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -383,4 +384,10 @@ def load_chip(name: str | Chip | Any) -> Chip:
     aliases = _aliases()
     if key in aliases:
         return _catalog()[aliases[key]]
+    clocked = _CLOCKED.fullmatch(key)  # Chip.at_clock's id: a result's chip, read back
+    if clocked:
+        return load_chip(clocked[1]).at_clock(float(clocked[2]))
     raise unknown("chip", text, [*_catalog_files(), *aliases])
+
+
+_CLOCKED = re.compile(r"(.+)@([0-9]+(?:\.[0-9]*)?)mhz")  # "h100-sxm@1200MHz" (lower-cased)
