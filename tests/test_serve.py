@@ -193,6 +193,32 @@ def test_closed_loop_concurrency_is_the_running_batch_with_no_queue():
     assert len(both) and np.all(both.columns["queue_s"] == 0)
 
 
+def test_a_closed_loop_the_prefill_budget_cannot_keep_up_with_settles_and_queues():
+    # 64 clients, 8192-token prompts, 16 output tokens, 2048-token chunks: 64 decoding would
+    # admit 64·8192/15 prompt tokens per iteration, 17x the chunk. Every point was marked
+    # infeasible ("0 meet the targets" with no targets); the loop settles where the budget
+    # admits the prompts: 15·2048/8192 = 3.75 -> 3 decoding, the chunk full every iteration,
+    # the other clients waiting (Little's law over wait + prefill + 15 iterations)
+    pin = Space(tp=(1,), kv_dtypes=("fp8",), weight_dtypes=("fp8",), chunks=(2048,),
+                modes=("aggregated",))
+    w = Workload.from_lengths(8192, 16)
+    p = plan("llama-3.1-8b", ["h100"], w, space=pin, load=Load(concurrency=64))
+    assert len(p) == 1
+    r = p.row(0)
+    assert r["feasible"] and r["running"] == 3
+    step = analyze("llama-3.1-8b", "h100", mixed(3, w.decode_context, 2048, 8192),
+                   Parallel(), Precision("fp8", "fp8", "fp8"))
+    assert r["tpot_s"] == pytest.approx(step.t_lower_s, rel=1e-9)
+    rate = 2048 / 8192 / step.t_lower_s  # the prompts the full chunk admits, per second
+    assert r["requests_per_s"] == pytest.approx(rate, rel=1e-9)
+    assert r["ttft_s"] == pytest.approx(64 / rate - 15 * step.t_lower_s, rel=1e-9)
+    assert r["queue_s"] == pytest.approx(r["ttft_s"] - r["prefill_s"])
+    # a loop the budget keeps up with is unchanged: everyone decodes, no queue
+    easy = plan("llama-3.1-8b", ["h100"], Workload.from_lengths(512, 512), space=pin,
+                load=Load(concurrency=64)).row(0)
+    assert easy["running"] == 64 and easy["queue_s"] == 0
+
+
 def test_a_rate_sizes_whole_instances_and_latency_is_taken_at_the_load_they_carry():
     pin = Space(tp=(1,), kv_dtypes=("fp8",), weight_dtypes=("fp8",), chunks=(4096,))
     cap = plan("llama-3.1-8b", ["h100"], W, space=pin)

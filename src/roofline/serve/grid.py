@@ -66,21 +66,33 @@ def _columns(a: Any, index: Any) -> dict[str, Any]:
 
 
 def aggregated(e: Engine, w: Workload, running: Any, chunks: Any,
-               rate: float | None = None, closed_loop: bool = False) -> dict[str, Any]:
+               rate: float | None = None, concurrency: float | None = None
+               ) -> dict[str, Any]:
     """Points over (running batch, chunk): arrays of shape (len(running), len(chunks)).
     With `rate` (requests/s offered to the whole deployment) each point sets the instance
-    count n = ceil(rate / its capacity) and the latencies are those at the load rate / n."""
+    count n = ceil(rate / its capacity) and the latencies are those at the load rate / n.
+    With `concurrency` (a closed loop of that many clients per instance) a prefill budget
+    that cannot admit the batch's prompts (B·L'/D > dp·chunk) settles where it can: at most
+    D·dp·chunk/L' sequences decode (rounded down to whole units: a lower TPOT, so still a
+    bound), the budget full every iteration, the other clients waiting for their prefill;
+    Little's law over a client's cycle (wait, prefill, D decode iterations) gives the wait."""
     B = np.asarray(running, dtype=float)[:, None]
     chunk = np.asarray(chunks, dtype=float)[None, :]
     dp, s, D, Lu = e.par.dp, w.tokens_per_step, w.decode_steps, w.uncached_len
-    steady = B * Lu / D + 0 * chunk  # prompt tokens per iteration, instance-wide
+    closed_loop = concurrency is not None
+    admitted = B * Lu / D + 0 * chunk  # prompt tokens per iteration, instance-wide
+    if closed_loop:  # no more decoding than the prefill budget admits
+        most = np.maximum(e.unit, np.floor(D * dp * chunk / Lu / e.unit) * e.unit)
+        B = np.minimum(B, most)
+        admitted = np.minimum(admitted, dp * chunk)
+    steady = admitted
     pieces = np.ceil(Lu / chunk)  # iterations one prompt's prefill spans
     own = dp * Lu / pieces + 0 * B  # each replica runs one prompt's even share
     full = dp * chunk + 0 * B
     a = e.iteration(np.broadcast_to(B, (3, *steady.shape)), w, np.stack([steady, own, full]))
     t = np.asarray(e.step_time(a))
     t_it, t_own, t_full = t[0], t[1], t[2]
-    capacity = B / (D * t_it)  # requests/s at this running batch
+    capacity = admitted / Lu / t_it  # requests/s at this running batch: the prompts admitted
     load = capacity
     idx = np.broadcast_to(np.arange(B.shape[0])[:, None], t_it.shape)
     instances = np.ones(t_it.shape)
@@ -93,14 +105,21 @@ def aggregated(e: Engine, w: Workload, running: Any, chunks: Any,
     pick = (idx, cols)
     service = Lu / chunk * t_full[pick]
     rho = load / dp * service  # each replica's prefill budget is one M/D/1 server
-    wait = 0.0 * rho if closed_loop else md1_wait_s(rho, service)
     prefill_s = pieces * t_own[pick]
+    if closed_loop:  # concurrency = load · (wait + prefill + D iterations): Little's law
+        cycle = concurrency / load - D * t_it[pick]
+        wait = np.maximum(cycle - prefill_s, 0.0)
+        feasible = np.ones(rho.shape, dtype=bool)  # a closed loop settles somewhere
+        rho = np.minimum(rho, 1.0)
+    else:
+        wait = md1_wait_s(rho, service)
+        feasible = (steady[pick] / dp <= chunk) & (rho < 1)
     tpot = t_it[pick] / s
     tokens = load * w.output_len  # output tokens/s per instance at this load
     chips = instances * e.chips
-    feasible = (steady[pick] / dp <= chunk) & (rho < 1)
     return {
-        "running": B[:, 0][idx] + 0 * chunk, "chunk": chunk + 0 * B, "instances": instances,
+        "running": np.broadcast_to(B, t_it.shape)[pick], "chunk": chunk + 0 * B,
+        "instances": instances,
         "chips": chips, "decode_chips": chips, "output_tokens_per_s": tokens * instances,
         "requests_per_s": load * instances, "tpot_s": tpot, "prefill_s": prefill_s,
         "queue_s": wait, "kv_transfer_s": 0.0 * rho, "ttft_s": prefill_s + wait,

@@ -192,7 +192,7 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
             running, most = running_grid(e, workload, batch, load.concurrency)
             if "aggregated" in space.modes:
                 cols = aggregated(e, workload, running, chunks, load.rate,
-                                  closed_loop=load.concurrency is not None)
+                                  load.concurrency)
                 add({**config, "mode": "aggregated", **_prefill_config(config)}, cols, most)
             if "disaggregated" in space.modes:
                 sides.append((e, config, pools(e, workload, running, chunks), most))
