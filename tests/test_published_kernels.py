@@ -1,12 +1,14 @@
 """Published kernel measurements against the tool's bound: measured/bound <= 1 for every row.
 
 Rows: benchmarks/validation/ops.csv (each with its source: repository@commit file#line, or
-paper and figure), kinds gemm, attention_fwd, attention_bwd, hbm, mla_decode and
-attention_decode. Each row's figure is turned into a time in the source's own FLOP (or byte)
-convention, and the bound is the tool's t_lower for the same work on the row's chip:
+paper and figure), kinds gemm, attention_fwd, attention_bwd, hbm, mla_decode,
+attention_decode and linear_attention. Each row's figure is turned into a time in the source's
+own FLOP (or byte) convention, and the bound is the tool's t_lower for the same work on the
+row's chip:
 
 - gemm: `matmul(m, k, n)` (2·M·N·K FLOPs, the sources' convention too); a grouped GEMM is
-  `groups` such matmuls (m is M per group).
+  `groups` such matmuls (m is M per group); a `weight_dtype` column is a weight-only
+  quantized GEMM (int4 / int8 weights, group scales in the dtype, fp16 / bf16 math).
 - attention_fwd: `attention(B, N, N, H, Hkv, d, causal, impl="flash")` with the chip's flash
   defaults (SRAM tiling, L2); the measured time is FlashAttention's FLOPs, 4·B·N²·H·d (halved
   when causal), over the TFLOP/s printed.
@@ -20,6 +22,10 @@ convention, and the bound is the tool's t_lower for the same work on the row's c
   (b·s_k·576 + b·s_q·h_q·(576 + 512))·s bytes (`cases.mla_source_work`).
 - attention_decode: `attention(B, s_q, s_k, H, Hkv, d, impl="decode")` (GQA / MHA over a
   paged KV cache, each cache read once); a rate through FlashInfer's bytes, Q + K + V + O.
+- linear_attention: Gated DeltaNet prefill (Qwen3-Next / Qwen3.5), `linear_attention(...)`
+  summed over the row's packed sequences with its initial state read and final state written
+  (`cases.linear_attention_cost`); printed times as they are (FlashInfer's TFLOPS column is
+  4·T·h_v·d² over that time, `cases.gdn_source_flops`).
 
 Where a row leaves something open (shape order MxNxK vs MxKxN, output dtype, SKU, dtype not
 printed, the point of a sweep behind an "up to" figure: sizes written `a|b|c`), every reading
@@ -201,3 +207,58 @@ def test_decode_row_conventions() -> None:
     _, (_, io) = _decode_work(hopper, dict(batch=768, s_q=1, s_k=8192, h_q=64))
     assert cases.kernel_ratio(hopper) == pytest.approx(3126.37e9 / 4.9e12, rel=1e-9)
     assert io == (768 * 64 * 576 + 768 * 8192 * 576 + 768 * 64 * 512) * 2
+
+
+def test_gated_deltanet_prefill_by_hand() -> None:
+    # FlashInfer PR #3866 on H100 SXM: Qwen3.5-397B's GDN heads at TP8 (2 query/key heads, 8
+    # value heads, d = 128), one 65536-token sequence with an fp32 initial state, 0.399 ms
+    by_id = {r.id: r for r in cases.rows(("linear_attention",))}
+    row = by_id["gdn-flashinfer-h100-hq2-hv8-65536-pr3866"]
+    tokens, heads, key_heads, d, chunk, t_measured = 65536, 8, 2, 128, 64, 0.399e-3
+    # the source's own count, 4·T·h_v·d² (bench_gdn_prefill._gdn_tflops), gives its 86.1
+    assert cases.gdn_source_flops(row) / t_measured / 1e12 == pytest.approx(86.1, abs=0.05)
+    # the tool's: 3 products with the state, the dense intra-chunk tiles (C = 64), and the
+    # 1-channel width-1 convolution standing for none; q, k, v, two gates in and o out in
+    # fp16, the fp32 state read and written once
+    flops = (2 * 3 * d * d + 2 * chunk * (3 * d + 2 * d)) * tokens * heads + 2 * tokens
+    nbytes = tokens * (2 * key_heads * d + heads * d + 2 * heads + heads * d) * 2 \
+        + 2 * heads * d * d * 4
+    cost = cases.linear_attention_cost(row)
+    assert sum(cost.flops.values()) == pytest.approx(flops, rel=1e-12)
+    assert cost.bytes["hbm"] == pytest.approx(nbytes, rel=1e-12)
+    chip = load_chip("h100-sxm")
+    t_bound = max(flops / chip.peak_flops("fp16"), nbytes / chip.level("hbm").bandwidth_Bps)
+    assert cases.kernel_ratio(row) == pytest.approx(t_bound / t_measured, rel=1e-9)
+    # varlen labels: 8192x8 is eight sequences of 8192, 4096+4096 two of 4096
+    assert cases.packed_seqlens(by_id["gdn-flashinfer-h100-hq16-hv64-8192x8-pr3481"]) == {8192: 8}
+    assert cases.packed_seqlens(
+        by_id["gdn-flashinfer-h100-hq16-hv64-4096p4096-pr3481"]) == {4096: 2}
+    # the FLA/Triton baseline column ran q and k at h_v heads (bench_fla: h = h_v)
+    fla = [r for r in by_id.values() if r.params["impl"] == "fla"]
+    assert len(fla) >= 4 and all(r.params["h_qk"] == r.params["h_v"] for r in fla)
+
+
+def test_weight_only_gemm_streams_its_quantized_weights() -> None:
+    from roofline.expect import expected
+    from roofline.ops.matmul import matmul
+
+    # MLX's CUTLASS QMM on an H100 of unstated form (PR #3160): fp16 x int4 with group 64,
+    # M = 1, N = K = 16384 at 6.0 TFLOP/s (2·M·N·K) is 89.5 us. The weights stream at 4.25
+    # bits (int4 + an fp16 scale per 64; MLX's zero points left out: looser); the loosest
+    # H100 is the NVL's 3.9 TB/s
+    by_id = {r.id: r for r in cases.rows(("gemm",))}
+    row = by_id["mlx-qmm-sm90-h100-fp16xint4-g64-m1-n16384-k16384"]
+    n = k = 16384
+    t_measured = 2 * n * k / 6.0e12
+    nbytes = k * n * (4 + 16 / 64) / 8 + 2 * k + 2 * n
+    assert cases.kernel_ratio(row) == pytest.approx(nbytes / 3.9e12 / t_measured, rel=1e-9)
+    # the expected time (H100 SXM, the first SKU) streams at the int4 dequant fraction
+    cost = matmul(1, k, n, "fp16", weight_dtype="int4-g64", out_dtype="bf16")
+    t_expected = expected(cost, "h100-sxm", dequant="int4").t_s
+    assert cases.kernel_ratio(row, True) == pytest.approx(t_expected / t_measured, rel=1e-9)
+    assert t_expected > expected(cost, "h100-sxm").t_s
+    # Marlin's channelwise int8 on the same H100s: 1 byte a weight
+    marlin = by_id["marlin-h100-fp16xint8-channelwise-m1-n8192-k8192"]
+    t_marlin = 2 * 8192 * 8192 / 3.46e12
+    assert cases.kernel_ratio(marlin) == pytest.approx(
+        (8192 * 8192 + 4 * 8192) / 3.9e12 / t_marlin, rel=1e-9)

@@ -1,16 +1,23 @@
-"""Published serving results (benchmarks/validation/systems.csv, kind serving, and decode rows
-that are serving-engine runs) reproduced as fixed deployments: measured throughput never
-above our bound, measured TTFT / TPOT / E2E never below it. Rows whose model or chip is not
-in the catalog, or that lack what a deployment needs, are skipped with the reason. The rows
-and the bound are benchmarks/validation/cases.py's (`cases.serving_case`, `cases.serving_ratio`),
-the one path check.py scores the expected time on too."""
+"""Published serving results (benchmarks/validation/systems.csv, kind serving, and decode and
+prefill rows that are serving-engine runs) reproduced as fixed deployments: measured
+throughput never above our bound, measured TTFT / TPOT / E2E never below it. Prefill-only
+runs (output_len 1: one forward pass over a static batch of prompts) are bounded by that
+pass. Rows whose model or chip is not in the catalog, or that lack what a deployment needs,
+are skipped with the reason. The rows and the bound are benchmarks/validation/cases.py's
+(`cases.serving_case`, `cases.serving_ratio`, `cases.prefill_case`), the one path check.py
+scores the expected time on too."""
+
+import math
 
 import cases  # benchmarks/validation (tests/conftest.py): the rows and the bound, one path
 import pytest
 
 # (row id, deployment, "") or (row id, None, why it is skipped)
 CASES = [(r.id, *cases.serving_case(r))
-         for r in cases.rows(("serving", "decode"), cases.SYSTEMS_CSV)]
+         for r in cases.rows(("serving", "decode", "prefill"), cases.SYSTEMS_CSV)]
+# prefill-only runs (the serving path leaves them to cases.prefill_case)
+PREFILL = [cases.prefill_case(r) for r in cases.rows(("prefill",), cases.SYSTEMS_CSV)
+           if cases.serving_case(r)[1].startswith("prefill only")]
 
 
 def test_published_serving_results_never_beat_the_bound():
@@ -18,6 +25,21 @@ def test_published_serving_results_never_beat_the_bound():
     assert len(checked) >= 30
     over = [(rid, round(x, 3)) for rid, x in checked if not x <= 1]
     assert not over, f"published results beyond the bound (a bug): {over}"
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in PREFILL if not c.skip])
+def test_published_prefill_passes_never_beat_the_bound(case):
+    assert case.ratio <= 1, f"{case.id}: bound / measured TTFT {case.ratio:.3f} (a bug)"
+
+
+def test_prefill_rows_are_checked():
+    # TTFT of serving runs (the serving path) and prefill-only passes (cases.prefill_case)
+    prefill_ids = {r.id for r in cases.rows(("prefill",), cases.SYSTEMS_CSV)}
+    served = [rid for rid, case, _ in CASES if case and rid in prefill_ids]
+    assert len([c for c in PREFILL if not c.skip]) >= 10 and len(served) >= 3
+    assert all(c.skip or math.isfinite(c.ratio) for c in PREFILL)
+    a100 = next(c for c in PREFILL if c.id == "trt05-llama2-70b-a100-b1-2048-ttft")
+    assert 0.2 < a100.ratio <= 1
 
 
 def test_every_skip_says_why():

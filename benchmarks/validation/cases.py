@@ -80,16 +80,19 @@ def _int(row: Row, name: str) -> int:
         raise Unbounded(f"{name} not stated ({row.params.get(name, 'missing')})") from None
 
 
-def _time(cost: Cost, chip: Chip, expect: bool, kernel: str | None = None) -> float:
-    """The bound's t_lower or the expected time of a Cost on a chip, seconds."""
+def _time(cost: Cost, chip: Chip, expect: bool, kernel: str | None = None,
+          dequant: str | None = None) -> float:
+    """The bound's t_lower or the expected time of a Cost on a chip, seconds (`dequant`: the
+    weight family of a weight-only GEMM, streamed at the dequantizing kernels' fraction)."""
     if expect:
-        return float(expected(cost, chip, kernel=kernel).t_s)
+        return float(expected(cost, chip, kernel=kernel, dequant=dequant).t_s)
     return float(evaluate(cost, chip).t_lower_s)
 
 
 # --- kernels: gemm, attention_fwd, attention_bwd, hbm (decode kernels below) ---------------
 
-KERNEL_KINDS = ("gemm", "attention_fwd", "attention_bwd", "hbm", "mla_decode", "attention_decode")
+KERNEL_KINDS = ("gemm", "attention_fwd", "attention_bwd", "hbm", "mla_decode", "attention_decode",
+                "linear_attention")
 BACKWARD_FACTOR = 2.5  # FlashAttention: backward FLOPs = 2.5x forward (5 GEMMs against 2)
 
 # What a row's own columns do not say, from its notes (the reason is the note's wording).
@@ -117,16 +120,22 @@ def kernel_chips(row: Row) -> list[Chip]:
 
 
 def _gemm(row: Row, chip: Chip, expect: bool) -> Iterator[float]:
-    """Every reading of the row (the first: as printed, MxNxK with bf16 out)."""
+    """Every reading of the row (the first: as printed, MxNxK with bf16 out). A
+    `weight_dtype` column is a weight-only quantized GEMM (int4 / int8 weights, group scales
+    in the dtype's name, dequantized into the activations' `dtype` math): the weights stream
+    at their own width, and the expected time at the dequantizing kernels' fraction."""
+    from roofline.expect.op import dequant_family
+
     m, n, k = _int(row, "m"), _int(row, "n"), _int(row, "k")
     groups = int(row.params.get("groups", 1))
-    dt = row.params["dtype"]
+    dt, wd = row.params["dtype"], row.params.get("weight_dtype")
     measured_s = groups * 2 * m * n * k / (row.value * 1e12)
     outs = ["bf16"] if "BF16 out" in row.notes else sorted({dt, "bf16"})
     shapes = [(m, k, n), (m, n, k)] if "ordering ambiguity" in row.notes else [(m, k, n)]
     for (a, b, c) in shapes:  # MxNxK as printed, or MxKxN as the README text has it
         for out in outs:
-            yield _time(groups * matmul(a, b, c, dt, out_dtype=out), chip, expect) / measured_s
+            cost = groups * matmul(a, b, c, dt, weight_dtype=wd, out_dtype=out)
+            yield _time(cost, chip, expect, dequant=dequant_family(wd, cost)) / measured_s
 
 
 def attention_shape(row: Row) -> dict[str, Any]:
@@ -267,9 +276,57 @@ def _attention_decode(row: Row, chip: Chip, expect: bool) -> Iterator[float]:
             / measured_s
 
 
+# --- linear attention: Gated DeltaNet prefill (Qwen3-Next / Qwen3.5) -------------------------
+
+
+def packed_seqlens(row: Row) -> dict[int, int]:
+    """The row's packed (varlen) sequences as {length: count}: `a+b` is two sequences, `L*n`
+    is n sequences of L (FlashInfer's bench_gdn_prefill labels 4096+4096 and 8192x8)."""
+    out: dict[int, int] = {}
+    try:
+        for part in row.params["seqlens"].split("+"):
+            length, _, n = part.partition("*")
+            out[int(length)] = out.get(int(length), 0) + int(n or 1)
+    except (KeyError, ValueError):
+        raise Unbounded(f"seqlens not stated ({row.params.get('seqlens', 'missing')})") from None
+    return out
+
+
+def gdn_source_flops(row: Row) -> float:
+    """FLOPs as FlashInfer's bench_gdn_prefill.py counts them (`_gdn_tflops`): two d x d
+    products per token and value head (the k·vᵀ state update and q·S), 4·T·h_v·d²."""
+    tokens = sum(length * n for length, n in packed_seqlens(row).items())
+    return 4.0 * tokens * _int(row, "h_v") * _int(row, "d_k") * _int(row, "d_v")
+
+
+def linear_attention_cost(row: Row) -> Cost:
+    """The row's chunked mixer (`ops.linear_attention`) summed over its packed sequences: h_v
+    value (state) heads, h_qk query/key heads, an initial state read and the final state
+    written where the row passes one (initial_state=1: kv_len = q_len + 1). The timed kernel
+    runs no short convolution and the op has no switch for none: a 1-channel, width-1 one
+    (2 FLOPs a token, no state) stands for it."""
+    from roofline.ops.linear_attention import linear_attention
+
+    p = row.params
+    past = 1 if p.get("initial_state", "0") == "1" else 0
+    return sum((linear_attention(n, length, length + past, heads=_int(row, "h_v"),
+                                 key_heads=_int(row, "h_qk"), key_dim=_int(row, "d_k"),
+                                 value_dim=_int(row, "d_v"), kind=p.get("mixer", "gated_deltanet"),
+                                 conv_dim=1, conv_kernel=1, dtype=p["dtype"],
+                                 state_dtype=p.get("state_dtype", "fp32"))
+                for length, n in packed_seqlens(row).items()), Cost())
+
+
+def _linear_attention(row: Row, chip: Chip, expect: bool) -> Iterator[float]:
+    """A printed time as it is; a TFLOP/s figure through FlashInfer's own 4·T·h_v·d²."""
+    measured_s = _measured_s(row, gdn_source_flops(row), 0.0)
+    yield _time(linear_attention_cost(row), chip, expect, row.params.get("impl")) / measured_s
+
+
 KERNELS: dict[str, Callable[[Row, Chip, bool], Iterator[float]]] = {
     "gemm": _gemm, "attention_fwd": _attention_fwd, "attention_bwd": _attention_bwd,
-    "hbm": _hbm, "mla_decode": _mla_decode, "attention_decode": _attention_decode}
+    "hbm": _hbm, "mla_decode": _mla_decode, "attention_decode": _attention_decode,
+    "linear_attention": _linear_attention}
 
 
 def kernel_ratio(row: Row, expect: bool = False) -> float:
@@ -430,7 +487,9 @@ def training_case(row: Row) -> Training:
 
 # --- serving -----------------------------------------------------------------------------
 
-ENGINES = ("vllm", "sglang", "tensorrt")  # serving engines (not gpt-fast / torchao generate)
+# serving engines (not gpt-fast / torchao generate); NVIDIA NIM serves through TensorRT-LLM or
+# vLLM inside and its benchmark pages do not name which (no engine-specific expected factor)
+ENGINES = ("vllm", "sglang", "tensorrt", "nim")
 THROUGHPUT = {"output_tokens_per_s": "output_tokens_per_s",
               "output_tokens_per_s_per_gpu": "output_tokens_per_s_per_chip",
               "total_tokens_per_s": "total_tokens_per_s"}
@@ -438,7 +497,9 @@ LATENCY = {"ttft_ms": ("ttft_s", 1e-3), "tpot_ms": ("tpot_s", 1e-3),
            "e2e_latency_s": ("e2e_s", 1.0)}
 # checkpoint name -> catalog id (an explicit table: a wrong guess must not pass silently)
 SERVE_MODELS = [(r"llama-3\.1-8b", "llama-3.1-8b"), (r"llama-3\.3-70b", "llama-3.3-70b"),
-                (r"llama-3\.1-405b", "llama-3.1-405b"), (r"llama-2-70b", "llama-2-70b"),
+                (r"llama-3\.1-70b", "llama-3.1-70b"), (r"llama-3\.1-405b", "llama-3.1-405b"),
+                (r"llama-2-70b", "llama-2-70b"), (r"llama-2-7b", "llama-2-7b"),
+                (r"gpt-oss-20b", "gpt-oss-20b"),
                 (r"deepseek-r1", "deepseek-r1"), (r"deepseek-v3(?!\.)", "deepseek-v3"),
                 (r"gpt-oss-120b", "gpt-oss-120b"), (r"qwen3-235b-a22b", "qwen3-235b-a22b"),
                 (r"kimi-k2", "kimi-k2"), (r"llama-4-scout", "llama-4-scout")]
@@ -472,6 +533,8 @@ def serving_case(row: Row) -> tuple[dict[str, Any] | None, str]:
     ins, outs = p.get("input_len", p.get("prompt_len")), p.get("output_len")
     if ins is None or outs is None:
         return None, "input or output length not stated"
+    if float(outs) < 2:
+        return None, "prefill only (output_len 1): not a serving run"
     if row.metric not in THROUGHPUT and row.metric not in LATENCY and \
             row.metric != "tokens_per_s":
         return None, f"metric {row.metric} is not a serving figure"
@@ -536,6 +599,75 @@ def serving_ratio(case: dict[str, Any], expect: bool = False) -> float:
         return float(v * c["tpot_s"][ok].min())
     column, scale = LATENCY[m]
     return float(c[column][ok].min() / (v * scale))
+
+
+# --- prefill-only runs: one forward pass over a static batch of prompts ------------------
+
+
+@dataclass(frozen=True)
+class Prefill:
+    id: str
+    kind: str
+    chip: str
+    ratio: float = float("nan")  # bound time over measured time (<= 1 when the bound holds)
+    expected_ratio: float = float("nan")  # expected time over measured time
+    skip: str = ""
+
+
+def _prefill_precision(spec: Any, weights: str, chip: Chip, kv: str) -> Any:
+    """As the serving plan reads a run's dtypes: the stated weights (never wider than the
+    checkpoint's), fp8 / fp4 GEMMs where the weights and the chip have them, experts the
+    checkpoint keeps narrower stay so."""
+    from roofline.models import Precision, model_precision
+    from roofline.serve.iteration import activation_dtype
+
+    native = model_precision(spec)
+    act = activation_dtype(weights, chip)
+    if weights == native.weights:
+        return model_precision(spec, None, act, kv)
+    experts = native.expert_weights if native.expert_weights and \
+        dtype(native.expert_weights).bits < dtype(weights).bits else None
+    return Precision(weights=weights, activations=act, kv_cache=kv, expert_weights=experts)
+
+
+def prefill_case(row: Row) -> Prefill:
+    """A prefill-only run (output_len 1): `batch` prompts of `prompt_len` tokens through one
+    forward pass, no decode step (TensorRT-LLM's gptSessionBenchmark --input_output_len L,1,
+    vLLM's benchmark_latency --output-len 1). ttft_ms is that pass's time. The bound reads an
+    unstated KV cache at fp8 and an unstated batch as 1 (both the loosest), as serving does."""
+    from roofline.models import Parallel, analyze, load_model, model_precision
+    from roofline.models import prefill as prefill_phase
+
+    p = row.params
+    base = Prefill(row.id, row.kind, row.chip)
+    fw = p.get("framework", "").lower()
+    if not fw.startswith(ENGINES):
+        return replace(base, skip=f"{fw or 'no framework'}: not a serving engine run")
+    model = next((cid for pat, cid in SERVE_MODELS
+                  if re.search(pat, p.get("model", "").lower())), None)
+    if model is None:
+        return replace(base, skip=f"model {p.get('model')!r} is not in the catalog")
+    try:
+        chip = load_chip(row.chip)
+    except RooflineError:
+        return replace(base, skip=f"chip {row.chip!r} is not in the catalog")
+    if p.get("output_len") != "1" or row.metric != "ttft_ms":
+        return replace(base, skip=f"{row.metric} with output_len {p.get('output_len')}: "
+                       "not a prefill-only TTFT")
+    spec = load_model(model)
+    stated = _serve_dtype(p.get("weight_dtype", "")) or _serve_dtype(p.get("dtype", "")) \
+        or "bf16"
+    weights = min(stated, model_precision(spec).weights, key=lambda d: dtype(d).bits)
+    kv = _serve_dtype(p.get("kv_dtype", ""))
+    par = Parallel(tp=_pint(p, "tp", 1), pp=_pint(p, "pp", 1))
+    phase = prefill_phase(_pint(p, "batch", 1), _int(row, "prompt_len"))
+    measured_s = row.value * 1e-3
+    tight = analyze(spec, chip, phase, par, _prefill_precision(spec, weights, chip, kv or "fp8"))
+    plain = analyze(spec, chip, phase, par, _prefill_precision(
+        spec, weights, chip, kv or model_precision(spec).activations))
+    forecast = expected_step(plain, chip, framework=engine(fw))
+    return replace(base, ratio=float(tight.t_lower_s) / measured_s,
+                   expected_ratio=float(forecast.t_s) / measured_s)
 
 
 # --- generation scripts: gpt-fast and torchao's copy of its generate.py -------------------
@@ -642,6 +774,12 @@ def scored() -> tuple[list[Scored], dict[str, str]]:
                 out.append(Scored(row.id, row.kind, row.chip, g.ratio, g.expected_ratio))
                 continue
             why = g.skip if g.skip.split(":")[0] not in why else why
+        if case is None and row.kind == "prefill" and why.startswith("prefill only"):
+            f = prefill_case(row)
+            if not f.skip:
+                out.append(Scored(row.id, row.kind, row.chip, f.ratio, f.expected_ratio))
+                continue
+            why = f.skip
         if case is None:
             skipped[row.id] = why
         else:

@@ -127,11 +127,12 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
     if cost.flops:
         util = tile_utilization(cost, chip)
         attention = attention_kernel(cost)
+        linear = cost.name.startswith("linear attention")  # a chunked recurrence, not a GEMM
         kind = "attention_bwd" if attention and "backward" in cost.name else (
-            "attention" if attention else "matmul")
+            "attention" if attention else "linear_attention" if linear else "matmul")
         for dt in cost.flops:
             peak = lookup_dtype(dt).peak
-            base = take(kind, kernel if attention else peak)
+            base = take(kind, kernel if attention or linear else peak)
             derate[f"compute.{peak}"] = base * util
         applied[COMPUTE] = unwrap(np.mean([np.asarray(v) for v in derate.values()], axis=0))
     if "hbm" in cost.bytes:

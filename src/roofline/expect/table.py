@@ -25,6 +25,12 @@ DEFAULTS: dict[str, Efficiency] = {
     "attention": Efficiency(0.60, "fitted", _FIT + "the attention_fwd rows of the arch's "
                             "default kernel (FA3 / cuDNN / FA4)"),
     "attention_bwd": Efficiency(0.55, "fitted", _FIT + "the attention_bwd rows"),
+    # chunked linear attention (Gated DeltaNet): few rows and a wide spread (0.06-0.62 of the
+    # bound: one long sequence over few heads leaves most SMs idle), so a rough figure
+    "linear_attention": Efficiency(0.55, "fitted", _FIT + "the linear_attention rows of "
+                                   "FlashInfer's kernels (4; 0.28-0.62)"),
+    "linear_attention.fla": Efficiency(0.15, "fitted", _FIT + "the linear_attention rows of "
+                                       "FLA's Triton kernels (3; 0.03-0.15)"),
     "hbm": Efficiency(0.85, "fitted", _FIT + "the hbm rows"),
     "scale-up": Efficiency(0.75, "fitted", _FIT + "the large (>= 256 MiB) collective rows"),
     "scale-out": Efficiency(0.75, "fitted", _FIT + "the multi-node collective rows"),
