@@ -97,3 +97,19 @@ def test_a_clocked_result_names_a_chip_that_loads_back(run_cli, tmp_path):
     code, _, err = run_cli("op", "matmul", "--m", "1", "--k", "1", "--n", "1",
                            "--hw", "h100@9000MHz")
     assert code == 2 and "at most 1830 MHz" in err
+
+
+def test_a_clocked_chip_is_not_exported_as_its_full_clock_file(run_cli):
+    # `hw export h100@915MHz` printed the full-clock file, which reads back at 1830 MHz
+    code, out, err = run_cli("hw", "export", "h100@915MHz")
+    assert code == 2 and out == "" and "--clock-mhz 915" in err
+
+
+def test_a_clocked_chip_rents_at_its_parts_price():
+    from roofline.serve import Load, Space, Workload, plan
+
+    p = plan("llama-3.1-8b", ["h100@915MHz"], Workload.from_lengths(1024, 256),
+             space=Space(tp=(1,), kv_dtypes=("fp8",), weight_dtypes=("fp8",), chunks=(2048,),
+                         modes=("aggregated",)), load=Load(concurrency=16),
+             prices={"h100-sxm": 2.5})
+    assert np.isfinite(p.row(0)["usd_per_mtok"])

@@ -179,12 +179,18 @@ def test_closed_loop_concurrency_is_the_running_batch_with_no_queue():
     w = Workload.from_lengths(1024, 1024)
     p = plan("llama-3.1-70b", ["h100"], w, space=pin, load=Load(concurrency=64))
     (r,) = [p.row(i) for i in range(len(p))]
-    assert r["running"] == 64 and r["queue_s"] == 0 and r["chips"] == 8
-    # TPOT is the mixed iteration of 64 decodes and their steady prompt tokens, from the model
-    step = analyze("llama-3.1-70b", "h100", mixed(64, w.decode_context, 64 * 1024 / 1023,
+    # 64 clients, each a short prefill then 1023 decode iterations: nearly all decode at
+    # once (63 of 64), none waits, and Little's law holds: requests/s x E2E = the clients
+    assert r["running"] == 63 and r["queue_s"] == 0 and r["chips"] == 8
+    assert r["requests_per_s"] * r["e2e_s"] == pytest.approx(64, rel=1e-9)
+    # TPOT: the mixed iteration of those decodes and the other clients' prompt tokens, no
+    # slower than every slot decoding beside the steady prompt stream (the old reading)
+    full = analyze("llama-3.1-70b", "h100", mixed(64, w.decode_context, 64 * 1024 / 1023,
                                                   1024), Parallel(tp=8),
                    Precision("fp8", "fp8", "fp8"))
-    assert r["tpot_s"] == pytest.approx(step.t_lower_s, rel=1e-9)
+    alone = analyze("llama-3.1-70b", "h100", decode(63, w.decode_context), Parallel(tp=8),
+                    Precision("fp8", "fp8", "fp8"))
+    assert alone.t_lower_s < r["tpot_s"] <= full.t_lower_s
     assert r["e2e_s"] == pytest.approx(r["ttft_s"] + 1023 * r["tpot_s"])
     # disaggregated too: no request waits for a prefill server in a closed loop
     both = plan("llama-3.1-70b", ["h100"], w, space=Space(
@@ -206,17 +212,39 @@ def test_a_closed_loop_the_prefill_budget_cannot_keep_up_with_settles_and_queues
     assert len(p) == 1
     r = p.row(0)
     assert r["feasible"] and r["running"] == 3
-    step = analyze("llama-3.1-8b", "h100", mixed(3, w.decode_context, 2048, 8192),
-                   Parallel(), Precision("fp8", "fp8", "fp8"))
-    assert r["tpot_s"] == pytest.approx(step.t_lower_s, rel=1e-9)
-    rate = 2048 / 8192 / step.t_lower_s  # the prompts the full chunk admits, per second
-    assert r["requests_per_s"] == pytest.approx(rate, rel=1e-9)
-    assert r["ttft_s"] == pytest.approx(64 / rate - 15 * step.t_lower_s, rel=1e-9)
-    assert r["queue_s"] == pytest.approx(r["ttft_s"] - r["prefill_s"])
-    # a loop the budget keeps up with is unchanged: everyone decodes, no queue
+    prec = Precision("fp8", "fp8", "fp8")
+    full = analyze("llama-3.1-8b", "h100", mixed(3, w.decode_context, 2048, 8192), Parallel(),
+                   prec)
+    alone = analyze("llama-3.1-8b", "h100", decode(3, w.decode_context), Parallel(), prec)
+    assert alone.t_lower_s < r["tpot_s"] <= full.t_lower_s  # the others' prompts beside
+    # the prompts the chunk admits per second, at the step's own time: the loop's rate
+    assert r["requests_per_s"] == pytest.approx(2048 / 8192 / r["t_step_s"], rel=1e-9)
+    assert r["requests_per_s"] * r["e2e_s"] == pytest.approx(64, rel=1e-9)  # Little
+    assert r["queue_s"] == pytest.approx(r["ttft_s"] - r["prefill_s"]) and r["queue_s"] > 3
+    # a loop the budget keeps up with: nearly all decode (the rest in prefill), no queue
     easy = plan("llama-3.1-8b", ["h100"], Workload.from_lengths(512, 512), space=pin,
                 load=Load(concurrency=64)).row(0)
-    assert easy["running"] == 64 and easy["queue_s"] == 0
+    assert easy["running"] == 63 and easy["queue_s"] == 0
+    # one client of 8192-token prompts and 2 output tokens: it decodes alone (TPOT was the
+    # step with a whole prompt beside it, 30x), and req/s x E2E is that one client
+    one = plan("llama-3.1-8b", ["h100"], Workload.from_lengths(8192, 2), space=Space(
+        tp=(1,), kv_dtypes=("fp8",), weight_dtypes=("fp8",), chunks=(8192,),
+        modes=("aggregated",)), load=Load(concurrency=1)).row(0)
+    solo = analyze("llama-3.1-8b", "h100", decode(1, 8193), Parallel(), prec)
+    assert one["tpot_s"] == pytest.approx(solo.t_lower_s, rel=1e-9)
+    assert one["requests_per_s"] * one["e2e_s"] == pytest.approx(1, rel=1e-9)
+
+
+def test_a_closed_loop_never_gets_slower_with_a_client_less_than_a_unit():
+    # dp 2: 7 clients ran 6 and charged the 7th a whole cycle of queue (TTFT 77 ms against
+    # 11 ms for 8 clients); a remainder under one dp·pp unit does not wait
+    pin = Space(tp=(1,), dp=(2,), kv_dtypes=("fp8",), weight_dtypes=("fp8",), chunks=(256,),
+                modes=("aggregated",))
+    w = Workload.from_lengths(1000, 200)
+    rows = [plan("llama-3.1-8b", ["h100"], w, space=pin, load=Load(concurrency=c)).row(0)
+            for c in (6, 7, 8)]
+    assert rows[1]["queue_s"] == 0 and rows[1]["ttft_s"] == rows[0]["ttft_s"]
+    assert rows[2]["requests_per_s"] >= rows[1]["requests_per_s"]
 
 
 def test_a_rate_sizes_whole_instances_and_latency_is_taken_at_the_load_they_carry():

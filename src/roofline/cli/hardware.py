@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from ..argtypes import emit
+from ..errors import RooflineError
 from ..hardware import list_chips, load_chip
 from ..render import text
 from ..render.chip import chip_comparison, chip_dict, chip_text
@@ -48,6 +49,10 @@ def _cmd_hw_export(args: argparse.Namespace) -> None:
     from pathlib import Path
 
     chip = load_chip(args.chip)
+    if "@" in chip.id:  # the file is the part's at its own clock, not this one
+        raise RooflineError(f"{chip.id} is {chip.id.split('@')[0]} at another clock: export "
+                            f"{chip.id.split('@')[0]} and run with --clock-mhz "
+                            f"{chip.peak_clock_mhz:g}")
     sys.stdout.write(Path(chip.origin).read_text(encoding="utf-8"))
 
 

@@ -71,19 +71,14 @@ def aggregated(e: Engine, w: Workload, running: Any, chunks: Any,
     """Points over (running batch, chunk): arrays of shape (len(running), len(chunks)).
     With `rate` (requests/s offered to the whole deployment) each point sets the instance
     count n = ceil(rate / its capacity) and the latencies are those at the load rate / n.
-    With `concurrency` (a closed loop of that many clients per instance) a prefill budget
-    that cannot admit the batch's prompts (B·L'/D > dp·chunk) settles where it can: at most
-    D·dp·chunk/L' sequences decode (rounded down to whole units: a lower TPOT, so still a
-    bound), the budget full every iteration, the other clients waiting for their prefill;
-    Little's law over a client's cycle (wait, prefill, D decode iterations) gives the wait."""
+    With `concurrency` (a closed loop of that many clients per instance) the loop settles
+    (`_settle`) where its clients, its running slots and its prefill budget allow."""
     B = np.asarray(running, dtype=float)[:, None]
     chunk = np.asarray(chunks, dtype=float)[None, :]
     dp, s, D, Lu = e.par.dp, w.tokens_per_step, w.decode_steps, w.uncached_len
     closed_loop = concurrency is not None
     admitted = B * Lu / D + 0 * chunk  # prompt tokens per iteration, instance-wide
-    if closed_loop:  # no more decoding than the prefill budget admits
-        most = np.maximum(e.unit, np.floor(D * dp * chunk / Lu / e.unit) * e.unit)
-        B = np.minimum(B, most)
+    if closed_loop:  # at most what the prefill budget admits, as a first guess
         admitted = np.minimum(admitted, dp * chunk)
     steady = admitted
     pieces = np.ceil(Lu / chunk)  # iterations one prompt's prefill spans
@@ -106,11 +101,13 @@ def aggregated(e: Engine, w: Workload, running: Any, chunks: Any,
     service = Lu / chunk * t_full[pick]
     rho = load / dp * service  # each replica's prefill budget is one M/D/1 server
     prefill_s = pieces * t_own[pick]
-    if closed_loop:  # concurrency = load · (wait + prefill + D iterations): Little's law
-        cycle = concurrency / load - D * t_it[pick]
-        wait = np.maximum(cycle - prefill_s, 0.0)
+    if closed_loop:
+        assert concurrency is not None
+        B, t_set, prefill_s, load, wait = _settle(e, w, B + 0 * chunk, chunk, concurrency,
+                                                  t_it[pick], prefill_s)
+        t_it = t_set
+        rho = np.minimum(load / dp * service, 1.0)
         feasible = np.ones(rho.shape, dtype=bool)  # a closed loop settles somewhere
-        rho = np.minimum(rho, 1.0)
     else:
         wait = md1_wait_s(rho, service)
         feasible = (steady[pick] / dp <= chunk) & (rho < 1)
@@ -126,6 +123,47 @@ def aggregated(e: Engine, w: Workload, running: Any, chunks: Any,
         "t_step_s": t_it[pick], "utilization": rho, "feasible": feasible,
         "prefill_ratio": 0.0 * rho, **_columns(a, (0, *pick)),
     }
+
+
+def _settle(e: Engine, w: Workload, running: Any, chunk: Any, concurrency: float,
+            t_full_load: Any, prefill_full_load: Any) -> tuple[Any, Any, Any, Any, Any]:
+    """A closed loop's operating point: (sequences decoding, iteration time, own prefill,
+    requests/s, wait). Its clients cycle through a wait, their prefill (ceil(L'/chunk)
+    iterations) and D decode iterations, so requests/s = min(clients / (prefill + D·t),
+    running slots / (D·t), dp·chunk / (L'·t)) (Little's law; the slots those memory holds,
+    the prompts the chunk admits). One step of the fixed point from the fullest load (every
+    slot decoding, the budget full, slower steps and prefill than the loop's): the rate it
+    gives is at most the loop's, so the iteration re-timed at that load (its decoders
+    rounded down to whole units, with the prompt tokens of the *other* clients: a client
+    decoding alone carries none) is no slower than the loop's (TPOT stays a lower bound),
+    and the rate at that time no lower.
+    Clients beyond the slots (more than memory holds) wait; a remainder below one dp·pp
+    unit is not counted as waiting clients."""
+    dp, D, Lu, unit = e.par.dp, w.decode_steps, w.uncached_len, e.unit
+    slots = running
+    clients = np.where(concurrency - slots >= unit, concurrency, slots)
+    pieces = np.ceil(Lu / chunk)
+
+    def rate(t: Any, prefill: Any) -> Any:
+        return np.minimum(np.minimum(clients / (prefill + D * t), slots / (D * t)),
+                          dp * chunk / (Lu * t))
+
+    first = rate(t_full_load, prefill_full_load)  # at most the loop's rate
+    decoding = np.clip(np.floor(first * D * t_full_load / unit) * unit, unit, slots)
+    others = first * Lu * t_full_load * (clients - 1) / clients + 0 * decoding
+    own = dp * Lu / pieces + 0 * decoding
+
+    def timed(prompt_tokens: Any) -> Any:  # a step carries prompt tokens everywhere or nowhere
+        if np.all(prompt_tokens > 0) or not np.any(prompt_tokens):
+            return np.asarray(e.step_time(e.iteration(decoding, w, prompt_tokens)))
+        return np.where(prompt_tokens > 0, timed(np.where(prompt_tokens > 0, prompt_tokens, 1.0)),
+                        timed(0.0 * prompt_tokens))
+
+    t_it, prefill_s = timed(others), pieces * timed(own)
+    load = rate(t_it, prefill_s)
+    cycle = prefill_s + D * t_it  # no wait where the clients, not the slots, set the rate
+    wait = np.where(load >= clients / cycle, 0.0, np.maximum(clients / load - cycle, 0.0))
+    return decoding, t_it, prefill_s, load, wait
 
 
 @dataclass(frozen=True)
@@ -147,7 +185,7 @@ def pools(e: Engine, w: Workload, running: Any, chunks: Any) -> Pools:
 
 
 def disaggregated(d: Pools, p: Pools, w: Workload, chunks: Any, rate: float | None = None,
-                  closed_loop: bool = False) -> dict[str, Any]:
+                  concurrency: float | None = None) -> dict[str, Any]:
     """Points over (decode running batch, prefill chunk, prefill utilization rho): arrays of
     shape (len(running), len(chunks), len(RHO)). Without `rate` the prefill pool is the
     fraction of an instance per decode instance that runs at rho (the figure at scale); with
@@ -162,21 +200,31 @@ def disaggregated(d: Pools, p: Pools, w: Workload, chunks: Any, rate: float | No
     # service per request: a pass of dp·prompts, pp passes in flight
     per_prompt = t_p / (pe.par.dp * pe.par.pp * p.prompts[None, :, None])
     capacity = B / (D * t_dec[:, None, None]) + 0 * per_prompt  # req/s per decode instance
+    transfer_s = pe.kv_transfer_s(w)
+    clients = None
     if rate is None:
         decoders = np.ones(capacity.shape)
-        prefillers = capacity * per_prompt / rho  # fractional: the pool ratio at scale
+        load = capacity
+        if concurrency is not None:  # Little's law: clients cycle through prefill + decode;
+            # those beyond the running slots wait (a remainder under one unit does not)
+            clients = np.where(concurrency - B >= d.engine.unit, concurrency, B + 0 * load)
+            load = np.minimum(clients / (t_p + transfer_s + D * t_dec[:, None, None]),
+                              capacity)
+        prefillers = load * per_prompt / rho  # fractional: the pool ratio at scale
         used = rho + 0 * capacity
         idx = np.broadcast_to(np.arange(B.shape[0])[:, None, None], capacity.shape)
-        load = capacity
     else:  # decode latency at the load each decode instance really carries
         decoders = np.ceil(rate / capacity)
         prefillers = np.ceil(rate * per_prompt / rho)
         used = rate * per_prompt / prefillers
         load = rate / decoders
         idx = np.clip(np.searchsorted(capacity[:, 0, 0], load, side="right") - 1, 0, None)
-    # a closed loop sends a request only when one finishes: no queue builds (as aggregated)
-    wait = 0.0 * used if closed_loop else md1_wait_s(used, per_prompt)
-    transfer = pe.kv_transfer_s(w) + 0 * wait
+    if clients is not None:  # the closed loop's wait for a running slot (none where the
+        cycle = t_p + transfer_s + D * t_dec[idx]  # clients, not the slots, set the rate)
+        wait = np.where(load >= clients / cycle, 0.0, np.maximum(clients / load - cycle, 0.0))
+    else:
+        wait = md1_wait_s(used, per_prompt)
+    transfer = transfer_s + 0 * wait
     return {
         "running": d.running[idx], "chunk": chunk + 0 * wait, "instances": decoders,
         "chips": decoders * d.engine.chips + prefillers * pe.chips,

@@ -203,7 +203,7 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
             if p.chip.id == d.chip.id and p.prec == d.prec:  # one chip kind, one set of dtypes
                 add({**dconf, "mode": "disaggregated", **_prefill_config(pconf)},
                     disaggregated(dpool, ppool, workload, chunks, load.rate,
-                                  closed_loop=load.concurrency is not None), most)
+                                  load.concurrency), most)
     if not groups:
         raise RooflineError("no configuration is valid: " + "; ".join(dict.fromkeys(skipped)))
     keys = list(dict.fromkeys(k for g in groups for k in g))  # a resource one lacks: 0 s
@@ -238,5 +238,7 @@ def _derive(c: dict[str, Any], w: Workload, prices: dict[str, float],
     # an upper bound on tokens per joule only as far as the throughput is one: a chip can
     # draw less than its TDP (memory-bound steps often do)
     c["tokens_per_joule"] = c["output_tokens_per_s_per_chip"] / watts
-    price = np.array([prices.get(h, math.nan) for h in c["hardware"]])
+    # a clocked chip (h100-sxm@915MHz) rents as its part: the price given for h100-sxm
+    price = np.array([prices.get(h, prices.get(h.split("@")[0], math.nan))
+                      for h in c["hardware"]])
     c["usd_per_mtok"] = price / 3600 / c["output_tokens_per_s_per_chip"] * 1e6
