@@ -3,6 +3,7 @@ every published measurement (benchmarks/validation, fit and held-out halves)."""
 
 from __future__ import annotations
 
+import json
 import statistics
 import sys
 from functools import cache
@@ -272,3 +273,14 @@ def test_expected_gemm_and_attention_never_faster_for_more_work(chip):
     t = np.array([expected(attention(1, float(n), float(n), 8, 8, 128, block_q=128),
                            chip).t_s for n in lengths])
     assert np.all(np.diff(t) >= -1e-12 * t[1:])
+
+
+def test_the_kernel_option_picks_its_figure_or_says_which_exist(run_cli) -> None:
+    # `--kernel` was read by the op's expected time but no option set it
+    base = ["op", "linear-attention", "--q-len", "65536", "--kv-len", "65536", "--heads", "8",
+            "--key-heads", "2", "--hw", "h100", "--expect", "--json"]
+    _, out, _ = run_cli(*base)
+    _, fla, _ = run_cli(*base, "--kernel", "fla")
+    assert json.loads(fla)["expected"]["t_s"] > 2 * json.loads(out)["expected"]["t_s"]
+    code, _, err = run_cli(*base, "--kernel", "nosuch")
+    assert code == 2 and "(it has: fla)" in err

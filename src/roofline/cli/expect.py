@@ -13,8 +13,13 @@ EXPECT_HELP = ("also give the expected time beside the bound: a forecast with ef
                "defaults where it has none; --calibrated FILE overrides them)")
 
 
-def add_expect_option(parser: argparse.ArgumentParser, calibrated: bool = False) -> None:
+def add_expect_option(parser: argparse.ArgumentParser, calibrated: bool = False,
+                      kernel: bool = False) -> None:
     parser.add_argument("--expect", action="store_true", help=EXPECT_HELP)
+    if kernel:
+        parser.add_argument("--kernel", metavar="NAME", help="with --expect: the kernel whose "
+                            "measured fraction the expected time takes (attention: fa2, fa3, "
+                            "cudnn, ...; linear attention: fla); default: the chip's own")
     if calibrated:
         parser.add_argument("--calibrated", metavar="FILE", help="a calibration from roofline "
                             "measure ... --calibration-out: its efficiencies override the "
@@ -37,7 +42,18 @@ def op_expected(cost: Any, chip: Chip, args: argparse.Namespace, extra: dict[str
     from ..expect.op import dequant_family
     from ..render.estimate import expected_text
 
-    e = expected(cost, chip, calibration(args), kernel=getattr(args, "kernel", None),
+    kernel = getattr(args, "kernel", None)
+    if kernel:  # a name no figure carries would fall back silently: say which exist
+        from ..errors import RooflineError
+        from ..expect.table import figures
+
+        named = sorted({k.split(".", 1)[1] for k in figures(chip, calibration(args))
+                        if k.split(".")[0] in ("attention", "attention_bwd", "linear_attention")
+                        and "." in k})
+        if kernel not in named:
+            raise RooflineError(f"--kernel: no figure for {kernel!r} on {chip.id} (it has: "
+                                f"{', '.join(named) or 'none'})")
+    e = expected(cost, chip, calibration(args), kernel=kernel,
                  dequant=dequant_family(getattr(args, "weight_dtype", None), cost))
     rates = {k: v for k, v in extra.items() if k in ("algbw_Bps", "busbw_Bps") and v}
     data = e.to_dict()

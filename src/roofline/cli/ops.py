@@ -130,5 +130,5 @@ def _add_op(sub: Any, decl: OpDecl) -> None:
     q.add_argument("--calibrated", metavar="FILE", help="also give an estimate calibrated "
                    "with measured efficiencies (from roofline measure ... "
                    "--calibration-out)")
-    add_expect_option(q)
+    add_expect_option(q, kernel=True)
     q.set_defaults(func=_cmd_op, decl=decl)
