@@ -87,7 +87,7 @@ def test_cli_options_are_the_declaration(name):
     parser = build_parser()
     op = _options(_subparser(parser, "op", name))
     assert set(op) == {p.name for p in decl.params} | {"hw", "clock_mhz", "json", "explain",
-                                                      "calibrated", "expect"}
+                                                      "calibrated", "expect", "kernel"}
     _check_matches(op, decl, lambda p: None if p.kind == "bool" else p.default)
     # an --op spec of plot / report: the op's own parser, the same options
     spec = _options(op_parser(decl, "x"))
