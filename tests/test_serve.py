@@ -232,6 +232,10 @@ def test_a_closed_loop_the_prefill_budget_cannot_keep_up_with_settles_and_queues
         modes=("aggregated",)), load=Load(concurrency=1)).row(0)
     solo = analyze("llama-3.1-8b", "h100", decode(1, 8193), Parallel(), prec)
     assert one["tpot_s"] == pytest.approx(solo.t_lower_s, rel=1e-9)
+    # its bound and time by resource are that step's too (they were the full-load step's)
+    assert one["bound"] == solo.bound == "hbm"
+    assert sum(v for k, v in one.items() if k.startswith("time_")) == pytest.approx(
+        one["t_step_s"], rel=1e-9)
     assert one["requests_per_s"] * one["e2e_s"] == pytest.approx(1, rel=1e-9)
 
 

@@ -101,10 +101,11 @@ def aggregated(e: Engine, w: Workload, running: Any, chunks: Any,
     service = Lu / chunk * t_full[pick]
     rho = load / dp * service  # each replica's prefill budget is one M/D/1 server
     prefill_s = pieces * t_own[pick]
+    columns = _columns(a, (0, *pick))
     if closed_loop:
         assert concurrency is not None
-        B, t_set, prefill_s, load, wait = _settle(e, w, B + 0 * chunk, chunk, concurrency,
-                                                  t_it[pick], prefill_s)
+        B, t_set, prefill_s, load, wait, columns = _settle(
+            e, w, B + 0 * chunk, chunk, concurrency, t_it[pick], prefill_s)
         t_it = t_set
         rho = np.minimum(load / dp * service, 1.0)
         feasible = np.ones(rho.shape, dtype=bool)  # a closed loop settles somewhere
@@ -121,15 +122,17 @@ def aggregated(e: Engine, w: Workload, running: Any, chunks: Any,
         "requests_per_s": load * instances, "tpot_s": tpot, "prefill_s": prefill_s,
         "queue_s": wait, "kv_transfer_s": 0.0 * rho, "ttft_s": prefill_s + wait,
         "t_step_s": t_it[pick], "utilization": rho, "feasible": feasible,
-        "prefill_ratio": 0.0 * rho, **_columns(a, (0, *pick)),
+        "prefill_ratio": 0.0 * rho, **columns,
     }
 
 
 def _settle(e: Engine, w: Workload, running: Any, chunk: Any, concurrency: float,
-            t_full_load: Any, prefill_full_load: Any) -> tuple[Any, Any, Any, Any, Any]:
+            t_full_load: Any, prefill_full_load: Any
+            ) -> tuple[Any, Any, Any, Any, Any, dict[str, Any]]:
     """A closed loop's operating point: (sequences decoding, iteration time, own prefill,
-    requests/s, wait). Its clients cycle through a wait, their prefill (ceil(L'/chunk)
-    iterations) and D decode iterations, so requests/s = min(clients / (prefill + D·t),
+    requests/s, wait, the iteration's bound and time by resource). Its clients cycle
+    through a wait, their prefill (ceil(L'/chunk) iterations) and D decode iterations, so
+    requests/s = min(clients / (prefill + D·t),
     running slots / (D·t), dp·chunk / (L'·t)) (Little's law; the slots those memory holds,
     the prompts the chunk admits). One step of the fixed point from the fullest load (every
     slot decoding, the budget full, slower steps and prefill than the loop's): the rate it
@@ -153,17 +156,22 @@ def _settle(e: Engine, w: Workload, running: Any, chunk: Any, concurrency: float
     others = first * Lu * t_full_load * (clients - 1) / clients + 0 * decoding
     own = dp * Lu / pieces + 0 * decoding
 
-    def timed(prompt_tokens: Any) -> Any:  # a step carries prompt tokens everywhere or nowhere
+    def timed(prompt_tokens: Any) -> tuple[Any, dict[str, Any]]:
+        """The step's time and its columns (a step carries prompt tokens everywhere or
+        nowhere: one analysis each, merged point by point)."""
         if np.all(prompt_tokens > 0) or not np.any(prompt_tokens):
-            return np.asarray(e.step_time(e.iteration(decoding, w, prompt_tokens)))
-        return np.where(prompt_tokens > 0, timed(np.where(prompt_tokens > 0, prompt_tokens, 1.0)),
-                        timed(0.0 * prompt_tokens))
+            a = e.iteration(decoding, w, prompt_tokens)
+            return np.asarray(e.step_time(a)), _columns(a, ...)
+        some = prompt_tokens > 0
+        (t1, c1), (t0, c0) = timed(np.where(some, prompt_tokens, 1.0)), timed(0 * some)
+        return np.where(some, t1, t0), {k: np.where(some, c1.get(k, 0.0), c0.get(k, 0.0))
+                                        for k in dict.fromkeys([*c1, *c0])}
 
-    t_it, prefill_s = timed(others), pieces * timed(own)
+    (t_it, columns), prefill_s = timed(others), pieces * timed(own)[0]
     load = rate(t_it, prefill_s)
     cycle = prefill_s + D * t_it  # no wait where the clients, not the slots, set the rate
     wait = np.where(load >= clients / cycle, 0.0, np.maximum(clients / load - cycle, 0.0))
-    return decoding, t_it, prefill_s, load, wait
+    return decoding, t_it, prefill_s, load, wait, columns
 
 
 @dataclass(frozen=True)
