@@ -514,22 +514,38 @@ def _serve_dtype(text: str) -> str | None:
     return None
 
 
+def _catalogued(row: Row, model: str | None) -> tuple[Chip | None, str]:
+    """The row's chip, or why the row is skipped: its model or its chip is not in the
+    catalog."""
+    from roofline.models import list_models
+
+    if model is None or model not in list_models():
+        return None, f"model {row.params.get('model')!r} is not in the catalog"
+    try:
+        return load_chip(row.chip), ""
+    except RooflineError:
+        return None, f"chip {row.chip!r} is not in the catalog"
+
+
+def _serve_model(row: Row) -> str | None:
+    """The catalog id of a serving row's model (SERVE_MODELS), if one matches."""
+    return next((cid for pat, cid in SERVE_MODELS
+                 if re.search(pat, row.params.get("model", "").lower())), None)
+
+
 def serving_case(row: Row) -> tuple[dict[str, Any] | None, str]:
     """(deployment, "") or (None, why it is skipped)."""
-    from roofline.models import list_models, load_model, model_precision
+    from roofline.models import load_model, model_precision
 
     p = row.params
     fw = p.get("framework", "").lower()
     if not fw.startswith(ENGINES):
         return None, f"{fw or 'no framework'}: not a serving engine run"
-    model = next((cid for pat, cid in SERVE_MODELS
-                  if re.search(pat, p.get("model", "").lower())), None)
-    if model is None or model not in list_models():
-        return None, f"model {p.get('model')!r} is not in the catalog"
-    try:
-        chip = load_chip(row.chip).id
-    except RooflineError:
-        return None, f"chip {row.chip!r} is not in the catalog"
+    model = _serve_model(row)
+    found, why = _catalogued(row, model)
+    if found is None:
+        return None, why
+    chip = found.id
     ins, outs = p.get("input_len", p.get("prompt_len")), p.get("output_len")
     if ins is None or outs is None:
         return None, "input or output length not stated"
@@ -643,14 +659,10 @@ def prefill_case(row: Row) -> Prefill:
     fw = p.get("framework", "").lower()
     if not fw.startswith(ENGINES):
         return replace(base, skip=f"{fw or 'no framework'}: not a serving engine run")
-    model = next((cid for pat, cid in SERVE_MODELS
-                  if re.search(pat, p.get("model", "").lower())), None)
-    if model is None:
-        return replace(base, skip=f"model {p.get('model')!r} is not in the catalog")
-    try:
-        chip = load_chip(row.chip)
-    except RooflineError:
-        return replace(base, skip=f"chip {row.chip!r} is not in the catalog")
+    model = _serve_model(row)
+    chip, why = _catalogued(row, model)
+    if chip is None or model is None:
+        return replace(base, skip=why)
     if p.get("output_len") != "1" or row.metric != "ttft_ms":
         return replace(base, skip=f"{row.metric} with output_len {p.get('output_len')}: "
                        "not a prefill-only TTFT")
@@ -711,12 +723,9 @@ def generate_case(row: Row) -> Generate:
     if "speculate_k" in p:
         return replace(base, skip="speculative decoding: the draft's acceptance not published")
     model = GENERATE_MODELS.get(p.get("model", ""))
-    if model is None:
-        return replace(base, skip=f"model {p.get('model')!r} is not in the catalog")
-    try:
-        chip = load_chip(row.chip)
-    except RooflineError:
-        return replace(base, skip=f"chip {row.chip!r} is not in the catalog")
+    chip, why = _catalogued(row, model)
+    if chip is None or model is None:
+        return replace(base, skip=why)
     weights = p.get("weight_dtype", "bf16")
     prec = Precision(weights=GENERATE_DTYPES.get(weights, weights), activations="bf16")
     par = Parallel(tp=_pint(p, "tp", 1), ep=1)

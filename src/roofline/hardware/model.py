@@ -114,21 +114,17 @@ class Chip:
     efficiency: dict[str, Efficiency] = field(default_factory=dict)  # expected-time figures
 
     @cached_property
-    def _rates(self) -> dict[tuple[str, str], float]:
-        """(units, dtype) -> FLOP/s already looked up: the evaluator asks per op."""
-        return {}
-
-    @cached_property
     def memo(self) -> dict[Any, Any]:
         """Figures derived from this chip's own, kept once computed (each user keys its
-        entries by what they depend on: a collective's per-byte chains, per group shape)."""
+        entries by what they depend on: a rate per (units, dtype), a collective's per-byte
+        chains per group shape, the decode critical batch per dtypes)."""
         return {}
 
     def peak_flops(self, compute_dtype: str) -> float:
         """Dense peak FLOP/s for a compute dtype (a dtype name or alias)."""
-        rate = self._rates.get(("tensor", compute_dtype))
+        rate = self.memo.get(("tensor", compute_dtype))
         if rate is None:
-            rate = self._rates[("tensor", compute_dtype)] = self._peak_flops(compute_dtype)
+            rate = self.memo[("tensor", compute_dtype)] = self._peak_flops(compute_dtype)
         return rate
 
     def _peak_flops(self, compute_dtype: str) -> float:
@@ -147,9 +143,9 @@ class Chip:
         dtypes (fp8, int8, fp4, scale formats) are widened to the 16-bit rate, tf32 to fp32.
         Without a vector figure for it, the tensor peak of that dtype (else the chip's highest
         peak) stands in: a valid but loose bound."""
-        rate = self._rates.get(("vector", compute_dtype))
+        rate = self.memo.get(("vector", compute_dtype))
         if rate is None:
-            rate = self._rates[("vector", compute_dtype)] = self._vector_flops(compute_dtype)
+            rate = self.memo[("vector", compute_dtype)] = self._vector_flops(compute_dtype)
         return rate
 
     def _vector_flops(self, compute_dtype: str) -> float:
