@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
@@ -46,33 +46,58 @@ def _scale(a: Mapping[str, Num], factor: Num) -> dict[str, Num]:
     return {key: value * factor for key, value in a.items()}
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class Cost:
     """FLOPs per compute dtype; bytes per memory level; per-direction bytes and steps per link.
 
     Counting conventions live with the ops that build a Cost (a multiply-add is 2 FLOPs).
     """
 
-    flops: Mapping[str, Num] = field(default_factory=dict)  # tensor-core FLOPs per dtype
-    bytes: Mapping[str, Num] = field(default_factory=dict)
-    link_bytes: Mapping[str, Num] = field(default_factory=dict)
-    link_steps: Mapping[str, Num] = field(default_factory=dict)
+    flops: Mapping[str, Num]  # tensor-core FLOPs per dtype
+    bytes: Mapping[str, Num]
+    link_bytes: Mapping[str, Num]
+    link_steps: Mapping[str, Num]
     # the derivation, or how to build it on first read (derivation.derived): `terms`
-    steps: tuple[Term, ...] | Callable[[], tuple[Term, ...]] = ()
-    name: str = ""
-    vector_flops: Mapping[str, Num] = field(default_factory=dict)  # non-tensor, per dtype
-    special_ops: Mapping[str, Num] = field(default_factory=dict)  # function -> evaluations
-    link_calls: Mapping[str, Num] = field(default_factory=dict)  # collective calls per link
-    algorithm: Any = None  # a collective's algorithm: a name, or an array of names per point
+    steps: tuple[Term, ...] | Callable[[], tuple[Term, ...]]
+    name: str
+    vector_flops: Mapping[str, Num]  # non-tensor, per dtype
+    special_ops: Mapping[str, Num]  # function -> evaluations
+    link_calls: Mapping[str, Num]  # collective calls per link
+    algorithm: Any  # a collective's algorithm: a name, or an array of names per point
     # a collective whose algorithm was picked for its time ("auto"): the least each link and
     # the latency could carry under any of its algorithms, which a step's floor takes
-    least: Cost | None = None
+    least: Cost | None
 
-    def __post_init__(self) -> None:
+    def __init__(self, flops: Mapping[str, Num] | None = None,
+                 bytes: Mapping[str, Num] | None = None,
+                 link_bytes: Mapping[str, Num] | None = None,
+                 link_steps: Mapping[str, Num] | None = None,
+                 steps: tuple[Term, ...] | Callable[[], tuple[Term, ...]] = (),
+                 name: str = "", vector_flops: Mapping[str, Num] | None = None,
+                 special_ops: Mapping[str, Num] | None = None,
+                 link_calls: Mapping[str, Num] | None = None, algorithm: Any = None,
+                 least: Cost | None = None) -> None:
+        # Written straight into the instance dict (set once, here: the record stays frozen):
+        # a whole-model estimate makes dozens of Costs, and a frozen dataclass's generated
+        # __init__ costs ~1 us more per instance.
+        fields = self.__dict__
+        fields["flops"] = {} if flops is None else flops
+        fields["bytes"] = {} if bytes is None else bytes
+        fields["link_bytes"] = {} if link_bytes is None else link_bytes
+        fields["link_steps"] = {} if link_steps is None else link_steps
+        fields["steps"] = steps
+        fields["name"] = name
+        fields["vector_flops"] = {} if vector_flops is None else vector_flops
+        fields["special_ops"] = {} if special_ops is None else special_ops
+        fields["link_calls"] = {} if link_calls is None else link_calls
+        fields["algorithm"] = algorithm
+        fields["least"] = least
         # nan, inf (an overflowing size) or a negative count would become a time that looks
         # like an answer; refuse them where the Cost is made. Scalars take the fast path.
-        for counts in (self.flops, self.bytes, self.link_bytes, self.link_steps,
-                       self.vector_flops, self.special_ops, self.link_calls):
+        for counts in (flops, bytes, link_bytes, link_steps, vector_flops, special_ops,
+                       link_calls):
+            if not counts:
+                continue
             for value in counts.values():
                 if type(value) is float:
                     ok = 0 <= value < math.inf  # False for nan

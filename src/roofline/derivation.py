@@ -262,7 +262,7 @@ def _derivation(op: Callable[..., Cost], args: tuple[Any, ...], kwargs: dict[str
 
 def unwrap(x: Any) -> Any:
     """0-d arrays back to Python scalars, so scalar inputs give scalar results."""
-    if type(x) is float:  # already one: the common case in a whole-model estimate
+    if type(x) is float or type(x) is int:  # already one: the common case for one point
         return x
     arr = np.asarray(x)
     return arr.item() if arr.ndim == 0 else arr
@@ -273,6 +273,8 @@ def floats(x: Any) -> Any:
     float's), else a float array."""
     if type(x) is float:
         return x
+    if type(x) is int and abs(x) <= 2**53:  # exactly a float, as numpy would make it
+        return float(x)
     arr = np.asarray(x, dtype=float)
     return arr.item() if arr.ndim == 0 else arr
 

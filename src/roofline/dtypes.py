@@ -12,6 +12,7 @@ bytes counts the scales without knowing about them. Spelling: ``<dtype>-g<group>
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -110,6 +111,7 @@ class Operands(NamedTuple):
     c: DType
 
 
+@functools.lru_cache(maxsize=256)  # a few dtype combinations; every matrix op asks
 def operand_dtypes(dtype: str | DType, weight_dtype: str | DType | None = None,
                    out_dtype: str | DType | None = None,
                    compute_dtype: str | DType | None = None) -> Operands:

@@ -62,7 +62,7 @@ from .step import (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class OpCost:
     group: str  # e.g. "dense layer" / "moe layer (window)"; "model" for whole-model ops
     name: str
@@ -72,6 +72,15 @@ class OpCost:
     per_step: bool = False  # once per step (gradient sync, optimizer), not per micro-batch
     model_share: float | None = None  # occurrences for MFU (an average stage), if not count
     stream: str = ""  # "" for compute; else the parallel group of its collective (tp, dp, ...)
+
+    def __init__(self, group: str, name: str, count: float, cost: Cost, model_flops: Any = 0.0,
+                 per_step: bool = False, model_share: float | None = None,
+                 stream: str = "") -> None:
+        # written straight into the instance dict, once (as Cost: ~1 us less per row)
+        fields = self.__dict__
+        fields["group"], fields["name"], fields["count"], fields["cost"] = group, name, count, cost
+        fields["model_flops"], fields["per_step"] = model_flops, per_step
+        fields["model_share"], fields["stream"] = model_share, stream
 
 
 def gemm_dtype(prec: Precision, chip: Chip) -> str:
@@ -193,6 +202,7 @@ def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chi
 
 
 
+@functools.cache  # a handful of op names, one lookup per row
 def _stream(name: str) -> str:
     return next((t for t in name.split() if t in LAYER_STREAMS), "")
 

@@ -76,6 +76,7 @@ def local_params(spec: ModelSpec, par: Parallel) -> float:
     return dense + experts
 
 
+@cache  # frozen inputs: the graph, memory and levers ask per analysis
 def weight_bytes(spec: ModelSpec, par: Parallel, prec: Precision) -> float:
     """Bytes of the weights one chip holds: the layers in the weight dtype, the embedding and
     LM head in theirs (`Precision.tables`), as the graph reads them."""
@@ -286,8 +287,10 @@ def footprint(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
             + params * lookup_dtype(prec.grads).bytes / (par.dp if zero >= 2 else 1)
     sizing = Sizing(spec, phase, par, prec, in_flight)
     seqs = sizing.seqs
-    shape = np.broadcast(seqs, sizing.context, sizing.tokens_per_seq).shape
-    kv_total = np.broadcast_to(sizing.kv(seqs), shape)  # a view: the phase's shape
+    kv_total = sizing.kv(seqs)
+    sizes = (seqs, sizing.context, sizing.tokens_per_seq)
+    if any(type(size) is np.ndarray for size in sizes):  # a view in the phase's shape
+        kv_total = np.broadcast_to(kv_total, np.broadcast(*sizes).shape)
     return MemoryFootprint(weights, unwrap(kv_total), float(kv_bytes_per_token(spec, par, prec)),
                            unwrap(sizing.activations(seqs)), optimizer, capacity_bytes, sizing,
                            spec.max_context, unwrap(seqs * sizing.state))

@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..cost import LINKS
 from ..derivation import Num, add_all, any_true, maximum, times_n, where
@@ -124,12 +125,11 @@ def check_schedule(schedule: Schedule, par: Parallel) -> Schedule:
     return schedule
 
 
-@dataclass(frozen=True)
-class Row:
-    """One op of the step as the schedule sees it."""
+class Row(NamedTuple):
+    """One op of the step as the schedule sees it (a named tuple: a step makes one per op)."""
 
     stream: str  # "" for compute; else the parallel group of its collective (tp, dp, ...)
-    count: float  # occurrences per micro-batch (per step when per_step)
+    repeats: float  # occurrences per micro-batch (per step when per_step)
     per_step: bool
     est: Estimate  # one occurrence
 
@@ -145,12 +145,15 @@ class StepTimes:
     bubble_fraction: float  # idle slots / micro-batches
 
 
+_COMMUNICATION = frozenset((*LINKS, LATENCY))
+
+
 def _split(est: Estimate) -> tuple[Num, Num, dict[str, Num]]:
     """(local time, communication time, communication per link) of one occurrence: compute
     units and memory overlap; a collective's link times and latency add (alpha-beta)."""
+    if _COMMUNICATION.isdisjoint(est.time_s):  # no communication: the op's own bound
+        return est.t_lower_s, 0.0, {}
     per_link: dict[str, Num] = {r: t for r, t in est.time_s.items() if r in LINKS}
-    if not per_link and LATENCY not in est.time_s:  # no communication: the op's own bound
-        return est.t_lower_s, 0.0, per_link
     local = [t for r, t in est.time_s.items() if r not in LINKS and r != LATENCY]
     if per_link:  # the latency rides on the op's first link
         first = next(iter(per_link))
@@ -175,13 +178,17 @@ def step_times(rows: Sequence[Row], schedule: Schedule, microbatches: int, pp: i
     exposed: list[Num] = []  # communication on the critical path
     hidden: list[Num] = []  # communication that overlaps compute
     links: dict[str, list[Num]] = {}
+    hides: dict[str, bool] = {}  # per stream: Schedule.hidden, asked once
     for row in rows:
         local, comm, per_link = _split(row.est)
-        n = row.count * (1 if row.per_step else m)  # occurrences per step
-        repeat = row.count * (1 if row.per_step else slots)  # with the bubble's slots
+        n = row.repeats * (1 if row.per_step else m)  # occurrences per step
+        repeat = row.repeats * (1 if row.per_step else slots)  # with the bubble's slots
         for link, t in per_link.items():
             links.setdefault(link, []).append(times_n(n, t))
-        if not schedule.hidden(row.stream):
+        hidden_here = hides.get(row.stream)
+        if hidden_here is None:
+            hidden_here = hides[row.stream] = schedule.hidden(row.stream)
+        if not hidden_here:
             critical.append(times_n(repeat, local + comm if per_link else local))
             exposed.append(times_n(repeat, comm))
             continue

@@ -3,7 +3,7 @@ that set FLOPs and bytes. `models.hf_config` reads it from a Hugging Face config
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 
 
@@ -84,6 +84,18 @@ class ModelSpec:
     source: str = ""
     extra_norms: int = 0  # Gemma 2/3: pre- and post- norms around each block (2 more)
     notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def __hash__(self) -> int:
+        # hashed once: the analyses' caches key on the spec (every field, the per-layer
+        # tuples too: ~0.6 us a time)
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = self.__dict__["_hash"] = hash(tuple(getattr(self, f.name) for f in fields(self)
+                                                    if f.compare))
+        return h
+
+    def __getstate__(self) -> dict[str, object]:  # a string's hash differs per process
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
 
     def is_moe_layer(self, i: int) -> bool:
         m = self.moe

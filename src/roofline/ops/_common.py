@@ -25,8 +25,10 @@ def shown(value: Any) -> str:
 def size(symbol: str, given: Any, what: str | None = None) -> Quantity:
     """A positive size as a derivation symbol (its number when running on numbers); arrays
     are checked element by element."""
+    if type(given) is float and 0 < given < math.inf:  # the common case: one point
+        return sym(symbol, given)
     label = what or symbol
-    if type(given) is float or type(given) is int:  # the common scalar: no numpy round trip
+    if type(given) is int:  # a Python int: no numpy round trip
         try:
             scalar = float(given)
         except OverflowError:
