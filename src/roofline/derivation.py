@@ -330,7 +330,7 @@ def scaled_sum(pairs: Iterable[tuple[float, Any]]) -> Any:
     """Σ n·v over (n, v) pairs, added as `add_all` adds; the products it makes (n ≠ 1) are
     its own, so they are summed into in place rather than copied."""
     if isinstance(pairs, list) and _FLOAT.issuperset(map(type, map(_second, pairs))):
-        return sum([times_n(n, v) for n, v in pairs], 0.0)  # one point
+        return sum([v if n == 1 else n * v for n, v in pairs], 0.0)  # one point: times_n
     groups: dict[tuple[int, ...], Any] = {}
     owned: set[tuple[int, ...]] = set()  # groups whose sum is an array made here
     for n, v in pairs:

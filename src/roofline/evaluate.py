@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -29,6 +28,7 @@ import numpy as np
 from .cost import Cost
 from .derivation import Num, add_all, unwrap, where
 from .hardware import Chip, System, load_chip
+from .lazy import cached_property
 from .serialize import jsonable
 from .units import format_time
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from typing import Any
 
 from ..cost import LINKS, MEMORY_LEVELS
 from ..dtypes import dtype as lookup_dtype
 from ..dtypes import dtype_names
 from ..errors import RooflineError
+from ..lazy import cached_property
 
 
 @dataclass(frozen=True)

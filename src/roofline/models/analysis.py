@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -25,6 +24,7 @@ from ..cost import Cost
 from ..derivation import Num, add_all, floats, in_shape, ratio, unwrap
 from ..errors import RooflineError
 from ..hardware import Chip, System
+from ..lazy import cached_property
 from ..serialize import jsonable
 from ..solve import decode_critical_batch
 from ..units import format_si, format_time
@@ -318,12 +318,15 @@ def _tables(rows: list[OpCost], core: StepCore
 def _per_step(rows: list[OpCost], m: int, kinds: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     """Counted fields of the step's total Cost (all occurrences of every op), per kind."""
     out: dict[str, dict[str, Any]] = {kind: {} for kind in kinds}
+    totals = list(out.items())
     for r in rows:
         n = occurrences(r, m)
-        for kind in kinds:
-            total = out[kind]
-            for key, value in getattr(r.cost, kind).items():
-                total[key] = total[key] + n * value if key in total else n * value
+        cost = r.cost
+        for kind, total in totals:
+            counts = getattr(cost, kind)
+            if counts:  # most ops count two or three of the kinds
+                for key, value in counts.items():
+                    total[key] = total[key] + n * value if key in total else n * value
     return out
 
 

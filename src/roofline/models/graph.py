@@ -169,7 +169,8 @@ def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chi
     chip = system.chip
     # optimizer arithmetic runs on vector units: the fp32 peak where the chip publishes one
     vector = "fp32" if "fp32" in chip.peaks else prec.activations
-    micro = replace(phase, batch=phase.batch / par.microbatches)
+    micro = phase if par.microbatches == 1 else replace(phase,
+                                                        batch=phase.batch / par.microbatches)
     l2 = flash_tiling(chip, sram_bytes, block_q) if impl == "flash" else {}
     c = Ctx(spec, micro, par, prec, place(par, system), impl, sram_bytes, block_q, vector,
              l2.get("l2_bytes"), gemm_dtype(prec, chip))
@@ -183,8 +184,8 @@ def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chi
         group = ("moe" if moe_layer else "dense") + " layer" + (
             " (linear)" if kind == "linear" else f" ({kind} {window})" if window else "")
         forward: Any = 0.0
+        per_stage = count // par.pp if count % par.pp == 0 else count / par.pp
         for name, cost in layer_ops(c, moe_layer, window, kind):
-            per_stage = count // par.pp if count % par.pp == 0 else count / par.pp
             if name.endswith(BACKWARD):  # training's own backward of the op before it:
                 useful_flops = 2 * forward  # the convention's 2x forward (the rest recomputes)
             else:  # work every TP rank repeats is the model's once: 1/tp of it on each
@@ -211,9 +212,11 @@ def _step(cost: Cost, phase: Phase, name: str = "") -> Cost:
     """A forward op's cost over the whole step (backward and recomputation included). In
     training, attention's backward is its own row (FlashAttention-2's recomputing backward),
     so the forward counts once, twice with full recomputation."""
-    if phase.kind == "train" and name.endswith(BACKWARD):
+    if phase.kind != "train":  # inference: one forward pass, as the op made it
         return cost
-    if phase.kind == "train" and name in SPLIT_BACKWARD:
+    if name.endswith(BACKWARD):
+        return cost
+    if name in SPLIT_BACKWARD:
         factor = 2.0 if phase.recompute else 1.0
     else:
         factor = phase.comm_factor if cost.link_bytes else phase.work_factor

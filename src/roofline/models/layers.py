@@ -6,12 +6,12 @@ the TP / CP / EP collectives between them, and the embedding, final norm and LM 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 from ..cost import Cost
 from ..derivation import any_true
 from ..dtypes import dtype as lookup_dtype
+from ..lazy import cached_property
 from ..ops.attention import attention
 from ..ops.attention_backward import attention_backward
 from ..ops.elementwise import elementwise
@@ -30,8 +30,8 @@ BACKWARD = " backward"  # a training row that is the backward pass of the row be
 SPLIT_BACKWARD = ("attention", "mla attention")  # their backward is a row of its own
 # ops every TP rank runs whole on the same tokens (no sequence parallelism): the model's
 # FLOPs count them once, 1/tp on each rank (Ctx.model_share)
-TP_REPLICATED = ("attention norm", "mlp norm", "attention residual", "mlp residual", "router",
-                 "q down projection", "kv down projection", "final norm")
+TP_REPLICATED = frozenset({"attention norm", "mlp norm", "attention residual", "mlp residual",
+                           "router", "q down projection", "kv down projection", "final norm"})
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import cache, cached_property
+from functools import cache
 from typing import Any
 
 import numpy as np
 
 from ..derivation import Num, add_all, floats, in_shape, unwrap
 from ..dtypes import dtype as lookup_dtype
+from ..lazy import cached_property
 from ..ops.linear_attention import recurrent_state_bytes
 from .params import param_counts
 from .spec import ModelSpec

@@ -29,7 +29,7 @@ The lower bound is max(critical path + exposed communication, busiest link, floo
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -164,13 +164,14 @@ def _split(est: Estimate) -> tuple[Num, Num, dict[str, Num]]:
     return (functools.reduce(maximum, local) if local else 0.0), comm, per_link
 
 
-def step_times(rows: Sequence[Row], schedule: Schedule, microbatches: int, pp: int,
-               layers_per_stage: float, cp: int, floor_s: Num, steady: bool = False
-               ) -> StepTimes:
+def step_times(rows: Iterable[tuple[str, float, bool, Estimate]], schedule: Schedule,
+               microbatches: int, pp: int, layers_per_stage: float, cp: int, floor_s: Num,
+               steady: bool = False) -> StepTimes:
     """The schedule-aware lower bound of a step whose rows run on the slowest stage.
     `floor_s`: the floor of the step's communication (its links and latency, each
     overlapped); the compute units and memory levels the critical path covers already.
-    `steady`: one of a stream of decode steps (Schedule.idle_slots)."""
+    `steady`: one of a stream of decode steps (Schedule.idle_slots). `rows`: `Row`s, or
+    plain tuples of the same fields."""
     m = microbatches
     idle = schedule.idle_slots(pp, m, steady)
     slots = m + idle
@@ -179,22 +180,23 @@ def step_times(rows: Sequence[Row], schedule: Schedule, microbatches: int, pp: i
     hidden: list[Num] = []  # communication that overlaps compute
     links: dict[str, list[Num]] = {}
     hides: dict[str, bool] = {}  # per stream: Schedule.hidden, asked once
-    for row in rows:
-        local, comm, per_link = _split(row.est)
-        n = row.repeats * (1 if row.per_step else m)  # occurrences per step
-        repeat = row.repeats * (1 if row.per_step else slots)  # with the bubble's slots
+    for stream, repeats, per_step, est in rows:
+        local, comm, per_link = _split(est)
+        n = repeats * (1 if per_step else m)  # occurrences per step
+        repeat = repeats * (1 if per_step else slots)  # with the bubble's slots
         for link, t in per_link.items():
             links.setdefault(link, []).append(times_n(n, t))
-        hidden_here = hides.get(row.stream)
+        hidden_here = hides.get(stream)
         if hidden_here is None:
-            hidden_here = hides[row.stream] = schedule.hidden(row.stream)
+            hidden_here = hides[stream] = schedule.hidden(stream)
         if not hidden_here:
-            critical.append(times_n(repeat, local + comm if per_link else local))
-            exposed.append(times_n(repeat, comm))
+            on_path = local + comm if per_link else local
+            critical.append(on_path if repeat == 1 else repeat * on_path)  # times_n
+            exposed.append(comm if repeat == 1 else repeat * comm)
             continue
         # hidden: only the part no compute can cover is exposed
-        share = 1.0 / cp if row.stream == "cp" else (
-            0.0 if row.stream in ("tp", "ep", "pp") else 1.0 / max(layers_per_stage, 1.0))
+        share = 1.0 / cp if stream == "cp" else (
+            0.0 if stream in ("tp", "ep", "pp") else 1.0 / max(layers_per_stage, 1.0))
         part = n * comm * share
         critical.append(repeat * local + part)
         exposed.append(part)

@@ -4,7 +4,8 @@ that set FLOPs and bytes. `models.hf_config` reads it from a Hugging Face config
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from functools import cached_property
+
+from ..lazy import cached_property
 
 
 @dataclass(frozen=True)

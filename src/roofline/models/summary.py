@@ -22,7 +22,7 @@ from ..ops.attention import flash_tiling
 from .catalog import load_model
 from .graph import OpCost, build, gemm_dtype
 from .memory import footprint
-from .schedule import Row, Schedule, StepTimes, check_schedule, step_times
+from .schedule import Schedule, StepTimes, check_schedule, step_times
 from .spec import ModelSpec
 from .step import MemoryBudget, Parallel, Phase, Precision, model_precision
 
@@ -117,28 +117,34 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
     upper: list[tuple[float, Any]] = []  # the idle slots too
     useful: list[tuple[float, Any]] = []
     for r in rows:
-        e = by_cost.get(id(r.cost))
+        cost = r.cost
+        e = by_cost.get(id(cost))
         if e is None:
-            e = by_cost[id(r.cost)] = evaluate(r.cost, chip)
+            e = by_cost[id(cost)] = evaluate(cost, chip)
         ests.append(e)
-        n = occurrences(r, m)
+        per = 1 if r.per_step else m  # occurrences per row.count (occurrences())
+        n = r.count * per
         floor_e = e
-        least = r.cost.least  # a collective whose algorithm was picked for its time: the
+        least = cost.least  # a collective whose algorithm was picked for its time: the
         if least is not None:  # floor takes the least any of its algorithms demands
             floor_e = by_cost.get(id(least)) or by_cost.setdefault(id(least),
                                                                    evaluate(least, chip))
         for resource, t in floor_e.time_s.items():
-            resource_s.setdefault(resource, []).append((n, t))
-        upper.append((occurrences(r, slots), e.t_upper_s))
-        useful.append(((r.model_share if r.model_share is not None else r.count)
-                       * (1 if r.per_step else m), r.model_flops))
+            parts = resource_s.get(resource)
+            if parts is None:
+                resource_s[resource] = [(n, t)]
+            else:
+                parts.append((n, t))
+        upper.append((r.count * (1 if r.per_step else slots), e.t_upper_s))
+        useful.append(((r.model_share if r.model_share is not None else r.count) * per,
+                       r.model_flops))
     # The critical path already covers each compute unit's and memory level's total (every
     # op adds at least its own time on each), so only the links and the latency can lift
     # the bound to the floor: the rest of the floor is summed only when it is read.
     comm_floor = functools.reduce(maximum, [_total(parts) for resource, parts in
                                             resource_s.items() if resource in COMM], 0.0)
-    times = step_times([Row(r.stream, r.count, r.per_step, e) for r, e in zip(rows, ests,
-                                                                              strict=True)],
+    times = step_times([(r.stream, r.count, r.per_step, e) for r, e in zip(rows, ests,
+                                                                           strict=True)],
                        schedule, m, par.pp, spec.layers / par.pp, par.cp, comm_floor, steady)
     op_times: list[dict[str, Any]] = []
     credited: dict[str, list[Any]] = {}

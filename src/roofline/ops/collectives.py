@@ -206,8 +206,9 @@ def collective(
     if isinstance(algo, str) and algo == AUTO:
         assert chip is not None
         algo, auto = _choose(kind, nbytes, ranks, chip, link, domain_size, link_share)
-    names = np.asarray(algo)
-    chosen = [str(algo)] if names.ndim == 0 else list(dict.fromkeys(names.ravel().tolist()))
+    names = np.asarray(algo) if not isinstance(algo, str) else None  # None: one name
+    chosen = [str(algo)] if names is None or names.ndim == 0 else \
+        list(dict.fromkeys(names.ravel().tolist()))
     if auto is None or symbolic():  # a named algorithm, or the derivation of the picked one
         costs = {a: _collective(kind, a, nbytes, ranks, link, domain_size, link_share)
                  for a in chosen}
@@ -218,7 +219,7 @@ def collective(
             cost = costs[chosen[0]]  # just made: its floor (no larger, so finite too) set
             object.__setattr__(cost, "least", _sized(auto.least, m))  # as Cost.deriving does
             return cost
-    cost = costs[chosen[0]] if len(chosen) == 1 else \
+    cost = costs[chosen[0]] if names is None or len(chosen) == 1 else \
         _pointwise(names, costs, f"{kind} (auto per size: {'/'.join(costs)})", "algo")
     if auto is None or auto.least is None:
         return cost
@@ -228,6 +229,10 @@ def collective(
 def _sized(unit: Cost, m: Any) -> Cost:
     """A collective's one-byte Cost at message size `m`: its bytes scale, its message steps
     and calls do not (its derivation re-runs the formula at `m`: `derived`)."""
+    if type(m) is float:  # one size: the steps and calls as they are
+        return Cost(link_bytes={k: v * m for k, v in unit.link_bytes.items()},
+                    link_steps=dict(unit.link_steps), link_calls=dict(unit.link_calls),
+                    name=unit.name, algorithm=unit.algorithm)
     return Cost(link_bytes={k: v * m for k, v in unit.link_bytes.items()},
                 link_steps={k: _full(v, m) for k, v in unit.link_steps.items()},
                 link_calls={k: _full(v, m) for k, v in unit.link_calls.items()},
@@ -471,8 +476,7 @@ def _per_byte(kind: str, ranks: Any, chip: Chip, link: str, domain_size: Any,
     from ..evaluate import link_times  # the one evaluator's alpha-beta terms
 
     key = ("collective per byte", kind, ranks, link, domain_size, link_share)
-    scalar = all(x is None or isinstance(x, (int, float, np.generic))
-                 for x in (ranks, domain_size, link_share))
+    scalar = _scalar(ranks) and _scalar(domain_size) and _scalar(link_share)
     if scalar and key in chip.memo:
         return cast(_PerByte, chip.memo[key])
     units, chains = {}, {}
@@ -484,6 +488,10 @@ def _per_byte(kind: str, ranks: Any, chip: Chip, link: str, domain_size: Any,
     if scalar:
         chip.memo[key] = auto
     return auto
+
+
+def _scalar(x: Any) -> bool:
+    return x is None or isinstance(x, (int, float, np.generic))
 
 
 def _choose(kind: str, nbytes: Any, ranks: Any, chip: Chip, link: str, domain_size: Any,
