@@ -242,6 +242,7 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
     m, times = core.m, core.times
     counted = _per_step(rows, m, ("flops", "vector_flops", "special_ops", "bytes", "link_bytes"))
     t_lower: Any = times.t_lower_s
+    shape = () if type(t_lower) is float else np.shape(t_lower)
 
     by_resource, model_flops = core.by_resource, core.model_flops
     flops = floats(add_all([v for kind in ("flops", "vector_flops", "special_ops")
@@ -276,8 +277,8 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
         decode_expert_compute_bound_batch=unwrap(
             critical * par.dp * spec.moe.experts / spec.moe.top_k) if spec.moe else None,
         schedule=schedule,
-        exposed_comm_s=in_shape(times.exposed_comm_s, np.shape(t_lower)),
-        hidden_comm_s=in_shape(times.hidden_comm_s, np.shape(t_lower)),
+        exposed_comm_s=in_shape(times.exposed_comm_s, shape),
+        hidden_comm_s=in_shape(times.hidden_comm_s, shape),
         bubble_fraction=times.bubble_fraction,
         flops_by_dtype={k: unwrap(v) for k, v in counted["flops"].items()},
         comm_streams=tuple(dict.fromkeys(r.stream for r in rows if r.stream)),

@@ -106,12 +106,21 @@ def kv_bytes_per_token(spec: ModelSpec, par: Parallel, prec: Precision,
     """KV cache bytes one sequence adds per token on one chip (all its layers); with
     `context`, the average over a sequence of that length (window and chunk layers stop
     growing at their span)."""
-    layers = _kv_layers(spec, par)
-    per_layer = kv_bytes_per_token_per_layer(spec, par, prec)
-    if context is None or all(cap == math.inf for _, cap in layers):
-        return per_layer * sum(n for n, _ in layers)
+    whole, every_layer_grows = _kv_whole_context(spec, par, prec)
+    if context is None or every_layer_grows:
+        return whole
     ctx = np.asarray(context, dtype=float)
-    return per_layer * sum(n * np.minimum(ctx, cap) / ctx for n, cap in layers)
+    return kv_bytes_per_token_per_layer(spec, par, prec) * sum(
+        n * np.minimum(ctx, cap) / ctx for n, cap in _kv_layers(spec, par))
+
+
+@cache  # frozen inputs: the footprint asks twice per analysis
+def _kv_whole_context(spec: ModelSpec, par: Parallel, prec: Precision) -> tuple[float, bool]:
+    """(KV bytes per token over all the chip's attention layers, whether every one of them
+    keeps the whole context: no window or chunk)."""
+    layers = _kv_layers(spec, par)
+    return (kv_bytes_per_token_per_layer(spec, par, prec) * sum(n for n, _ in layers),
+            all(cap == math.inf for _, cap in layers))
 
 
 def _max_context(spec: ModelSpec, par: Parallel, prec: Precision, seqs: Any,

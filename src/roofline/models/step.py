@@ -201,6 +201,19 @@ class Placement:
 def place(parallel: Parallel, system: System) -> Placement:
     """Each group's link: ranks are numbered TP fastest, then CP, DP, PP; EP groups take
     consecutive ranks (they share the TP ranks' domain first)."""
+    key = ("placement", parallel, system.chips_per_domain)  # the chip's links are fixed
+    known = system.chip.memo.get(key)
+    if known is None:
+        known = system.chip.memo[key] = _links_by_group(parallel, system)
+    links, shares = known
+    # "auto": what NCCL would pick per collective and size (all-to-all: direct); a fresh
+    # Placement per step: its collectives' cache is the step's own
+    return Placement(system.chips_per_domain, dict(links), "auto", dict(shares), system.chip)
+
+
+def _links_by_group(parallel: Parallel, system: System
+                    ) -> tuple[dict[str, tuple[str, int | None]], dict[str, float]]:
+    """Each group's (link, ranks per domain if hierarchical) and usable share of it."""
     up = system.chip.links.get("scale-up")
     domain = system.chips_per_domain
     strides = {"tp": 1, "cp": parallel.tp, "dp": parallel.tp * parallel.cp, "ep": 1,
@@ -220,8 +233,7 @@ def place(parallel: Parallel, system: System) -> Placement:
             links[group] = ("scale-up", members_per_domain)
     shares = {group: float(system.link_share("scale-up", together[group]))
               for group, (link, _) in links.items() if link == "scale-up"}
-    # "auto": what NCCL would pick per collective and size (all-to-all: direct)
-    return Placement(domain, links, "auto", shares, system.chip)
+    return links, shares
 
 
 @cache  # frozen inputs: the footprint and the layers ask per analysis

@@ -84,12 +84,15 @@ class StepCore:
     op_times: list[dict[str, Any]]  # per op (the not-hidden row last, if any): time by bound
     by_resource: dict[str, Any]  # the step's time credited to each bounding resource
     model_flops: Any  # useful FLOPs per chip per step
+    comm_floor_s: Any  # the busiest of the links and the latency, each overlapped
 
     @property
     def t_floor_s(self) -> Any:
-        """Every resource of the whole step overlapped."""
-        return functools.reduce(maximum, [_total(parts) for parts in self.resource_s.values()],
-                                0.0)
+        """Every resource of the whole step overlapped (the links' and latency's part of it
+        already summed: `comm_floor_s`)."""
+        return functools.reduce(maximum, [_total(parts) for resource, parts in
+                                          self.resource_s.items() if resource not in COMM],
+                                self.comm_floor_s)
 
 
 def _total(parts: list[tuple[float, Any]]) -> Any:
@@ -162,7 +165,7 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
     by_resource = {resource: add_all(parts) for resource, parts in credited.items()}
     model_flops = scaled_sum(useful)
     return StepCore(m, slots, ests, resource_s, times, t_upper, op_times, by_resource,
-                    model_flops)
+                    model_flops, comm_floor)
 
 
 def dominant_index(times: dict[str, Any]) -> tuple[tuple[str, ...], Any]:

@@ -27,6 +27,8 @@ def size(symbol: str, given: Any, what: str | None = None) -> Quantity:
     are checked element by element."""
     if type(given) is float and 0 < given < math.inf:  # the common case: one point
         return sym(symbol, given)
+    if type(given) is int and 0 < given <= 2**53:  # a shape (hidden, head_dim): exact
+        return sym(symbol, float(given))
     label = what or symbol
     if type(given) is int:  # a Python int: no numpy round trip
         try:
