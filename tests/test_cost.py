@@ -68,3 +68,21 @@ def test_costs_do_not_alias():
     a = Cost(flops={"bf16": 1.0})
     _ = a + a
     assert dict(a.flops) == {"bf16": 1.0}
+
+
+def test_cost_is_a_frozen_record_with_its_own_empty_counts():
+    # Cost writes its fields itself (cheaper than the generated __init__): it must still be
+    # frozen, give each instance its own empty counts, and rebuild through replace()
+    import dataclasses
+
+    a, b = Cost(), Cost(name="b")
+    assert a.flops is not b.flops and a.link_calls is not b.link_calls
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.name = "x"  # type: ignore[misc]
+    c = dataclasses.replace(Cost(flops={"bf16": 2.0}, bytes={"hbm": 3.0}, name="m"), name="n")
+    assert (dict(c.flops), dict(c.bytes), c.name, c.least) == ({"bf16": 2.0}, {"hbm": 3.0},
+                                                               "n", None)
+    assert [f.name for f in dataclasses.fields(Cost)][:4] == ["flops", "bytes", "link_bytes",
+                                                              "link_steps"]
+    with pytest.raises(ValueError, match="must be finite"):
+        dataclasses.replace(c, bytes={"hbm": -1.0})
