@@ -55,7 +55,7 @@ def test_special_functions_are_slower_than_vector_fp32(chip):
 
 @pytest.mark.parametrize("chip", [c for c in CHIPS if c.peak_clock_mhz], ids=lambda c: c.id)
 def test_clocks_are_plausible_and_sourced(chip):
-    assert 500 <= chip.peak_clock_mhz <= 3000, chip.id  # MHz, not GHz or Hz
+    assert 500 <= chip.peak_clock_mhz <= 3500, chip.id  # MHz, not GHz or Hz (GeForce max: ~3.1 GHz)
     assert "MHz" in chip.clock_source, chip.id
     same = chip.at_clock(chip.peak_clock_mhz)
     dt = "bf16" if "bf16" in chip.peaks else "fp16"  # V100: fp16-only tensor cores
