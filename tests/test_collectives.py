@@ -615,3 +615,38 @@ def test_a_sweep_of_bad_group_sizes_is_refused_in_one_line():
     for ranks, needle in (([8.0, np.nan], "positive finite"), ([8.0, 2.5], "whole number")):
         with pytest.raises(RooflineError, match=needle):  # an IndexError split the sweep
             run_op("allreduce", "h100", nbytes=1e6, ranks=np.array(ranks))
+
+
+def test_tree_all_reduce_moves_what_the_busiest_rank_of_a_double_binary_tree_moves():
+    # each tree carries half the message; a rank is interior in at most one: over 2 ranks
+    # m, 3 ranks 1.5·m (nccl#1801: 3 GB200 trays over IB move ~1.56x the message), 4+ 2·m
+    m = 2.0**30
+    for ranks, share in [(2, 1.0), (3, 1.5), (4, 2.0), (64, 2.0)]:
+        tree = collective("all-reduce", m, ranks, "tree")
+        assert tree.link_bytes["scale-up"] == pytest.approx(share * m), ranks
+    swept = collective("all-reduce", m, np.array([1.0, 2.0, 3.0, 5.0]), "tree")
+    np.testing.assert_allclose(swept.link_bytes["scale-up"], [0.0, m, 1.5 * m, 2 * m])
+    # across 3 domains the NIC phase carries 1.5x the domain's shard (m / a)
+    gb200 = load_chip("gb200")
+    across = collective("all-reduce", m, 12, "tree", domain_size=4, chip=gb200)
+    assert across.link_bytes["scale-out"] == pytest.approx(1.5 * m / 4)
+    # never below what any all-reduce must send: 2(n-1)/n of the message
+    for ranks in (2, 3, 4, 8):
+        ring = collective("all-reduce", m, ranks, "ring").link_bytes["scale-up"]
+        assert collective("all-reduce", m, ranks, "tree").link_bytes["scale-up"] >= ring
+
+
+def test_two_shot_is_the_engines_kernel_asked_for_by_name():
+    # vLLM / aiter custom all-reduce, two stages: reduce-scatter then all-gather, each rank
+    # reading its peers directly (2 steps, the ring's bytes), no RCCL call. vllm#39080 on
+    # 8x MI355X: 1.5 MiB in 12.9 us, faster than auto's pick (tree, with RCCL's base latency)
+    mi355x = load_chip("mi355x")
+    two = collective("all-reduce", 1.5 * 2**20, 8, "two-shot")
+    ring = collective("all-reduce", 1.5 * 2**20, 8, "ring")
+    assert two.link_steps == {"scale-up": 2.0} and two.link_calls == {"scale-up": 0.0}
+    assert two.link_bytes == ring.link_bytes
+    assert evaluate(two, mi355x).t_lower_s <= 12.9e-6
+    auto = collective("all-reduce", 1.5 * 2**20, 8, chip=mi355x)
+    assert auto.algorithm != "two-shot" and evaluate(auto, mi355x).t_lower_s > 12.9e-6
+    with pytest.raises(RooflineError, match="fit one domain"):
+        collective("all-reduce", 2**20, 16, "two-shot", domain_size=8)

@@ -114,8 +114,12 @@ def _scored() -> list[cases.Scored]:
 
 
 def test_no_published_measurement_beats_the_bound() -> None:
-    worst = max(_scored(), key=lambda r: r.bound)
+    # but the known-beaten rows tests/test_published_collectives.py lists (strict xfails)
+    from test_published_collectives import BEATEN
+
+    worst = max((r for r in _scored() if r.id not in BEATEN), key=lambda r: r.bound)
     assert worst.bound <= check.BOUND_LIMIT, worst
+    assert all(r.bound > check.BOUND_LIMIT for r in _scored() if r.id in BEATEN)
 
 
 def test_median_error_overall_and_held_out() -> None:

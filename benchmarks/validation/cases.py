@@ -379,8 +379,11 @@ def collective_case(row: Row) -> Collective:
     else:
         nbytes, algo = float(p["bytes"]), p.get("algo", "auto")
     placed = {"domain_size": base.ranks // base.nodes} if base.nodes > 1 else {}
-    est = run_op(base.op.replace("-", ""), chip, nbytes=nbytes, ranks=base.ranks, algo=algo,
-                 **placed)
+    try:
+        est = run_op(base.op.replace("-", ""), chip, nbytes=nbytes, ranks=base.ranks, algo=algo,
+                     **placed)
+    except RooflineError as exc:  # a chip file without the link the row crosses
+        return replace(base, skip=str(exc))
     t_expected = float(expected(est.cost, chip).t_s)
     return replace(base, nbytes=nbytes, algo=algo,
                    ratio=_collective_ratio(base, nbytes, float(est.t_lower_s)),

@@ -8,7 +8,7 @@ input for reduce-scatter, and each rank's whole send buffer for all-to-all.
 Per rank, over n ranks (each step sends one message; bytes are per direction):
 
     collective       ring                          tree (double binary)   nvls (in-switch)
-    all-reduce       2(n-1) steps, 2(n-1)/n·m      2·ceil(log2 n), 2·m    2 steps, m
+    all-reduce       2(n-1) steps, 2(n-1)/n·m      2·ceil(log2 n), 2·m*   2 steps, m
     all-gather       n-1,  (n-1)/n·m               -                      -
     reduce-scatter   n-1,  (n-1)/n·m               -                      -
     broadcast        n-1,  m (pipelined chain)     ceil(log2 n), m        -
@@ -17,8 +17,18 @@ Per rank, over n ranks (each step sends one message; bytes are per direction):
     all-to-all       direct: 1 step, (n-1)/n·m     pairwise: n-1 steps, (n-1)/n·m
                      ring: floor(n/2) steps, floor(n²/4)/n·m
 
+    all-reduce       one-shot: 1 step, (n-1)·m     two-shot: 2 steps, 2(n-1)/n·m
+
 The ring rows are the bandwidth-optimal schedules (Thakur et al.); "tree" is NCCL's
-pipelined double binary tree: log-depth latency, but each rank moves about 2·m. "nvls" is
+pipelined double binary tree: log-depth latency, but the busiest rank moves 2·m (* m over
+2 ranks, 1.5·m over 3: `_tree_share`). "one-shot" and "two-shot" are the serving engines'
+custom all-reduce kernels over a switch or full mesh (every peer's buffer read directly:
+all of them at once, or a reduce-scatter then an all-gather); they are no NCCL call, so
+they pay no NCCL base latency. "auto" weighs one-shot but not two-shot: a named two-shot
+kernel (vLLM / aiter custom all-reduce of 0.25-8 MiB) can run faster than auto's pick on a
+chip without in-switch reduction (8x MI355X, 1.5 MiB: 12.9 us against auto's 16.1 us), so
+its bound is asked for by name; weighing it in auto would also make it the expected time's
+algorithm, where NCCL / RCCL users run ring or tree. "nvls" is
 NVLink SHARP: every GPU pushes its m bytes into the switch, which reduces and multicasts the
 result back: m each way in two steps (ideal; needs a link with in-switch reduction).
 All-to-all: "direct" posts every peer's chunk at once (what NCCL and DeepEP do: one round of
@@ -88,14 +98,20 @@ if TYPE_CHECKING:
 
 COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast",
                "send-recv")
-ALGORITHMS = ("ring", "tree", "nvls", "direct", "pairwise", "one-shot")
+ALGORITHMS = ("ring", "tree", "nvls", "direct", "pairwise", "one-shot", "two-shot")
 AUTO = "auto"  # per message size, the algorithm with the smallest alpha-beta time
 # which algorithms implement each collective (a send-recv is one message under any name)
 IMPLEMENTS: dict[str, tuple[str, ...]] = {
-    "all-reduce": ("ring", "tree", "nvls", "one-shot"), "all-gather": ("ring",),
+    "all-reduce": ("ring", "tree", "nvls", "one-shot", "two-shot"), "all-gather": ("ring",),
     "reduce-scatter": ("ring",), "broadcast": ("ring", "tree"),
     "all-to-all": ("direct", "pairwise", "ring"), "send-recv": ("ring",),
 }
+SHOTS = ("one-shot", "two-shot")  # the engines' custom all-reduce kernels (peers' buffers read
+# directly over a switch or full mesh): no NCCL call
+# Named, never weighed by "auto": auto's pick is also what the expected time assumes runs
+# (NCCL / RCCL at the sizes where two-shot would win), and the libraries' measured mid-size
+# times sit far above a two-shot kernel's (see the module docstring)
+NAMED_ONLY = ("two-shot",)
 DEFAULT_ALGO = {"all-to-all": "direct"}  # NCCL's all-to-all; the others: auto (ring without a chip)
 
 _BUSBW_FACTOR: dict[str, Callable[[Num], Num]] = {
@@ -146,10 +162,27 @@ def _flat(kind: str, algo: str, n: Quantity, m: Quantity) -> tuple[Quantity, Qua
         return n - 1, (n - 1) / n * m
     if algo == "one-shot":  # every rank reads the n - 1 other buffers at once and reduces
         return sym("1", 1.0), (n - 1) * m
+    if algo == "two-shot":  # each rank reduces its 1/n, read from every peer, then every
+        return sym("2", 2.0), 2 * (n - 1) / n * m  # peer reads the reduced shards: 2 steps
     if algo == "tree":
         depth = _log2(n)
-        return (2 * depth, 2 * m) if kind == "all-reduce" else (depth, m)
+        if kind != "all-reduce":
+            return depth, m
+        return 2 * depth, call("tree_share", _tree_share, n) * m
     return sym("2", 2.0), m  # nvls all-reduce
+
+
+def _tree_share(n: Any) -> Any:
+    """The busiest rank's bytes per direction of NCCL's double binary tree all-reduce, in
+    units of the message: each of the two trees carries half of it, and a rank is interior in
+    at most one. From 4 ranks some rank has a parent and two children in one tree (1.5) and
+    is a leaf of the other (0.5): 2. Two ranks: root of one tree, leaf of the other: 1.
+    Three: an interior rank with one child and a leaf, or a root with two children and a
+    leaf: 1.5 (nccl#1801: 3 GB200 trays over IB move ~1.56x the message per rank)."""
+    if type(n) is float:
+        return 0.0 if n <= 1 else 1.0 if n == 2 else 1.5 if n == 3 else 2.0
+    v = np.asarray(n, dtype=float)
+    return np.select([v <= 1, v == 2, v == 3], [0.0, 1.0, 1.5], 2.0)
 
 
 def _check_algo(kind: str, algo: str) -> None:
@@ -320,9 +353,9 @@ def _collective(kind: str, algo: str, nbytes: Any, ranks: Any, link: str, domain
             hops, traffic = hops * sym("[n > 1]", others), traffic * sym("[n > 1]", others)
         if any_true(value(share) < 1):
             traffic = traffic / share
-        # a one-shot all-reduce is the engines' own kernel (vLLM, SGLang, TensorRT-LLM custom
-        # all-reduce), not a NCCL call: no NCCL base latency, one step
-        calls = others * (0.0 if algo == "one-shot" else 1.0)
+        # one- and two-shot all-reduces are the engines' own kernels (vLLM, SGLang,
+        # TensorRT-LLM, aiter custom all-reduce), not NCCL calls: no NCCL base latency
+        calls = others * (0.0 if algo in SHOTS else 1.0)
         return Cost(link_bytes={link: value(traffic)}, link_steps={link: _full(value(hops), m)},
                     link_calls={link: _full(calls, m)},
                     steps=steps((f"{link} steps", hops), (f"{link} bytes", traffic)),
@@ -330,8 +363,8 @@ def _collective(kind: str, algo: str, nbytes: Any, ranks: Any, link: str, domain
     if algo == "ring" and kind == "all-to-all":
         raise RooflineError("all-to-all 'ring' relays between neighbours of one ring; a group "
                             "that spans scale-up domains uses direct or pairwise")
-    if algo == "one-shot":
-        raise RooflineError("a one-shot all-reduce reads every peer's buffer over the scale-up "
+    if algo in SHOTS:
+        raise RooflineError(f"a {algo} all-reduce reads its peers' buffers over the scale-up "
                             "link: its group must fit one domain (use ring, tree or nvls)")
     domain = whole("a", domain_size, "domain_size")
     # a group smaller than a domain stays inside it: a = min(n, domain), b = n / a domains
@@ -443,7 +476,8 @@ def choose_algorithm(kind: str, nbytes: Any, ranks: Any, chip: Chip, link: str =
 def _candidates(kind: str, ranks: Any, chip: Chip, link: str, domain_size: Any) -> list[str]:
     """The algorithms "auto" weighs: those implementing `kind`; nvls only where the link
     reduces in the switch; one-shot only with every peer directly reachable (a switch or a
-    full mesh) in one domain; no neighbour relay for an all-to-all spanning domains."""
+    full mesh) in one domain; no neighbour relay for an all-to-all spanning domains; not
+    two-shot (NAMED_ONLY)."""
     if kind not in COLLECTIVES:
         raise unknown("collective", kind, COLLECTIVES)
     up = chip.links.get(link)
@@ -453,8 +487,8 @@ def _candidates(kind: str, ranks: Any, chip: Chip, link: str, domain_size: Any) 
     direct = up is not None and link == "scale-up" and up.topology in ("switch", "mesh") \
         and not spans
     return [a for a in IMPLEMENTS[kind] if (a != "nvls" or switch)
-            and (a != "one-shot" or direct) and not (a == "ring" and kind == "all-to-all"
-                                                     and spans)]
+            and (a != "one-shot" or direct) and a not in NAMED_ONLY
+            and not (a == "ring" and kind == "all-to-all" and spans)]
 
 
 class _PerByte(NamedTuple):
