@@ -650,3 +650,16 @@ def test_two_shot_is_the_engines_kernel_asked_for_by_name():
     assert auto.algorithm != "two-shot" and evaluate(auto, mi355x).t_lower_s > 12.9e-6
     with pytest.raises(RooflineError, match="fit one domain"):
         collective("all-reduce", 2**20, 16, "two-shot", domain_size=8)
+
+
+def test_one_and_two_shot_need_peers_in_reach():
+    # the engines' kernels read every peer's buffer directly: a switch or full mesh on the
+    # scale-up link; a torus, a NIC or a send-recv has no such kernel
+    for algo in ("one-shot", "two-shot"):
+        with pytest.raises(RooflineError, match="switch or full mesh"):
+            collective("all-reduce", 1e6, 16, algo, chip=load_chip("tpu-v5e"))
+        with pytest.raises(RooflineError, match="switch or full mesh"):
+            collective("all-reduce", 1e6, 8, algo, link="scale-out")
+        with pytest.raises(RooflineError, match="does not implement send-recv"):
+            collective("send-recv", 1e6, 2, algo)
+        assert collective("all-reduce", 1e6, 8, algo, chip=load_chip("mi300x")).algorithm == algo

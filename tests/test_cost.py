@@ -86,3 +86,24 @@ def test_cost_is_a_frozen_record_with_its_own_empty_counts():
                                                               "link_steps"]
     with pytest.raises(ValueError, match="must be finite"):
         dataclasses.replace(c, bytes={"hbm": -1.0})
+
+
+def test_hand_written_inits_set_every_field():
+    # Cost, Estimate and OpCost write their fields themselves (cheaper than the generated
+    # __init__): a field added to the class must be added to its __init__ too
+    import dataclasses
+    import inspect
+
+    from roofline import evaluate
+    from roofline.evaluate import Estimate
+    from roofline.models.graph import OpCost
+
+    est = evaluate(Cost(flops={"bf16": 1e9}), "h100")
+    for obj in (Cost(), est, OpCost("g", "n", 1.0, Cost())):
+        cls = type(obj)
+        names = [f.name for f in dataclasses.fields(cls)]
+        assert set(names) <= set(vars(obj)), cls
+        params = list(inspect.signature(cls.__init__).parameters)[1:]
+        assert params == names, cls
+        assert dataclasses.replace(obj) is not obj
+    assert isinstance(est, Estimate)

@@ -114,12 +114,10 @@ def _scored() -> list[cases.Scored]:
 
 
 def test_no_published_measurement_beats_the_bound() -> None:
-    # but the known-beaten rows tests/test_published_collectives.py lists (strict xfails)
-    from test_published_collectives import BEATEN
-
-    worst = max((r for r in _scored() if r.id not in BEATEN), key=lambda r: r.bound)
+    # but the known misses (cases.BEATEN: strict xfails in test_published_collectives.py)
+    worst = max((r for r in _scored() if r.id not in cases.BEATEN), key=lambda r: r.bound)
     assert worst.bound <= check.BOUND_LIMIT, worst
-    assert all(r.bound > check.BOUND_LIMIT for r in _scored() if r.id in BEATEN)
+    assert all(r.bound > check.BOUND_LIMIT for r in _scored() if r.id in cases.BEATEN)
 
 
 def test_median_error_overall_and_held_out() -> None:

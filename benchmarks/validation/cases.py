@@ -340,6 +340,16 @@ def kernel_ratio(row: Row, expect: bool = False) -> float:
 # --- collectives and DeepEP -----------------------------------------------------------------
 
 COLLECTIVE_KINDS = ("collective", "moe_dispatch")
+# collective rows that beat the bound today: known bugs, each with why (the tests mark them
+# strict xfails: a fix turns them red)
+BEATEN = {
+    "hccl-allreduce-8xgaudi2-32m": (
+        "hccl_demo all-reduces 32 MiB on one 8x Gaudi2 box in 227.4 us, 98.4% of the 262.5 GB/s "
+        "mesh, leaving 3.7 us for every latency; the bound charges auto's ring 14 steps at the "
+        "catalog's estimated 2 us RoCE alpha (+ 2 us per call): the alpha is unsourced and a "
+        "pipelined ring hides most of its steps behind the bytes, which the serial alpha-beta "
+        "chain does not"),
+}
 COLLECTIVE_OP = {"allreduce": "all-reduce", "allgather": "all-gather",
                  "reducescatter": "reduce-scatter", "alltoall": "all-to-all",
                  "sendrecv": "send-recv", "broadcast": "broadcast", "dispatch": "all-to-all",
@@ -379,11 +389,12 @@ def collective_case(row: Row) -> Collective:
     else:
         nbytes, algo = float(p["bytes"]), p.get("algo", "auto")
     placed = {"domain_size": base.ranks // base.nodes} if base.nodes > 1 else {}
-    try:
-        est = run_op(base.op.replace("-", ""), chip, nbytes=nbytes, ranks=base.ranks, algo=algo,
-                     **placed)
-    except RooflineError as exc:  # a chip file without the link the row crosses
-        return replace(base, skip=str(exc))
+    crossed = ("scale-up", "scale-out") if base.nodes > 1 else ("scale-up",)
+    missing = [link for link in crossed if link not in chip.links]
+    if missing:  # a chip file without the link the row crosses (l40s: none)
+        return replace(base, skip=f"chip {row.chip!r} has no {missing[0]} link")
+    est = run_op(base.op.replace("-", ""), chip, nbytes=nbytes, ranks=base.ranks, algo=algo,
+                 **placed)
     t_expected = float(expected(est.cost, chip).t_s)
     return replace(base, nbytes=nbytes, algo=algo,
                    ratio=_collective_ratio(base, nbytes, float(est.t_lower_s)),

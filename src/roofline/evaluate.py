@@ -302,8 +302,8 @@ def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True) -> E
         # same max, first-of-equals index and sum as below, in plain Python
         local = list(times.values())
         t_lower = max(local)
-        return Estimate(chip.id, cost, times, t_lower, sum(local, 0.0), local.index(t_lower),
-                        chip)
+        t_upper = local[0] if len(local) == 1 else sum(local, 0.0)  # as add_all (-0.0 too)
+        return Estimate(chip.id, cost, times, t_lower, t_upper, local.index(t_lower), chip)
     if links:
         local = list(times.values())
         transfer, latency = link_times(cost, chip)

@@ -24,11 +24,12 @@ pipelined double binary tree: log-depth latency, but the busiest rank moves 2·m
 2 ranks, 1.5·m over 3: `_tree_share`). "one-shot" and "two-shot" are the serving engines'
 custom all-reduce kernels over a switch or full mesh (every peer's buffer read directly:
 all of them at once, or a reduce-scatter then an all-gather); they are no NCCL call, so
-they pay no NCCL base latency. "auto" weighs one-shot but not two-shot: a named two-shot
-kernel (vLLM / aiter custom all-reduce of 0.25-8 MiB) can run faster than auto's pick on a
-chip without in-switch reduction (8x MI355X, 1.5 MiB: 12.9 us against auto's 16.1 us), so
-its bound is asked for by name; weighing it in auto would also make it the expected time's
-algorithm, where NCCL / RCCL users run ring or tree. "nvls" is
+they pay no NCCL base latency. "auto" weighs one-shot but not two-shot: a two-shot kernel
+(vLLM / aiter custom all-reduce of 0.25-8 MiB) can run faster than auto's bound on a chip
+without in-switch reduction (8x MI355X, 1.5 MiB: measured 12.9 us, below auto's 16.1 us
+bound; two-shot's own bound is 6.3 us), so its bound is asked for by name; weighing it in
+auto would also make it the expected time's algorithm, where NCCL / RCCL users run ring or
+tree. "nvls" is
 NVLink SHARP: every GPU pushes its m bytes into the switch, which reduces and multicasts the
 result back: m each way in two steps (ideal; needs a link with in-switch reduction).
 All-to-all: "direct" posts every peer's chunk at once (what NCCL and DeepEP do: one round of
@@ -174,11 +175,14 @@ def _flat(kind: str, algo: str, n: Quantity, m: Quantity) -> tuple[Quantity, Qua
 
 def _tree_share(n: Any) -> Any:
     """The busiest rank's bytes per direction of NCCL's double binary tree all-reduce, in
-    units of the message: each of the two trees carries half of it, and a rank is interior in
-    at most one. From 4 ranks some rank has a parent and two children in one tree (1.5) and
-    is a leaf of the other (0.5): 2. Two ranks: root of one tree, leaf of the other: 1.
-    Three: an interior rank with one child and a leaf, or a root with two children and a
-    leaf: 1.5 (nccl#1801: 3 GB200 trays over IB move ~1.56x the message per rank)."""
+    units of the message: each of the two trees carries half of it (a rank sends its half up
+    to its parent and down to each child). From 4 ranks some rank has a parent and two
+    children in one tree (1.5) and is a leaf of the other (0.5): 2. Two ranks: root with one
+    child in one tree, leaf in the other: 1. Three (ncclGetBtree, the second tree shifted by
+    one): a rank is root with one child in one tree (0.5) and interior with one child in the
+    other (1.0): 1.5 (nccl#1801: 3 GB200 trays over IB move ~1.56x the message per rank).
+    Inside a node NCCL's tree is a chain, whose middle ranks move 2x: this bound is looser
+    there, still a bound."""
     if type(n) is float:
         return 0.0 if n <= 1 else 1.0 if n == 2 else 1.5 if n == 3 else 2.0
     v = np.asarray(n, dtype=float)
@@ -188,9 +192,22 @@ def _tree_share(n: Any) -> Any:
 def _check_algo(kind: str, algo: str) -> None:
     if algo not in ALGORITHMS:
         raise unknown("algorithm", algo, (*ALGORITHMS, AUTO))
-    if kind != "send-recv" and algo not in IMPLEMENTS[kind]:
+    # a send-recv is one message under any name but the engines' all-reduce kernels'
+    if (kind != "send-recv" or algo in SHOTS) and algo not in IMPLEMENTS[kind]:
         raise RooflineError(f"algorithm {algo!r} does not implement {kind} (it has: "
                             f"{', '.join(IMPLEMENTS[kind])}, or {AUTO})")
+
+
+def _check_direct(algo: str, link: str, chip: Chip | None) -> None:
+    """One- and two-shot read every peer's buffer directly: a scale-up switch or full mesh
+    (on a chip without one, name ring or tree; "auto" weighs one-shot only where it runs)."""
+    up = chip.links.get(link) if chip is not None else None
+    if link != "scale-up" or (chip is not None and (up is None or up.topology not in
+                                                    ("switch", "mesh"))):
+        where = f"{chip.id}'s {link} link is a {up.topology}" if up is not None and \
+            chip is not None else f"the {link} link"
+        raise RooflineError(f"a {algo} all-reduce reads every peer's buffer directly over a "
+                            f"scale-up switch or full mesh ({where}): use ring, tree or auto")
 
 
 @derived
@@ -229,6 +246,8 @@ def collective(
     if isinstance(algo, str) and algo == AUTO and chip is None:
         raise RooflineError("algorithm 'auto' is chosen on a chip's link: pass chip= (or "
                             "name the algorithm: " + ", ".join(IMPLEMENTS[kind]) + ")")
+    if isinstance(algo, str) and algo in SHOTS:
+        _check_direct(algo, link, chip)
     if _ndim(ranks) or _ndim(domain_size):  # checked before they split a sweep
         whole("n", ranks, "ranks")
         if domain_size is not None:
