@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from roofline import Cost, RooflineError, evaluate, load_chip
+from roofline.expect import expected
 from roofline.hardware.catalog import CATALOG_DIR as CATALOG
 from roofline.models import tp_layer
 from roofline.ops.collectives import (
@@ -439,9 +440,10 @@ def test_auto_picks_the_fastest_algorithm_at_every_size(chip):
     for kind in ("all-reduce", "broadcast", "all-gather", "all-to-all"):
         auto = evaluate(collective(kind, sizes, 8, chip=hw), hw).t_lower_s
         up = hw.link("scale-up")
-        algos = [a for a in ("ring", "tree", "nvls", "direct", "pairwise", "one-shot")
+        algos = [a for a in ("ring", "tree", "nvls", "direct", "pairwise", "one-shot",
+                             "two-shot")
                  if (a != "nvls" or up.in_switch_reduction)
-                 and (a != "one-shot" or up.topology in ("switch", "mesh"))]
+                 and (a not in ("one-shot", "two-shot") or up.topology in ("switch", "mesh"))]
         each = []
         for algo in algos:
             try:
@@ -470,11 +472,17 @@ def test_one_shot_all_reduce_is_the_engines_small_message_kernel():
 
 
 def test_auto_follows_the_latency_bandwidth_trade():
-    a100 = load_chip("a100")  # no in-switch reduction: one-shot, then tree, then ring
+    # no in-switch reduction: one-shot, then two-shot (the engines' kernels) for the bound;
+    # the library's own pick, tree then ring, is what the expected time assumes runs
+    a100 = load_chip("a100")
     assert choose_algorithm("all-reduce", 4 * 2**10, 8, a100) == "one-shot"
-    assert choose_algorithm("all-reduce", 2**20, 8, a100) == "tree"
-    assert choose_algorithm("all-reduce", 1 * 2**30, 8, a100) == "ring"
+    for size, library in [(2**20, "tree"), (2**30, "ring")]:
+        auto = collective("all-reduce", size, 8, chip=a100)
+        assert auto.algorithm == "two-shot" and auto.runs is not None
+        assert auto.runs.algorithm == library
+        assert expected(auto, a100).t_s > expected(auto, a100, cuda_graphs=True).t_s
     assert choose_algorithm("all-reduce", 1 * 2**30, 8, H100) == "nvls"  # NVSwitch SHARP
+    assert collective("all-reduce", 2**30, 8, chip=H100).runs is None  # the library's too
     assert choose_algorithm("all-to-all", 1e6, 8, H100) == "direct"
     assert choose_algorithm("all-to-all", 1e6, 64, H100, domain_size=8) == "direct"
     # the library default without a chip stays ring (all-to-all: direct, NCCL's)
@@ -535,7 +543,7 @@ def test_a_full_mesh_gives_a_group_one_port_per_peer(run_cli):
 def test_cli_auto_echoes_its_choice_per_size(run_cli):
     code, out, _ = run_cli("op", "allreduce", "--hw", "a100", "--bytes", "1MiB", "--ranks",
                            "8", "--json")
-    assert code == 0 and json.loads(out)["inputs"]["algo"] == "tree"
+    assert code == 0 and json.loads(out)["inputs"]["algo"] == "two-shot"
     _, out, _ = run_cli("op", "alltoall", "--hw", "h100", "--bytes", "1GiB", "--ranks", "8",
                         "--json")
     assert json.loads(out)["inputs"]["algo"] == "direct"
@@ -636,7 +644,7 @@ def test_tree_all_reduce_moves_what_the_busiest_rank_of_a_double_binary_tree_mov
         assert collective("all-reduce", m, ranks, "tree").link_bytes["scale-up"] >= ring
 
 
-def test_two_shot_is_the_engines_kernel_asked_for_by_name():
+def test_two_shot_is_the_engines_kernel_and_bounds_auto():
     # vLLM / aiter custom all-reduce, two stages: reduce-scatter then all-gather, each rank
     # reading its peers directly (2 steps, the ring's bytes), no RCCL call. vllm#39080 on
     # 8x MI355X: 1.5 MiB in 12.9 us, faster than auto's pick (tree, with RCCL's base latency)
@@ -647,7 +655,8 @@ def test_two_shot_is_the_engines_kernel_asked_for_by_name():
     assert two.link_bytes == ring.link_bytes
     assert evaluate(two, mi355x).t_lower_s <= 12.9e-6
     auto = collective("all-reduce", 1.5 * 2**20, 8, chip=mi355x)
-    assert auto.algorithm != "two-shot" and evaluate(auto, mi355x).t_lower_s > 12.9e-6
+    assert auto.algorithm == "two-shot" and evaluate(auto, mi355x).t_lower_s <= 12.9e-6
+    assert auto.runs is not None and auto.runs.algorithm == "tree"  # RCCL's
     with pytest.raises(RooflineError, match="fit one domain"):
         collective("all-reduce", 2**20, 16, "two-shot", domain_size=8)
 

@@ -64,8 +64,8 @@ def test_model_levers_re_analyse_the_step():
     assert rows["int4 weights, group-128 scales"].speedup == pytest.approx(
         int4.tokens_per_s / base.tokens_per_s)
     # by hand: TPOT >= (weights + KV)/HBM + 160 all-reduces (2 per layer) in the alpha-beta
-    # model: the one-shot kernel (what auto picks for 256 KiB on 4 ranks): one alpha, no
-    # NCCL call, 3 x the 16·8192·2 B message over NVLink; residuals and norms add the rest
+    # model: the two-shot kernel (what auto picks for 256 KiB on 4 ranks): two alphas, no
+    # NCCL call, 2·3/4 x the 16·8192·2 B message over NVLink; residuals and norms the rest
     from roofline.models import load_model, param_counts
     from roofline.ops.collectives import choose_algorithm
 
@@ -73,15 +73,15 @@ def test_model_levers_re_analyse_the_step():
     p = param_counts(spec)
     kv = 16 * spec.layers * 2 * spec.kv_heads * spec.head_dim * 2 * 4096 / 4
     nvlink = H100.link("scale-up")
-    assert choose_algorithm("all-reduce", 16 * spec.hidden * 2, 4, H100) == "one-shot"
-    latency = 2 * spec.layers * (nvlink.latency_s + 3 * 16 * spec.hidden * 2
+    assert choose_algorithm("all-reduce", 16 * spec.hidden * 2, 4, H100) == "two-shot"
+    latency = 2 * spec.layers * (2 * nvlink.latency_s + 1.5 * 16 * spec.hidden * 2
                                  / nvlink.bandwidth_Bps)
     body = p.total - p.embedding - p.lm_head  # int4 leaves the LM head in bf16
     for analysis, bytes_per_weight in [(base, 2), (int4, 0.5 + 2 / 128)]:
         hand = ((body * bytes_per_weight + p.lm_head * 2) / 4 + kv) / hbm + latency
         assert hand <= analysis.tpot_s <= 1.03 * hand
-    # 4.39 ms of HBM, 0.1 ms of alphas (160 one-shot all-reduces of 0.6 us), 0.28 ms of their
-    # bytes on NVLink; norms and residuals the rest
+    # 4.39 ms of HBM, 0.19 ms of alphas (160 two-shot all-reduces of 2 x 0.6 us), 0.14 ms of
+    # their bytes on NVLink; norms and residuals the rest
     assert int4.tpot_s == pytest.approx(4.90e-3, rel=0.01)
     assert rows["4 tokens per step (speculative decoding, all drafts accepted)"].speedup > 3
     a100 = {r.label for r in model_what_if("llama-3-8b", load_chip("a100"), phase,

@@ -342,14 +342,7 @@ def kernel_ratio(row: Row, expect: bool = False) -> float:
 COLLECTIVE_KINDS = ("collective", "moe_dispatch")
 # collective rows that beat the bound today: known bugs, each with why (the tests mark them
 # strict xfails: a fix turns them red)
-BEATEN = {
-    "hccl-allreduce-8xgaudi2-32m": (
-        "hccl_demo all-reduces 32 MiB on one 8x Gaudi2 box in 227.4 us, 98.4% of the 262.5 GB/s "
-        "mesh, leaving 3.7 us for every latency; the bound charges auto's ring 14 steps at the "
-        "catalog's estimated 2 us RoCE alpha (+ 2 us per call): the alpha is unsourced and a "
-        "pipelined ring hides most of its steps behind the bytes, which the serial alpha-beta "
-        "chain does not"),
-}
+BEATEN: dict[str, str] = {}
 COLLECTIVE_OP = {"allreduce": "all-reduce", "allgather": "all-gather",
                  "reducescatter": "reduce-scatter", "alltoall": "all-to-all",
                  "sendrecv": "send-recv", "broadcast": "broadcast", "dispatch": "all-to-all",

@@ -67,6 +67,9 @@ class Cost:
     # a collective whose algorithm was picked for its time ("auto"): the least each link and
     # the latency could carry under any of its algorithms, which a step's floor takes
     least: Cost | None
+    # a collective whose pick is a serving engine's own kernel (two-shot): the Cost of the
+    # library's pick, which the expected time assumes runs outside CUDA graphs
+    runs: Cost | None
 
     def __init__(self, flops: Mapping[str, Num] | None = None,
                  bytes: Mapping[str, Num] | None = None,
@@ -76,7 +79,7 @@ class Cost:
                  name: str = "", vector_flops: Mapping[str, Num] | None = None,
                  special_ops: Mapping[str, Num] | None = None,
                  link_calls: Mapping[str, Num] | None = None, algorithm: Any = None,
-                 least: Cost | None = None) -> None:
+                 least: Cost | None = None, runs: Cost | None = None) -> None:
         # Written straight into the instance dict (set once, here: the record stays frozen):
         # a whole-model estimate makes dozens of Costs, and a frozen dataclass's generated
         # __init__ costs ~1 us more per instance.
@@ -92,6 +95,7 @@ class Cost:
         fields["link_calls"] = {} if link_calls is None else link_calls
         fields["algorithm"] = algorithm
         fields["least"] = least
+        fields["runs"] = runs
         # nan, inf (an overflowing size) or a negative count would become a time that looks
         # like an answer; refuse them where the Cost is made. Scalars take the fast path.
         for counts in (flops, bytes, link_bytes, link_steps, vector_flops, special_ops,
@@ -174,7 +178,8 @@ class Cost:
             _repeated, self, symbol, factor)
         return Cost(**{k: _scale(getattr(self, k), factor) for k in COUNTS}, steps=repeated,
                     name=self.name, algorithm=self.algorithm,
-                    least=None if self.least is None else self.least.scaled(factor, symbol))
+                    least=None if self.least is None else self.least.scaled(factor, symbol),
+                    runs=None if self.runs is None else self.runs.scaled(factor, symbol))
 
     __rmul__ = __mul__
 

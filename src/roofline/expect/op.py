@@ -106,7 +106,9 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
     `dequant` names the weight dtype family (int8, int4, fp4, ...) of a weight-only-quantized
     GEMM: its HBM stream runs at the dequantizing kernel's fraction of the streaming one.
     Under `cuda_graphs` a collective is one more kernel of the graph (the serving engines'
-    one-shot custom all-reduce), so its call costs a graph launch, not NCCL's host latency.
+    one- or two-shot custom all-reduce), so its call costs a graph launch, not NCCL's host
+    latency; outside them a collective whose bound is an engine's two-shot kernel is
+    expected to run the library's pick (`Cost.runs`).
 
     >>> from roofline.ops.matmul import matmul
     >>> e = expected(matmul(4096, 4096, 4096), "h100")
@@ -116,6 +118,9 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
     chip = load_chip(hw)
     figs = figures(chip, calibration)
     used: dict[str, str] = {}
+    bound = cost  # a collective whose bound is an engine's kernel runs the library's pick
+    if cost.runs is not None and not cuda_graphs:  # outside CUDA graphs (ops.collectives)
+        cost = cost.runs
 
     def take(kind: str, variant: str | None = None) -> float:
         key, fig = lookup(figs, kind, variant)
@@ -151,7 +156,7 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
     for link in LINKS:
         if link in cost.link_bytes or link in cost.link_calls:
             applied[link] = derate[link] = per_algorithm(link)
-    base_est = evaluate(cost, chip)
+    base_est = evaluate(bound, chip)
     scalar = {k: v for k, v in derate.items() if np.ndim(v) == 0}
     arrays = {k: np.asarray(v) for k, v in derate.items() if np.ndim(v)}
     if arrays:  # a per-point efficiency (tile utilization over a sweep): scale the times

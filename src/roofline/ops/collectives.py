@@ -24,12 +24,10 @@ pipelined double binary tree: log-depth latency, but the busiest rank moves 2·m
 2 ranks, 1.5·m over 3: `_tree_share`). "one-shot" and "two-shot" are the serving engines'
 custom all-reduce kernels over a switch or full mesh (every peer's buffer read directly:
 all of them at once, or a reduce-scatter then an all-gather); they are no NCCL call, so
-they pay no NCCL base latency. "auto" weighs one-shot but not two-shot: a two-shot kernel
-(vLLM / aiter custom all-reduce of 0.25-8 MiB) can run faster than auto's bound on a chip
-without in-switch reduction (8x MI355X, 1.5 MiB: measured 12.9 us, below auto's 16.1 us
-bound; two-shot's own bound is 6.3 us), so its bound is asked for by name; weighing it in
-auto would also make it the expected time's algorithm, where NCCL / RCCL users run ring or
-tree. "nvls" is
+they pay no NCCL base latency. "auto" weighs both (a two-shot kernel, vLLM / aiter custom
+all-reduce of 0.25-8 MiB, ran 1.5 MiB on 8x MI355X in 12.9 us, below ring's and tree's
+bounds); where it picks two-shot the Cost keeps the libraries' own pick as `runs`, which
+the expected time assumes outside CUDA graphs (NCCL / RCCL run ring or tree there). "nvls" is
 NVLink SHARP: every GPU pushes its m bytes into the switch, which reduces and multicasts the
 result back: m each way in two steps (ideal; needs a link with in-switch reduction).
 All-to-all: "direct" posts every peer's chunk at once (what NCCL and DeepEP do: one round of
@@ -67,7 +65,6 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import numpy as np
@@ -109,10 +106,10 @@ IMPLEMENTS: dict[str, tuple[str, ...]] = {
 }
 SHOTS = ("one-shot", "two-shot")  # the engines' custom all-reduce kernels (peers' buffers read
 # directly over a switch or full mesh): no NCCL call
-# Named, never weighed by "auto": auto's pick is also what the expected time assumes runs
-# (NCCL / RCCL at the sizes where two-shot would win), and the libraries' measured mid-size
-# times sit far above a two-shot kernel's (see the module docstring)
-NAMED_ONLY = ("two-shot",)
+# Weighed by "auto" for the bound, but not what the expected time assumes runs outside CUDA
+# graphs: there the libraries' own pick (NCCL / RCCL's ring or tree at the sizes where a
+# two-shot kernel wins, whose measured times sit far above it), kept as the Cost's `runs`
+ENGINE_ONLY = ("two-shot",)
 DEFAULT_ALGO = {"all-to-all": "direct"}  # NCCL's all-to-all; the others: auto (ring without a chip)
 
 _BUSBW_FACTOR: dict[str, Callable[[Num], Num]] = {
@@ -255,27 +252,39 @@ def collective(
         if _varies(ranks) or _varies(domain_size):
             return _by_group(kind, nbytes, ranks, algo, link, domain_size, link_share, chip)
     auto: _PerByte | None = None
+    library: Any = None  # the libraries' pick where auto's is an engine-only kernel
     if isinstance(algo, str) and algo == AUTO:
         assert chip is not None
-        algo, auto = _choose(kind, nbytes, ranks, chip, link, domain_size, link_share)
+        algo, auto, library = _choose(kind, nbytes, ranks, chip, link, domain_size,
+                                      link_share)
+    if auto is not None and not symbolic():  # "auto" on numbers: the one-byte Costs scaled
+        m = value(nbytes)
+        cost = _from_units(auto, algo, m, kind)  # made here: its floor and library pick set
+        if auto.least is not None:  # (no larger, so finite too), as Cost.deriving does
+            object.__setattr__(cost, "least", _sized(auto.least, m))
+        if library is not None:
+            object.__setattr__(cost, "runs", _from_units(auto, library, m, kind))
+        return cost
+    # a named algorithm, or the derivation of the picked one
     names = np.asarray(algo) if not isinstance(algo, str) else None  # None: one name
     chosen = [str(algo)] if names is None or names.ndim == 0 else \
         list(dict.fromkeys(names.ravel().tolist()))
-    if auto is None or symbolic():  # a named algorithm, or the derivation of the picked one
-        costs = {a: _collective(kind, a, nbytes, ranks, link, domain_size, link_share)
-                 for a in chosen}
-    else:  # "auto" on numbers: the picked one-byte Costs at this size
-        m = value(nbytes)
-        costs = {a: _sized(auto.units[a], m) for a in chosen}  # checked first: an overflow
-        if len(chosen) == 1 and auto.least is not None:  # names the algorithm
-            cost = costs[chosen[0]]  # just made: its floor (no larger, so finite too) set
-            object.__setattr__(cost, "least", _sized(auto.least, m))  # as Cost.deriving does
-            return cost
-    cost = costs[chosen[0]] if names is None or len(chosen) == 1 else \
+    costs = {a: _collective(kind, a, nbytes, ranks, link, domain_size, link_share)
+             for a in chosen}
+    return costs[chosen[0]] if names is None or len(chosen) == 1 else \
         _pointwise(names, costs, f"{kind} (auto per size: {'/'.join(costs)})", "algo")
-    if auto is None or auto.least is None:
-        return cost
-    return replace(cost, least=_sized(auto.least, value(nbytes)))
+
+
+def _from_units(auto: _PerByte, picked: Any, m: Any, kind: str) -> Cost:
+    """The Cost of the algorithm(s) `picked` (a name, or one per point) at message size `m`,
+    from "auto"'s one-byte Costs (a new Cost: the caller may set its floor)."""
+    names = None if isinstance(picked, str) else np.asarray(picked)
+    chosen = [str(picked)] if names is None or names.ndim == 0 else \
+        list(dict.fromkeys(names.ravel().tolist()))
+    costs = {a: _sized(auto.units[a], m) for a in chosen}
+    if names is None or len(chosen) == 1:
+        return costs[chosen[0]]
+    return _pointwise(names, costs, f"{kind} (auto per size: {'/'.join(costs)})", "algo")
 
 
 def _sized(unit: Cost, m: Any) -> Cost:
@@ -466,12 +475,15 @@ def _pointwise(keys: np.ndarray[Any, Any], costs: dict[Any, Cost], name: str,
     for which, cost in costs.items():
         algorithm = np.where(keys == which, np.broadcast_to(
             np.asarray(cost.algorithm, dtype=object), keys.shape), algorithm)
-    least = None
+    least = runs = None
     if all(c.least is not None for c in costs.values()):  # per group size: each its own
         least = _pointwise(keys, {k: c.least for k, c in costs.items()  # type: ignore[misc]
                                   }, "least of any algorithm", by)
-    return Cost(**fields, steps=tuple(terms), name=name, algorithm=algorithm.astype(str),
-                least=least)
+    if any(c.runs is not None for c in costs.values()):  # the library's pick, point by point
+        runs = _pointwise(keys, {k: c.runs or c for k, c in costs.items()}, name, by)
+    return Cost(link_bytes=fields["link_bytes"], link_steps=fields["link_steps"],
+                link_calls=fields["link_calls"], steps=tuple(terms), name=name,
+                algorithm=algorithm.astype(str), least=least, runs=runs)
 
 
 @numeric
@@ -494,9 +506,9 @@ def choose_algorithm(kind: str, nbytes: Any, ranks: Any, chip: Chip, link: str =
 
 def _candidates(kind: str, ranks: Any, chip: Chip, link: str, domain_size: Any) -> list[str]:
     """The algorithms "auto" weighs: those implementing `kind`; nvls only where the link
-    reduces in the switch; one-shot only with every peer directly reachable (a switch or a
-    full mesh) in one domain; no neighbour relay for an all-to-all spanning domains; not
-    two-shot (NAMED_ONLY)."""
+    reduces in the switch; one- and two-shot only with every peer directly reachable (a
+    switch or a full mesh) in one domain; no neighbour relay for an all-to-all spanning
+    domains."""
     if kind not in COLLECTIVES:
         raise unknown("collective", kind, COLLECTIVES)
     up = chip.links.get(link)
@@ -506,8 +518,8 @@ def _candidates(kind: str, ranks: Any, chip: Chip, link: str, domain_size: Any) 
     direct = up is not None and link == "scale-up" and up.topology in ("switch", "mesh") \
         and not spans
     return [a for a in IMPLEMENTS[kind] if (a != "nvls" or switch)
-            and (a != "one-shot" or direct) and a not in NAMED_ONLY
-            and not (a == "ring" and kind == "all-to-all" and spans)]
+            and (a not in SHOTS or direct) and not (a == "ring" and kind == "all-to-all"
+                                                    and spans)]
 
 
 class _PerByte(NamedTuple):
@@ -548,19 +560,29 @@ def _scalar(x: Any) -> bool:
 
 
 def _choose(kind: str, nbytes: Any, ranks: Any, chip: Chip, link: str, domain_size: Any,
-            link_share: Any) -> tuple[Any, _PerByte]:
-    """`choose_algorithm`'s pick, and the candidates it weighed."""
+            link_share: Any) -> tuple[Any, _PerByte, Any]:
+    """`choose_algorithm`'s pick, the candidates it weighed, and where the pick is an
+    engine-only kernel the libraries' own pick among the rest (else None)."""
     auto = _per_byte(kind, ranks, chip, link, domain_size, link_share)
     m = value(size("m", nbytes, "bytes"))
     # each link's chain competes on its own (evaluate): the busiest is the time
-    times = [functools.reduce(maximum, [lat + per * m for lat, per in chains], 0.0)
-             for chains in auto.chains.values()]
-    candidates = list(auto.chains)
-    if all(isinstance(t, float) for t in times):  # one size: the first of the fastest
-        return candidates[times.index(min(times))], auto
-    best = np.argmin(np.stack(np.broadcast_arrays(*map(np.asarray, times))), axis=0)
+    times = {a: functools.reduce(maximum, [lat + per * m for lat, per in chains], 0.0)
+             for a, chains in auto.chains.items()}
+    picked = _fastest(times)
+    library = None
+    if not symbolic() and any_true(np.asarray(picked) == ENGINE_ONLY[0]):
+        library = _fastest({a: t for a, t in times.items() if a not in ENGINE_ONLY})
+    return picked, auto, library
+
+
+def _fastest(times: dict[str, Any]) -> Any:
+    """Per point, the first of the fastest (a name, or an array of names)."""
+    candidates, values = list(times), list(times.values())
+    if all(isinstance(t, float) for t in values):  # one size
+        return candidates[values.index(min(values))]
+    best = np.argmin(np.stack(np.broadcast_arrays(*map(np.asarray, values))), axis=0)
     picked = np.asarray(candidates)[best]
-    return (str(picked) if picked.ndim == 0 else picked), auto
+    return str(picked) if picked.ndim == 0 else picked
 
 
 def crossover_from_times(nbytes: float, est: Estimate) -> float | None:
