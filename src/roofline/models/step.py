@@ -206,7 +206,7 @@ def place(parallel: Parallel, system: System) -> Placement:
     if known is None:
         known = system.chip.memo[key] = _links_by_group(parallel, system)
     links, shares = known
-    # "auto": what NCCL would pick per collective and size (all-to-all: direct); a fresh
+    # "auto": the fastest algorithm per collective and size (all-to-all: direct); a fresh
     # Placement per step: its collectives' cache is the step's own
     return Placement(system.chips_per_domain, dict(links), "auto", dict(shares), system.chip)
 

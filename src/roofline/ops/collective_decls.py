@@ -1,6 +1,6 @@
 """The collectives as declared operations (`roofline op allreduce ...`, `run_op`): their
 parameters, where a group sits on the chip's system (placement, link share, hierarchy), the
-algorithm the library would pick, and nccl-tests' bandwidth figures."""
+fastest algorithm ("auto"), and nccl-tests' bandwidth figures."""
 
 from __future__ import annotations
 

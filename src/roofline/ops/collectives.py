@@ -35,10 +35,11 @@ latency, the default); "pairwise" exchanges with one peer per step (n-1 rounds);
 relays chunks between neighbours only, each the short way round a bidirectional ring (a
 torus axis without direct paths): a chunk k hops away crosses k links.
 
-"auto" (`choose_algorithm`) is what the library would pick: per message size, the
-algorithm the collective implements (nvls only where the link reduces in the switch) with
-the smallest alpha-beta time on the chip. Each algorithm's time is a lower bound of its
-own, so their minimum bounds whatever NCCL chose.
+"auto" (`choose_algorithm`) is the fastest implementation: per message size, the
+algorithm the collective implements (nvls only where the link reduces in the switch; one-
+and two-shot only where every peer is in reach) with the smallest alpha-beta time on the
+chip. Each algorithm's time is a lower bound of its own, so their minimum bounds whatever
+the library or engine chose.
 
 A group larger than one scale-up domain (`domain_size` ranks) runs hierarchically, with
 a = domain_size ranks inside each domain and b = n / a domains (a group that does not fill
@@ -489,10 +490,11 @@ def _pointwise(keys: np.ndarray[Any, Any], costs: dict[Any, Cost], name: str,
 @numeric
 def choose_algorithm(kind: str, nbytes: Any, ranks: Any, chip: Chip, link: str = "scale-up",
                      domain_size: Any = None, link_share: Any = 1.0) -> Any:
-    """What the library would pick ("auto"): per message size (a name, or an array of names
+    """The fastest implementation ("auto"): per message size (a name, or an array of names
     for arrays of sizes or ranks), the algorithm implementing `kind` whose alpha-beta time on
-    `chip` is smallest; nvls only where the link reduces in the switch. Ties go to the
-    earlier of ring, tree, nvls (direct, pairwise, ring for all-to-all)."""
+    `chip` is smallest; nvls only where the link reduces in the switch, one- and two-shot
+    only where every peer is in reach. Ties go to the earlier of ring, tree, nvls, one-shot,
+    two-shot (direct, pairwise, ring for all-to-all)."""
     if _varies(ranks) or _varies(domain_size):  # each (ranks, domain) its own pick
         index, groups = _groups(nbytes, ranks, domain_size, link_share, None)
         picked = np.full(index.shape, "", dtype=object)
