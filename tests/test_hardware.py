@@ -85,8 +85,10 @@ def test_peak_ratios_plausible():
             limit = {"fp8": 2.05, "int8": 2.05, "fp6": 4.1, "fp4": 4.1, "int4": 4.1}.get(dt, 1.0)
             if chip.id in ("b300", "gb300") and dt == "fp4":  # Blackwell Ultra: 13.1-15 PF fp4,
                 limit = 6.1  # 2.25-2.5 PF bf16
-            if chip.id in ("rtx-4090", "rtx-5090") and dt in ("int8", "int4", "fp4"):
-                limit *= 2  # GeForce: bf16 (fp32 accumulate) at half rate, integer / fp4 at full
+            if chip.id in ("rtx-4090", "rtx-5090", "l40") and dt in ("fp16", "fp8", "int8",
+                                                                    "int4", "fp4"):
+                limit *= 2  # bf16 (fp32 accumulate) at half rate; fp16 / fp8 (fp16
+                # accumulate), integer and fp4 at the full rate
             assert p.flops_per_s <= limit * bf16 * 1.0001, (chip.id, dt)
 
 
