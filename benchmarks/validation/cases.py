@@ -342,14 +342,7 @@ def kernel_ratio(row: Row, expect: bool = False) -> float:
 COLLECTIVE_KINDS = ("collective", "moe_dispatch")
 # collective rows that beat the bound today: known bugs, each with why (the tests mark them
 # strict xfails: a fix turns them red)
-_DEEPEP_NODES = (
-    "DeepSeek-V3 on 256 B200 (EP 32 over 4 DGX nodes, DeepEP dispatch): the bound sends "
-    "every token to each of its 8 experts' ranks, 3/4 of them over the 50 GB/s NIC, 26.5 s "
-    "of network per step against the 19.7 s measured; DeepEP sends a token once per "
-    "destination node and forwards it over NVLink (~2.7 remote copies, not ~6): the EP "
-    "all-to-all needs that node-deduplicated model")
-BEATEN: dict[str, str] = {"mb260401-b200-dsv3-mxfp8-tokps": _DEEPEP_NODES,
-                          "mb260401-b200-dsv3-mxfp8-tflops": _DEEPEP_NODES}
+BEATEN: dict[str, str] = {}
 COLLECTIVE_OP = {"allreduce": "all-reduce", "allgather": "all-gather",
                  "reducescatter": "reduce-scatter", "alltoall": "all-to-all",
                  "sendrecv": "send-recv", "broadcast": "broadcast", "dispatch": "all-to-all",

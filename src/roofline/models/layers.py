@@ -5,11 +5,13 @@ the TP / CP / EP collectives between them, and the embedding, final norm and LM 
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from ..cost import Cost
-from ..derivation import any_true
+from ..derivation import Sym, Term, any_true
 from ..dtypes import dtype as lookup_dtype
 from ..lazy import cached_property
 from ..ops.attention import attention
@@ -261,7 +263,7 @@ def _mlp_ops(c: Ctx, moe_layer: bool) -> list[tuple[str, Cost]]:
     dispatch = T / tp * m.top_k * s.hidden * c.act_bytes
     ops: list[tuple[str, Cost]] = [("router", c.mm(T, s.hidden, m.experts, "router"))]
     if ep > 1:
-        ops.append(("ep dispatch all-to-all", c.place.comm("all-to-all", dispatch, "ep", ep)))
+        ops.append(("ep dispatch all-to-all", _ep_all_to_all(c, dispatch)))
     ops += [
         ("experts up/gate", grouped_matmul(group_tokens, s.hidden, gate * f, m.experts, m.top_k,
                                            dtype=act, weight_dtype=c.prec.experts).scaled(
@@ -272,13 +274,41 @@ def _mlp_ops(c: Ctx, moe_layer: bool) -> list[tuple[str, Cost]]:
             1 / ep, "1/ep")),
     ]
     if ep > 1:
-        ops.append(("ep combine all-to-all", c.place.comm("all-to-all", dispatch, "ep", ep)))
+        ops.append(("ep combine all-to-all", _ep_all_to_all(c, dispatch)))
     if m.shared_experts:
         fs = m.shared_experts * m.shared_ffn / c.par.tp
         ops += [("shared experts up/gate", c.mm(T, s.hidden, gate * fs, "shared up/gate")),
                 ("shared experts activation", elementwise(T * fs, kind, act)),
                 ("shared experts down", c.mm(T, fs, s.hidden, "shared down"))]
     return ops
+
+
+def _ep_all_to_all(c: Ctx, nbytes: Any) -> Cost:
+    """The EP group's dispatch (or combine) of `nbytes` (every token once per routed expert).
+    Across scale-up domains a token crosses the network once per destination domain, then
+    fans out to its experts there over the scale-up link (DeepEP's internode kernels, and
+    the least any implementation can send): the network carries (b-1)·P(a domain holds one
+    of its top-k experts) copies per token, not top_k·(n-a)/n (uniform routing, E/b experts
+    per domain: P = 1 - C(E-E/b, k)/C(E, k)). DeepSeek-V3 over 4 nodes: 2.7 copies, not 6."""
+    cost = c.place.comm("all-to-all", nbytes, "ep", c.par.ep)
+    _, in_domain = c.place.links["ep"]
+    moe = c.spec.moe
+    if in_domain is None or moe is None or "scale-out" not in cost.link_bytes:
+        return cost
+    n, a, k, e = c.par.ep, in_domain, moe.top_k, moe.experts
+    b = n / a  # domains the group spans
+    hit = 1.0 - math.comb(e - round(e / b), k) / math.comb(e, k)  # P(a domain is hit)
+    share = (b - 1) * hit / (k * (n - a) / n)  # of the per-copy count across domains
+    across = cost.link_bytes["scale-out"]
+    return Cost(link_bytes={**cost.link_bytes, "scale-out": across * share},
+                link_steps=cost.link_steps, link_calls=cost.link_calls,
+                steps=functools.partial(_per_domain_terms, cost, share, across),
+                name=f"{cost.name}, one copy per domain", algorithm=cost.algorithm)
+
+
+def _per_domain_terms(cost: Cost, share: float, across: Any) -> tuple[Term, ...]:
+    return (*cost.terms, Term("scale-out bytes, one copy per destination domain",
+                              Sym("per_domain", share) * Sym("scale-out bytes", across)))
 
 
 def layer_ops(c: Ctx, moe_layer: bool, window: int | None, kind: str = "window"
