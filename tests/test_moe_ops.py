@@ -221,3 +221,18 @@ def test_bad_input_rejected(args, kwargs, match):
 def test_batched_bad_sizes_rejected():
     with pytest.raises(RooflineError, match="B"):
         batched_matmul(0, 1, 8, 8)
+
+
+def test_an_ep_dispatch_sends_one_copy_per_destination_node():
+    # DeepEP internode / HybridEP / MORI send a token once per remote node holding one of
+    # its experts: (b - 1)·P(hit); exact for E experts, the many-experts limit never more
+    import math
+
+    from roofline.ops.moe import remote_domain_copies
+
+    exact = remote_domain_copies(8, 4, 256)
+    assert exact == pytest.approx(3 * (1 - math.comb(192, 8) / math.comb(256, 8)))
+    assert remote_domain_copies(8, 4) == pytest.approx(3 * (1 - 0.75**8))
+    assert remote_domain_copies(8, 4) <= exact <= 8 * 3 / 4  # never more than one per expert
+    assert remote_domain_copies(8, 1) == 0.0
+    assert remote_domain_copies(1, 2, 256) == pytest.approx(0.5)  # top-1: the other node half

@@ -67,8 +67,10 @@ class Cost:
     # a collective whose algorithm was picked for its time ("auto"): the least each link and
     # the latency could carry under any of its algorithms, which a step's floor takes
     least: Cost | None
-    # a collective whose pick is a serving engine's own kernel (two-shot): the Cost of the
-    # library's pick, which the expected time assumes runs outside CUDA graphs
+    # what the expected time assumes runs outside CUDA graphs, where the bound is the least
+    # of something faster: the library's pick where auto's is an engine's two-shot kernel;
+    # every (token, expert) copy where an EP all-to-all's bound sends one per node (the
+    # measured dispatch kernels run at that volume's pace)
     runs: Cost | None
 
     def __init__(self, flops: Mapping[str, Num] | None = None,

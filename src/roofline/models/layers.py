@@ -5,17 +5,16 @@ the TP / CP / EP collectives between them, and the embedding, final norm and LM 
 
 from __future__ import annotations
 
-import functools
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from ..cost import Cost
-from ..derivation import Sym, Term, any_true
+from ..derivation import any_true
 from ..dtypes import dtype as lookup_dtype
 from ..lazy import cached_property
 from ..ops.attention import attention
 from ..ops.attention_backward import attention_backward
+from ..ops.collectives import one_copy_per_domain
 from ..ops.elementwise import elementwise
 from ..ops.embedding import embedding_lookup
 from ..ops.linear_attention import linear_attention
@@ -284,31 +283,14 @@ def _mlp_ops(c: Ctx, moe_layer: bool) -> list[tuple[str, Cost]]:
 
 
 def _ep_all_to_all(c: Ctx, nbytes: Any) -> Cost:
-    """The EP group's dispatch (or combine) of `nbytes` (every token once per routed expert).
-    Across scale-up domains a token crosses the network once per destination domain, then
-    fans out to its experts there over the scale-up link (DeepEP's internode kernels, and
-    the least any implementation can send): the network carries (b-1)·P(a domain holds one
-    of its top-k experts) copies per token, not top_k·(n-a)/n (uniform routing, E/b experts
-    per domain: P = 1 - C(E-E/b, k)/C(E, k)). DeepSeek-V3 over 4 nodes: 2.7 copies, not 6."""
+    """The EP group's dispatch (or combine) of `nbytes` (every token once per routed expert);
+    across scale-up domains one copy per destination domain (`one_copy_per_domain`)."""
     cost = c.place.comm("all-to-all", nbytes, "ep", c.par.ep)
     _, in_domain = c.place.links["ep"]
     moe = c.spec.moe
-    if in_domain is None or moe is None or "scale-out" not in cost.link_bytes:
+    if in_domain is None or moe is None:
         return cost
-    n, a, k, e = c.par.ep, in_domain, moe.top_k, moe.experts
-    b = n / a  # domains the group spans
-    hit = 1.0 - math.comb(e - round(e / b), k) / math.comb(e, k)  # P(a domain is hit)
-    share = (b - 1) * hit / (k * (n - a) / n)  # of the per-copy count across domains
-    across = cost.link_bytes["scale-out"]
-    return Cost(link_bytes={**cost.link_bytes, "scale-out": across * share},
-                link_steps=cost.link_steps, link_calls=cost.link_calls,
-                steps=functools.partial(_per_domain_terms, cost, share, across),
-                name=f"{cost.name}, one copy per domain", algorithm=cost.algorithm)
-
-
-def _per_domain_terms(cost: Cost, share: float, across: Any) -> tuple[Term, ...]:
-    return (*cost.terms, Term("scale-out bytes, one copy per destination domain",
-                              Sym("per_domain", share) * Sym("scale-out bytes", across)))
+    return one_copy_per_domain(cost, moe.top_k, c.par.ep, in_domain, moe.experts)
 
 
 def layer_ops(c: Ctx, moe_layer: bool, window: int | None, kind: str = "window"

@@ -74,6 +74,7 @@ from ..cost import LINKS, Cost
 from ..derivation import (
     Num,
     Quantity,
+    Sym,
     Term,
     any_true,
     call,
@@ -621,3 +622,30 @@ def latency_crossover_bytes(cost: Cost, nbytes: Any, latency_s: float,
         + np.asarray(cost.link_calls.get(link, 0.0)) * base_latency_s
     value = latency * bandwidth_Bps / per_byte
     return float(value) if value.ndim == 0 else value
+
+
+def one_copy_per_domain(cost: Cost, top_k: int, ranks: float, in_domain: float,
+                        experts: int | None = None) -> Cost:
+    """An expert-parallel all-to-all of every (token, expert) pair (`cost`: hierarchical over
+    domains of `in_domain` ranks, top_k·(n - a)/n copies of a token on scale-out) as the
+    expert kernels send it: one copy per destination domain (`moe.remote_domain_copies`).
+    DeepSeek-V3 over 4 8-GPU nodes: 2.7 copies, not 6. The expected time keeps the
+    per-copy volume (`Cost.runs`): DeepEP's, HybridEP's and MORI's measured times follow it
+    (13% median error against 27% with the deduplicated bytes)."""
+    from .moe import remote_domain_copies
+
+    if "scale-out" not in cost.link_bytes or ranks <= in_domain:
+        return cost
+    share = remote_domain_copies(top_k, ranks / in_domain, experts) / (
+        top_k * (ranks - in_domain) / ranks)
+    across = cost.link_bytes["scale-out"]
+    return Cost(link_bytes={**cost.link_bytes, "scale-out": across * share},
+                link_steps=cost.link_steps, link_calls=cost.link_calls,
+                steps=functools.partial(_per_domain_terms, cost, share, across),
+                name=f"{cost.name}, one copy per domain", algorithm=cost.algorithm,
+                runs=cost)
+
+
+def _per_domain_terms(cost: Cost, share: float, across: Any) -> tuple[Term, ...]:
+    return (*cost.terms, Term("scale-out bytes, one copy per destination domain",
+                              Sym("per_domain", share) * Sym("scale-out bytes", across)))

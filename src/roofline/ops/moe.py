@@ -30,6 +30,7 @@ Real routers are not uniform; pass the measured `tokens_per_expert` to use real 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -188,3 +189,19 @@ GROUPED_MATMUL = OpDecl(
         Param("n", "output features per expert", required=True),
         Param("experts", "routed experts E", required=True),
         Param("top_k", "experts per token", required=True), *_DTYPES))
+
+
+def remote_domain_copies(top_k: int, domains: float, experts: int | None = None) -> float:
+    """Copies of one token an expert-parallel dispatch must send across scale-up domains: one
+    per OTHER domain holding at least one of its top_k experts (the kernels send a token once
+    per destination domain and fan it out inside: DeepEP internode, HybridEP, MORI), under
+    uniform routing: (domains - 1)·P(a domain is hit), P = 1 - C(E - E/b, k)/C(E, k) for E
+    experts over b domains; without E, 1 - (1 - 1/b)^k, the many-experts limit, which is
+    never more (drawing k distinct experts hits a domain at least as often)."""
+    if domains <= 1:
+        return 0.0
+    if experts is None:
+        miss = (1.0 - 1.0 / domains) ** top_k
+    else:
+        miss = math.comb(experts - round(experts / domains), top_k) / math.comb(experts, top_k)
+    return (domains - 1.0) * (1.0 - miss)
