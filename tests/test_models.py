@@ -613,3 +613,22 @@ def test_ep_across_nodes_sends_a_token_once_per_destination_node():
     assert per_copy == pytest.approx(message / 8, rel=1e-9)
     assert "one copy per domain" in dispatch.cost.name
     assert any("one copy per destination domain" in line for line in dispatch.cost.explain())
+    # the expected time keeps every copy, in a CUDA graph too (the measured kernels' pace)
+    from roofline.expect import expected
+
+    per_copy = dispatch.cost.runs
+    assert per_copy is not None and per_copy.link_bytes["scale-out"] > dispatch.cost.link_bytes[
+        "scale-out"]
+    for graphs in (False, True):
+        assert expected(dispatch.cost, "b200", cuda_graphs=graphs).t_s == pytest.approx(
+            expected(per_copy, "b200", cuda_graphs=graphs).t_s)
+    # a group that does not fill whole domains (12 ranks on 8-GPU nodes: 2 domains of 6)
+    from roofline.models.graph import build
+    from roofline.models.step import Precision
+
+    rows = build(load_model("kimi-k2"), train(4104, 4096), Parallel(dp=12, ep=12),
+                 Precision(), load_chip("h100"), block_q=128)
+    uneven = next(r for r in rows if r.name == "ep dispatch all-to-all").cost
+    hit = 1 - math.comb(384 - 192, 8) / math.comb(384, 8)
+    assert uneven.link_bytes["scale-out"] / uneven.runs.link_bytes["scale-out"] == \
+        pytest.approx(hit / (8 * 0.5))

@@ -71,7 +71,11 @@ def _cmd_op(args: argparse.Namespace) -> None:
     cost = decl.function(**kwargs)
     est = evaluate(cost, chip)
     data = est.to_dict()
-    data["inputs"] = {"op": decl.name, **kwargs}
+    # the inputs as resolved; a collective's "auto" as what it picked per size
+    shown = {k: v for k, v in kwargs.items() if k != "chip"}
+    if shown.get("algo") == "auto" and cost.algorithm is not None:
+        shown["algo"] = cost.algorithm
+    data["inputs"] = {"op": decl.name, **shown}
     data["derivation"] = cost.explain()
     text = ""  # for people: not built (nor its renderers imported) for --json
     if not args.json:

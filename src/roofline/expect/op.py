@@ -118,8 +118,11 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
     chip = load_chip(hw)
     figs = figures(chip, calibration)
     used: dict[str, str] = {}
-    bound = cost  # a collective whose bound is an engine's kernel runs the library's pick
-    if cost.runs is not None and not cuda_graphs:  # outside CUDA graphs (ops.collectives)
+    bound = cost  # what runs where the bound is the least of something faster (Cost.runs):
+    # the library's pick for an engine's two-shot kernel, outside CUDA graphs (in a graph the
+    # engine runs its own); an EP dispatch's every copy, always
+    if cost.runs is not None and not (cuda_graphs and np.any(np.asarray(cost.algorithm)
+                                                             == "two-shot")):
         cost = cost.runs
 
     def take(kind: str, variant: str | None = None) -> float:

@@ -19,7 +19,6 @@ from .collectives import (
     DEFAULT_ALGO,
     IMPLEMENTS,
     busbw_factor,
-    choose_algorithm,
     collective,
     crossover_from_times,
 )
@@ -56,16 +55,14 @@ def _place(kwargs: dict[str, Any], chip: Chip, pair: bool) -> dict[str, Any]:
 
 
 def _collective_placement(kind: str) -> Callable[[dict[str, Any], Chip], dict[str, Any]]:
-    """The placement, then "auto" resolved to the algorithm it picks for each size (so
-    `op --json` echoes the choice)."""
+    """The placement, and "auto" kept for the collective to pick per size (its Cost keeps
+    the floor and the library's own pick beside it; `op --json` echoes `Cost.algorithm`)."""
     def prepare(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
         kwargs = _place(kwargs, chip, pair=kind == "send-recv")
-        if kwargs.get("algo") is None:  # not given: NCCL's all-to-all, else what NCCL picks
+        if kwargs.get("algo") is None:  # not given: NCCL's all-to-all, else the fastest
             kwargs["algo"] = DEFAULT_ALGO.get(kind, AUTO)
         if kwargs["algo"] == AUTO:
-            kwargs["algo"] = choose_algorithm(
-                kind, kwargs["nbytes"], kwargs["ranks"], chip, kwargs.get("link", "scale-up"),
-                kwargs.get("domain_size"), kwargs["link_share"])
+            kwargs["chip"] = chip
         return kwargs
 
     return prepare
@@ -110,7 +107,7 @@ def _declare(kind: str) -> OpDecl:
     algo_help = ("algorithm (default direct, NCCL's: every peer at once; auto picks the "
                  "fastest on this chip)" if kind == "all-to-all" else
                  "algorithm (default auto: per size, the one with the smallest alpha-beta "
-                 "time on this chip, as NCCL picks)")
+                 "time on this chip, library or engine kernel)")
     return OpDecl(
         kind.replace("-", ""), f"{kind} of --bytes over --ranks ranks (alpha-beta model)",
         partial(collective, kind), (

@@ -109,8 +109,8 @@ IMPLEMENTS: dict[str, tuple[str, ...]] = {
 SHOTS = ("one-shot", "two-shot")  # the engines' custom all-reduce kernels (peers' buffers read
 # directly over a switch or full mesh): no NCCL call
 # Weighed by "auto" for the bound, but not what the expected time assumes runs outside CUDA
-# graphs: there the libraries' own pick (NCCL / RCCL's ring or tree at the sizes where a
-# two-shot kernel wins, whose measured times sit far above it), kept as the Cost's `runs`
+# graphs: there the pick without it (NCCL / RCCL's ring or tree, NVLS, or the one-shot the
+# model was fitted with, at the sizes where two-shot wins), kept as the Cost's `runs`
 ENGINE_ONLY = ("two-shot",)
 DEFAULT_ALGO = {"all-to-all": "direct"}  # NCCL's all-to-all; the others: auto (ring without a chip)
 
@@ -636,8 +636,11 @@ def one_copy_per_domain(cost: Cost, top_k: int, ranks: float, in_domain: float,
 
     if "scale-out" not in cost.link_bytes or ranks <= in_domain:
         return cost
-    share = remote_domain_copies(top_k, ranks / in_domain, experts) / (
-        top_k * (ranks - in_domain) / ranks)
+    # the group spread evenly over the fewest domains that hold it, as `_hierarchical`
+    # splits it: (n - n/b)/n of every copy crosses; never more than every copy
+    domains = math.ceil(ranks / in_domain)
+    share = min(1.0, remote_domain_copies(top_k, domains, experts) / (
+        top_k * (1.0 - 1.0 / domains)))
     across = cost.link_bytes["scale-out"]
     return Cost(link_bytes={**cost.link_bytes, "scale-out": across * share},
                 link_steps=cost.link_steps, link_calls=cost.link_calls,

@@ -200,8 +200,10 @@ def remote_domain_copies(top_k: int, domains: float, experts: int | None = None)
     never more (drawing k distinct experts hits a domain at least as often)."""
     if domains <= 1:
         return 0.0
-    if experts is None:
+    if experts is not None and top_k > experts:
+        raise RooflineError(f"top_k ({top_k}) exceeds the {experts} experts")
+    if experts is None or experts % domains:  # uneven domains: the limit, never more
         miss = (1.0 - 1.0 / domains) ** top_k
     else:
-        miss = math.comb(experts - round(experts / domains), top_k) / math.comb(experts, top_k)
+        miss = math.comb(experts - int(experts // domains), top_k) / math.comb(experts, top_k)
     return (domains - 1.0) * (1.0 - miss)
