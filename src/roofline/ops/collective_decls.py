@@ -61,8 +61,7 @@ def _collective_placement(kind: str) -> Callable[[dict[str, Any], Chip], dict[st
         kwargs = _place(kwargs, chip, pair=kind == "send-recv")
         if kwargs.get("algo") is None:  # not given: NCCL's all-to-all, else the fastest
             kwargs["algo"] = DEFAULT_ALGO.get(kind, AUTO)
-        if kwargs["algo"] == AUTO:
-            kwargs["chip"] = chip
+        kwargs["chip"] = chip  # "auto" picks on it; one- and two-shot check their peers
         return kwargs
 
     return prepare
