@@ -573,15 +573,20 @@ def _choose(kind: str, nbytes: Any, ranks: Any, chip: Chip, link: str, domain_si
              for a, chains in auto.chains.items()}
     picked = _fastest(times)
     library = None
-    if not symbolic() and any_true(np.asarray(picked) == ENGINE_ONLY[0]):
+    engine = picked in ENGINE_ONLY if isinstance(picked, str) else \
+        bool(np.isin(picked, ENGINE_ONLY).any())
+    if engine and not symbolic():
         library = _fastest({a: t for a, t in times.items() if a not in ENGINE_ONLY})
     return picked, auto, library
+
+
+_ONE_SIZE = frozenset({float, np.float64})
 
 
 def _fastest(times: dict[str, Any]) -> Any:
     """Per point, the first of the fastest (a name, or an array of names)."""
     candidates, values = list(times), list(times.values())
-    if all(isinstance(t, float) for t in values):  # one size
+    if _ONE_SIZE.issuperset(map(type, values)):  # one size
         return candidates[values.index(min(values))]
     best = np.argmin(np.stack(np.broadcast_arrays(*map(np.asarray, values))), axis=0)
     picked = np.asarray(candidates)[best]
