@@ -24,6 +24,7 @@ from ..dtypes import dtype as lookup_dtype
 from ..evaluate import COMPUTE, Estimate, evaluate
 from ..hardware import Chip, System, load_chip
 from ..hardware.model import Efficiency
+from ..ops.collectives import ENGINE_ONLY
 from ..serialize import jsonable
 from .physics import attention_kernel, tile_utilization
 from .table import figures, lookup
@@ -121,8 +122,8 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
     bound = cost  # what runs where the bound is the least of something faster (Cost.runs):
     # the library's pick for an engine's two-shot kernel, outside CUDA graphs (in a graph the
     # engine runs its own); an EP dispatch's every copy, always
-    if cost.runs is not None and not (cuda_graphs and np.any(np.asarray(cost.algorithm)
-                                                             == "two-shot")):
+    if cost.runs is not None and not (cuda_graphs and np.isin(cost.algorithm,
+                                                              ENGINE_ONLY).any()):
         cost = cost.runs
 
     def take(kind: str, variant: str | None = None) -> float:

@@ -92,6 +92,7 @@ from ..derivation import (
 from ..errors import RooflineError, unknown
 from ..hardware import Chip
 from ._common import size, whole
+from .moe import remote_domain_copies
 
 if TYPE_CHECKING:
     from ..evaluate import Estimate
@@ -197,12 +198,18 @@ def _check_algo(kind: str, algo: str) -> None:
                             f"{', '.join(IMPLEMENTS[kind])}, or {AUTO})")
 
 
+def _in_reach(chip: Chip, link: str) -> bool:
+    """Every peer of the link directly reachable: a scale-up switch or full mesh (what one-
+    and two-shot kernels read their peers' buffers over)."""
+    up = chip.links.get(link)
+    return up is not None and link == "scale-up" and up.topology in ("switch", "mesh")
+
+
 def _check_direct(algo: str, link: str, chip: Chip | None) -> None:
     """One- and two-shot read every peer's buffer directly: a scale-up switch or full mesh
-    (on a chip without one, name ring or tree; "auto" weighs one-shot only where it runs)."""
-    up = chip.links.get(link) if chip is not None else None
-    if link != "scale-up" or (chip is not None and (up is None or up.topology not in
-                                                    ("switch", "mesh"))):
+    (on a chip without one, name ring or tree; "auto" weighs them only where they run)."""
+    if link != "scale-up" or (chip is not None and not _in_reach(chip, link)):
+        up = chip.links.get(link) if chip is not None else None
         where = f"{chip.id}'s {link} link is a {up.topology}" if up is not None and \
             chip is not None else f"the {link} link"
         raise RooflineError(f"a {algo} all-reduce reads every peer's buffer directly over a "
@@ -268,22 +275,22 @@ def collective(
             object.__setattr__(cost, "runs", _from_units(auto, library, m, kind))
         return cost
     # a named algorithm, or the derivation of the picked one
-    names = np.asarray(algo) if not isinstance(algo, str) else None  # None: one name
-    chosen = [str(algo)] if names is None or names.ndim == 0 else \
-        list(dict.fromkeys(names.ravel().tolist()))
-    costs = {a: _collective(kind, a, nbytes, ranks, link, domain_size, link_share)
-             for a in chosen}
-    return costs[chosen[0]] if names is None or len(chosen) == 1 else \
-        _pointwise(names, costs, f"{kind} (auto per size: {'/'.join(costs)})", "algo")
+    return _per_pick(algo, kind, lambda a: _collective(kind, a, nbytes, ranks, link,
+                                                       domain_size, link_share))
 
 
 def _from_units(auto: _PerByte, picked: Any, m: Any, kind: str) -> Cost:
     """The Cost of the algorithm(s) `picked` (a name, or one per point) at message size `m`,
     from "auto"'s one-byte Costs (a new Cost: the caller may set its floor)."""
+    return _per_pick(picked, kind, lambda a: _sized(auto.units[a], m))
+
+
+def _per_pick(picked: Any, kind: str, cost_of: Callable[[str], Cost]) -> Cost:
+    """One algorithm's Cost, or (an array of names, one per point) each point's."""
     names = None if isinstance(picked, str) else np.asarray(picked)
     chosen = [str(picked)] if names is None or names.ndim == 0 else \
         list(dict.fromkeys(names.ravel().tolist()))
-    costs = {a: _sized(auto.units[a], m) for a in chosen}
+    costs = {a: cost_of(a) for a in chosen}
     if names is None or len(chosen) == 1:
         return costs[chosen[0]]
     return _pointwise(names, costs, f"{kind} (auto per size: {'/'.join(costs)})", "algo")
@@ -292,13 +299,12 @@ def _from_units(auto: _PerByte, picked: Any, m: Any, kind: str) -> Cost:
 def _sized(unit: Cost, m: Any) -> Cost:
     """A collective's one-byte Cost at message size `m`: its bytes scale, its message steps
     and calls do not (its derivation re-runs the formula at `m`: `derived`)."""
-    if type(m) is float:  # one size: the steps and calls as they are
-        return Cost(link_bytes={k: v * m for k, v in unit.link_bytes.items()},
-                    link_steps=dict(unit.link_steps), link_calls=dict(unit.link_calls),
-                    name=unit.name, algorithm=unit.algorithm)
+    one = type(m) is float  # one size: the steps and calls as they are
     return Cost(link_bytes={k: v * m for k, v in unit.link_bytes.items()},
-                link_steps={k: _full(v, m) for k, v in unit.link_steps.items()},
-                link_calls={k: _full(v, m) for k, v in unit.link_calls.items()},
+                link_steps=dict(unit.link_steps) if one else
+                {k: _full(v, m) for k, v in unit.link_steps.items()},
+                link_calls=dict(unit.link_calls) if one else
+                {k: _full(v, m) for k, v in unit.link_calls.items()},
                 name=unit.name, algorithm=unit.algorithm)
 
 
@@ -518,8 +524,7 @@ def _candidates(kind: str, ranks: Any, chip: Chip, link: str, domain_size: Any) 
     switch = up is not None and up.in_switch_reduction
     spans = domain_size is not None and link == "scale-up" and bool(
         np.any(np.asarray(ranks) > np.asarray(domain_size)))
-    direct = up is not None and link == "scale-up" and up.topology in ("switch", "mesh") \
-        and not spans
+    direct = _in_reach(chip, link) and not spans
     return [a for a in IMPLEMENTS[kind] if (a != "nvls" or switch)
             and (a not in SHOTS or direct) and not (a == "ring" and kind == "all-to-all"
                                                     and spans)]
@@ -637,8 +642,6 @@ def one_copy_per_domain(cost: Cost, top_k: int, ranks: float, in_domain: float,
     DeepSeek-V3 over 4 8-GPU nodes: 2.7 copies, not 6. The expected time keeps the
     per-copy volume (`Cost.runs`): DeepEP's, HybridEP's and MORI's measured times follow it
     (13% median error against 27% with the deduplicated bytes)."""
-    from .moe import remote_domain_copies
-
     if "scale-out" not in cost.link_bytes or ranks <= in_domain:
         return cost
     # the group spread evenly over the fewest domains that hold it, as `_hierarchical`
