@@ -144,6 +144,8 @@ class Cost:
     def total_flops(self) -> Num:
         """All arithmetic: tensor and vector FLOPs, and special-function evaluations (one
         FLOP each), regardless of dtype."""
+        if not self.vector_flops and not self.special_ops and len(self.flops) == 1:
+            return next(iter(self.flops.values()))  # a GEMM: add_all of one value
         return add_all([*self.flops.values(), *self.vector_flops.values(),
                         *self.special_ops.values()])
 

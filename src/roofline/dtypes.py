@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from .errors import RooflineError, unknown
+from .lazy import cached_property
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ class DType:
     peak: str  # key into a chip's peak table (tf32 is stored as 32-bit but computes at tf32)
     description: str
 
-    @property
+    @cached_property  # read for every operand of every op
     def bytes(self) -> float:
         """Bytes per element (0.5 for 4-bit types)."""
         return self.bits / 8

@@ -304,6 +304,9 @@ def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True) -> E
         t_lower = max(local)
         t_upper = local[0] if len(local) == 1 else sum(local, 0.0)  # as add_all (-0.0 too)
         return Estimate(chip.id, cost, times, t_lower, t_upper, local.index(t_lower), chip)
+    if links and serial_comm and _FLOATS.issuperset(map(type, times.values())) and \
+            _FLOATS.issuperset(map(type, _link_counts(cost))):
+        return _on_links_one_point(cost, chip, times)
     if links:
         local = list(times.values())
         transfer, latency = link_times(cost, chip)
@@ -336,6 +339,44 @@ def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True) -> E
         hardware=chip.id, cost=cost, chain_s=_unwrapped(chains), time_s=_unwrapped(times),
         t_lower_s=unwrap(t_lower), t_upper_s=unwrap(t_upper), bound_index=unwrap(bound_index),
         chip=chip)
+
+
+def _link_counts(cost: Cost) -> list[Any]:
+    return [*cost.link_bytes.values(), *cost.link_steps.values(), *cost.link_calls.values()]
+
+
+def _on_links_one_point(cost: Cost, chip: Chip, times: dict[str, Num]) -> Estimate:
+    """`evaluate` of one point with links (a collective in a whole-model estimate): the same
+    times, chains, sums and first-of-equals bound as the general path, in plain Python."""
+    local = list(times.values())
+    names = cost.link_bytes.keys() | cost.link_steps.keys() | cost.link_calls.keys()
+    transfer: dict[str, Any] = {}
+    latency: dict[str, Any] = {}
+    for name in sorted(names) if len(names) > 1 else names:
+        link = chip.links.get(name) or chip.link(name)  # chip.link: the error
+        transfer[name] = times[name] = cost.link_bytes.get(name, 0.0) / link.bandwidth_Bps
+        latency[name] = (cost.link_steps.get(name, 0.0) * link.latency_s
+                         + cost.link_calls.get(name, 0.0) * link.base_latency_s)
+    if cost.link_steps or cost.link_calls:
+        waits = list(latency.values())
+        times[LATENCY] = waits[0] if len(waits) == 1 else sum(waits, 0.0)  # as add_all
+    order = list(times)
+    spent = list(times.values())
+    t_upper = spent[0] if len(spent) == 1 else sum(spent, 0.0)
+    if local:
+        t_lower = max(local)
+        bound_index = local.index(t_lower)
+    else:  # a pure collective: its busiest link
+        t_lower, bound_index = 0.0, order.index(next(iter(transfer)))
+    chains = {}
+    for name in transfer:  # each link's chain against the best so far
+        chain = chains[name] = transfer[name] + latency[name]
+        if chain > t_lower:  # ties: compute / memory
+            t_lower = chain
+            # `latency` where alpha dominates the chain
+            bound_index = order.index(LATENCY if LATENCY in times and
+                                      latency[name] > transfer[name] else name)
+    return Estimate(chip.id, cost, times, t_lower, t_upper, bound_index, chip, chains)
 
 
 def _unwrapped(values: dict[str, Any]) -> dict[str, Any]:

@@ -174,7 +174,8 @@ def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chi
     l2 = flash_tiling(chip, sram_bytes, block_q) if impl == "flash" else {}
     c = Ctx(spec, micro, par, prec, place(par, system), impl, sram_bytes, block_q, vector,
              l2.get("l2_bytes"), gemm_dtype(prec, chip))
-    useful = 3.0 if phase.kind == "train" else 1.0  # model FLOPs exclude recomputation
+    train = phase.kind == "train"
+    useful = 3.0 if train else 1.0  # model FLOPs exclude recomputation
     kinds: dict[tuple[bool, str, int | None], int] = {}
     for (moe_layer, mixer, span), n in spec.layer_kinds.items():
         key = (moe_layer, "window" if mixer == "full" else mixer, span)
@@ -191,8 +192,8 @@ def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chi
             else:  # work every TP rank repeats is the model's once: 1/tp of it on each
                 forward = times_n(c.model_share(name), cost.total_flops)
                 useful_flops = times_n(1.0 if name in SPLIT_BACKWARD else useful, forward)
-            rows.append(OpCost(group, name, per_stage, _step(cost, phase, name), useful_flops,
-                               stream=_stream(name)))
+            rows.append(OpCost(group, name, per_stage, _step(cost, phase, name) if train
+                               else cost, useful_flops, stream=_stream(name)))
     for name, cost in edge_ops(c):  # the last stage holds the LM head: the slowest stage
         rows.append(OpCost("model", name, 1, _step(cost, phase, name),
                            times_n(useful * c.model_share(name), cost.total_flops),

@@ -269,10 +269,10 @@ class MemoryBudget:
         return usable
 
     def describe(self, capacity_bytes: float) -> str:
-        from ..units import format_bytes
-
         if self.util == 1 and self.reserve_bytes == 0:
             return "all the device exposes"
+        from ..units import format_bytes
+
         return (f"{100 * self.util:g}% of {format_bytes(capacity_bytes)} exposed"
                 + (f" less {format_bytes(self.reserve_bytes)} reserved"
                    if self.reserve_bytes else ""))

@@ -18,6 +18,7 @@ from ..cost import LINKS
 from ..derivation import Num, add_all, any_true, maximum, scaled_sum
 from ..evaluate import LATENCY, Estimate, evaluate, max_argmax
 from ..hardware import Chip, System, load_chip
+from ..lazy import cached_property
 from ..ops.attention import flash_tiling
 from .catalog import load_model
 from .graph import OpCost, build, gemm_dtype
@@ -81,10 +82,19 @@ class StepCore:
     resource_s: dict[str, list[tuple[float, Any]]]  # per resource: (occurrences, time) per op
     times: StepTimes
     t_upper_s: Any  # nothing overlapped
-    op_times: list[dict[str, Any]]  # per op (the not-hidden row last, if any): time by bound
     by_resource: dict[str, Any]  # the step's time credited to each bounding resource
     model_flops: Any  # useful FLOPs per chip per step
     comm_floor_s: Any  # the busiest of the links and the latency, each overlapped
+
+    @cached_property
+    def op_times(self) -> list[dict[str, Any]]:
+        """Per op (the not-hidden row last, if any): its time credited by bound (the
+        per-op tables' figures; `by_resource` sums them)."""
+        out = [credit(e, lower) for e, lower in zip(self.ests, self.times.critical_s,
+                                                       strict=True)]
+        if any_true(self.times.not_hidden_s > 0):
+            out.append({self.times.not_hidden_link: self.times.not_hidden_s})
+        return out
 
     @property
     def t_floor_s(self) -> Any:
@@ -149,23 +159,30 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
     times = step_times([(r.stream, r.count, r.per_step, e) for r, e in zip(rows, ests,
                                                                            strict=True)],
                        schedule, m, par.pp, spec.layers / par.pp, par.cp, comm_floor, steady)
-    op_times: list[dict[str, Any]] = []
     credited: dict[str, list[Any]] = {}
     for e, lower in zip(ests, times.critical_s, strict=True):
-        per_op: dict[str, Any] = {}
-        add_by_bound(per_op, e, lower)
-        op_times.append(per_op)
-        for resource, t in per_op.items():
+        if type(e.bound_index) is int:  # one point: all to the op's bound
+            resource = list(e.time_s)[e.bound_index]
+            shares = credited.get(resource)
+            if shares is None:
+                credited[resource] = [lower]
+            else:
+                shares.append(lower)
+            continue
+        for resource, t in credit(e, lower).items():
             credited.setdefault(resource, []).append(t)
-    t_upper = scaled_sum(upper)
     if any_true(times.not_hidden_s > 0):  # a link busier than the critical path
-        link = times.not_hidden_link
-        op_times.append({link: times.not_hidden_s})
-        credited.setdefault(link, []).append(times.not_hidden_s)
+        credited.setdefault(times.not_hidden_link, []).append(times.not_hidden_s)
     by_resource = {resource: add_all(parts) for resource, parts in credited.items()}
-    model_flops = scaled_sum(useful)
-    return StepCore(m, slots, ests, resource_s, times, t_upper, op_times, by_resource,
-                    model_flops, comm_floor)
+    return StepCore(m, slots, ests, resource_s, times, scaled_sum(upper), by_resource,
+                    scaled_sum(useful), comm_floor)
+
+
+def credit(est: Estimate, time: Any) -> dict[str, Any]:
+    """`time` credited to the resource that bounds the op, point by point."""
+    out: dict[str, Any] = {}
+    add_by_bound(out, est, time)
+    return out
 
 
 def dominant_index(times: dict[str, Any]) -> tuple[tuple[str, ...], Any]:

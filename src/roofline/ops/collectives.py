@@ -546,12 +546,12 @@ def _per_byte(kind: str, ranks: Any, chip: Chip, link: str, domain_size: Any,
     scale with it; steps and calls do not), so any size's time on a link is latency +
     size · seconds-per-byte and its Cost the one-byte Cost scaled (`_sized`): built once
     per group shape and chip (memoised on the chip for scalar groups), not per message."""
-    from ..evaluate import link_times  # the one evaluator's alpha-beta terms
-
     key = ("collective per byte", kind, ranks, link, domain_size, link_share)
     scalar = _scalar(ranks) and _scalar(domain_size) and _scalar(link_share)
     if scalar and key in chip.memo:
         return cast(_PerByte, chip.memo[key])
+    from ..evaluate import link_times  # the one evaluator's alpha-beta terms
+
     units, chains = {}, {}
     for a in _candidates(kind, ranks, chip, link, domain_size):
         units[a] = _collective(kind, a, 1.0, ranks, link, domain_size, link_share)
@@ -574,8 +574,12 @@ def _choose(kind: str, nbytes: Any, ranks: Any, chip: Chip, link: str, domain_si
     auto = _per_byte(kind, ranks, chip, link, domain_size, link_share)
     m = value(size("m", nbytes, "bytes"))
     # each link's chain competes on its own (evaluate): the busiest is the time
-    times = {a: functools.reduce(maximum, [lat + per * m for lat, per in chains], 0.0)
-             for a, chains in auto.chains.items()}
+    if type(m) is float:  # one size: the same maximum in plain Python
+        times = {a: max([lat + per * m for lat, per in chains], default=0.0)
+                 for a, chains in auto.chains.items()}
+    else:
+        times = {a: functools.reduce(maximum, [lat + per * m for lat, per in chains], 0.0)
+                 for a, chains in auto.chains.items()}
     picked = _fastest(times)
     library = None
     engine = picked in ENGINE_ONLY if isinstance(picked, str) else \
