@@ -191,18 +191,19 @@ class Call(Expr):
 # symbols for its derivation. A context variable, so threads and tasks keep their own.
 _SYMBOLS, _NUMBERS, _DERIVING = 0, 1, 2
 _MODE: ContextVar[int] = ContextVar("roofline_formula_mode", default=_SYMBOLS)
+_mode = _MODE.get  # bound once: formulas ask it a few hundred times per whole-model estimate
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def symbolic() -> bool:
     """Whether formulas build derivation trees here (not inside an op running on numbers)."""
-    return _MODE.get() != _NUMBERS
+    return _mode() != _NUMBERS
 
 
 def sym(name: str, number: Num) -> Quantity:
     """A named quantity: a Sym, or just its number when running on numbers."""
-    return number if _MODE.get() == _NUMBERS else Sym(name, number)
+    return number if _mode() == _NUMBERS else Sym(name, number)
 
 
 def value(x: Quantity) -> Any:
@@ -217,7 +218,7 @@ def call(fn_name: str, fn: Callable[[Any], Any], arg: Quantity) -> Quantity:
 
 def steps(*named: tuple[str, Quantity]) -> tuple[Term, ...]:
     """Derivation steps from (name, formula) pairs; none when running on numbers."""
-    return () if _MODE.get() == _NUMBERS else tuple(Term(n, e) for n, e in named)
+    return () if _mode() == _NUMBERS else tuple(Term(n, e) for n, e in named)
 
 
 def derived(op: F) -> F:
@@ -225,7 +226,7 @@ def derived(op: F) -> F:
     time its derivation is read (`Cost.terms`). Inside another op it runs as its caller."""
     @functools.wraps(op)
     def run(*args: Any, **kwargs: Any) -> Cost:
-        if _MODE.get() != _SYMBOLS:
+        if _mode() != _SYMBOLS:
             return op(*args, **kwargs)
         token = _MODE.set(_NUMBERS)
         try:
@@ -240,7 +241,7 @@ def numeric(fn: F) -> F:
     """A formula helper whose callers want only its number: runs on plain numbers."""
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
-        if _MODE.get() == _NUMBERS:
+        if _mode() == _NUMBERS:
             return fn(*args, **kwargs)
         token = _MODE.set(_NUMBERS)
         try:
@@ -408,7 +409,7 @@ class Term:
 def define(terms: list[Term], label: str, symbol: str, expr: Quantity) -> Quantity:
     """Record `label symbol = expr` as a derivation step; later formulas use just `symbol`
     (on numbers: just the number)."""
-    if _MODE.get() == _NUMBERS:
+    if _mode() == _NUMBERS:
         return expr
     terms.append(Term(f"{label} {symbol}", expr))
     return Sym(symbol, expr.value)
@@ -416,5 +417,5 @@ def define(terms: list[Term], label: str, symbol: str, expr: Quantity) -> Quanti
 
 def note(terms: list[Term], name: str, expr: Quantity) -> None:
     """Record a derivation step (not when running on numbers)."""
-    if _MODE.get() != _NUMBERS:
+    if _mode() != _NUMBERS:
         terms.append(Term(name, expr))

@@ -284,7 +284,11 @@ def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True) -> E
     chip = hw if type(hw) is Chip else load_chip(hw)
     times: dict[str, Num] = {}
     _arithmetic_times(cost, chip, times)
-    if cost.bytes:
+    if len(cost.bytes) == 1:  # most ops: HBM alone (chip.level raises for a level it lacks)
+        ((name, amount),) = cost.bytes.items()
+        rate = chip.level(name).bandwidth_Bps
+        times[name] = amount / rate if type(amount) is float else _per(_num(amount), rate)
+    elif cost.bytes:
         found = 0
         for level in chip.memory:  # chip order: outermost first
             moved = cost.bytes.get(level.name)

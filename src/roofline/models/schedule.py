@@ -29,8 +29,9 @@ The lower bound is max(critical path + exposed communication, busiest link, floo
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import NamedTuple
 
 from ..cost import LINKS
@@ -146,13 +147,14 @@ class StepTimes:
 
 
 _COMMUNICATION = frozenset((*LINKS, LATENCY))
+_NO_LINKS: Mapping[str, Num] = MappingProxyType({})  # shared, read-only
 
 
-def _split(est: Estimate) -> tuple[Num, Num, dict[str, Num]]:
+def _split(est: Estimate) -> tuple[Num, Num, Mapping[str, Num]]:
     """(local time, communication time, communication per link) of one occurrence: compute
     units and memory overlap; a collective's link times and latency add (alpha-beta)."""
     if _COMMUNICATION.isdisjoint(est.time_s):  # no communication: the op's own bound
-        return est.t_lower_s, 0.0, {}
+        return est.t_lower_s, 0.0, _NO_LINKS
     per_link: dict[str, Num] = {r: t for r, t in est.time_s.items() if r in LINKS}
     local = [t for r, t in est.time_s.items() if r not in LINKS and r != LATENCY]
     if per_link:  # the latency rides on the op's first link
