@@ -29,9 +29,8 @@ The lower bound is max(critical path + exposed communication, busiest link, floo
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import NamedTuple
 
 from ..cost import LINKS
@@ -147,14 +146,11 @@ class StepTimes:
 
 
 _COMMUNICATION = frozenset((*LINKS, LATENCY))
-_NO_LINKS: Mapping[str, Num] = MappingProxyType({})  # shared, read-only
 
 
-def _split(est: Estimate) -> tuple[Num, Num, Mapping[str, Num]]:
+def _split(est: Estimate) -> tuple[Num, Num, dict[str, Num]]:
     """(local time, communication time, communication per link) of one occurrence: compute
     units and memory overlap; a collective's link times and latency add (alpha-beta)."""
-    if _COMMUNICATION.isdisjoint(est.time_s):  # no communication: the op's own bound
-        return est.t_lower_s, 0.0, _NO_LINKS
     per_link: dict[str, Num] = {r: t for r, t in est.time_s.items() if r in LINKS}
     local = [t for r, t in est.time_s.items() if r not in LINKS and r != LATENCY]
     if per_link:  # the latency rides on the op's first link
@@ -183,9 +179,13 @@ def step_times(rows: Iterable[tuple[str, float, bool, Estimate]], schedule: Sche
     links: dict[str, list[Num]] = {}
     hides: dict[str, bool] = {}  # per stream: Schedule.hidden, asked once
     for stream, repeats, per_step, est in rows:
+        repeat = repeats * (1 if per_step else slots)  # with the bubble's slots
+        if _COMMUNICATION.isdisjoint(est.time_s):  # compute and memory: the op's own bound,
+            local = est.t_lower_s  # on the path whatever its stream (nothing to expose)
+            critical.append(local if repeat == 1 else repeat * local)  # times_n
+            continue
         local, comm, per_link = _split(est)
         n = repeats * (1 if per_step else m)  # occurrences per step
-        repeat = repeats * (1 if per_step else slots)  # with the bubble's slots
         for link, t in per_link.items():
             links.setdefault(link, []).append(times_n(n, t))
         hidden_here = hides.get(stream)
