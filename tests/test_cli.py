@@ -266,7 +266,8 @@ def test_allreduce_cli(run_cli):
     # each collective offers the algorithms that implement it (all-gather: ring, auto)
     (["op", "allgather", "--bytes", "1GB", "--ranks", "8", "--algo", "tree"],
      "invalid choice: 'tree' (choose from 'ring', 'auto')"),
-    (["op", "allreduce", "--hw", "l40s", "--bytes", "1GB", "--ranks", "2"], "no 'scale-up'"),
+    # 16 ranks over 8-card PCIe domains: a hop the catalogue gives no link for
+    (["op", "allreduce", "--hw", "l40s", "--bytes", "1GB", "--ranks", "16"], "no 'scale-out'"),
 ])
 def test_collective_bad_input(run_cli, argv, needle):
     code, _, err = run_cli(*argv)
@@ -322,9 +323,10 @@ def test_model_cli(run_cli):
       "--batch", "3,4"], "batch (4) must split into 3 micro-batches"),
     (["sweep", "op", "grouped-matmul", "--tokens", "1", "--k", "64", "--n", "64", "--experts",
       "8", "--top-k", "16"], "top_k: at most the number of experts (8.0), got 16.0"),
-    (["model", "llama-3-8b", "--hw", "l40s", "--tp", "2"],  # PCIe card: no links catalogued
-     "chip 'l40s' has no 'scale-out' link (it has: none), which traffic beyond one scale-up "
-     "domain needs; give a chip file (--hw chip.toml) with a [link.scale-out] table"),
+    (["model", "llama-3-8b", "--hw", "l40s", "--phase", "train", "--tp", "8", "--dp", "2",
+      "--batch", "2"],  # PCIe cards: 8 to a server's link; no scale-out link catalogued
+     "chip 'l40s' has no 'scale-out' link (it has: scale-up), which traffic beyond one "
+     "scale-up domain needs; give a chip file (--hw chip.toml) with a [link.scale-out] table"),
     # another phase's option would be silently ignored: refused, naming the right one
     (["model", "llama-3-8b", "--phase", "train", "--context", "4096"],
      "--context applies to --phase decode, not --phase train (--phase train sets its length "

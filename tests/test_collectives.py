@@ -1,6 +1,7 @@
 """Communication roofline: collectives, hierarchy, sharded matmul, TP layer (seed 001 §2.5)."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -337,7 +338,9 @@ def test_system_places_groups_on_links():
                    system)
     assert est.hardware == "h100-sxm" and est.cost.link_steps["scale-out"] == 2 * 3
     assert make_system("gb200").chips_per_domain == 72  # NVL72
-    assert make_system("l40s").chips_per_domain == 1  # no scale-up link
+    assert make_system("l40s").chips_per_domain == 8  # PCIe cards, 8 to a server
+    no_links = replace(load_chip("h100"), links={})
+    assert make_system(no_links).chips_per_domain == 1  # no scale-up link
     with pytest.raises(RooflineError, match="does not fit"):
         system.link_for(64)
     with pytest.raises(RooflineError, match="multiple of the scale-up domain"):

@@ -200,8 +200,8 @@ def test_shard_dim_matches_evaluate(b, f, link, hw):
 
 
 def test_shard_dim_bad_input():
-    with pytest.raises(RooflineError, match="no 'scale-up' link"):
-        critical_shard_dim("l40s")
+    with pytest.raises(RooflineError, match="no 'scale-out' link"):
+        critical_shard_dim("l40s", "scale-out")
     with pytest.raises(RooflineError, match="has no fp8 peak"):
         critical_shard_dim("a100", dtype="fp8")
     with pytest.raises(RooflineError, match="bytes_factor"):

@@ -426,7 +426,9 @@ TRAIN_MODELS = {
     "deepseek-ai/DeepSeek-V3 (w/o MTP)": "deepseek-v3", "deepseek-ai/DeepSeek-V3": "deepseek-v3",
     "Qwen/Qwen3-30B-A3B": "qwen3-30b-a3b", "moonshotai/Kimi-K2-Base": "kimi-k2",
     "mistralai/Mixtral-8x7B-v0.1": "mixtral-8x7b",
-    "meta-llama/Llama-4-Scout-17B-16E": "llama-4-scout"}
+    "meta-llama/Llama-4-Scout-17B-16E": "llama-4-scout",
+    "meta-llama/Llama-4-Maverick-17B-128E": "llama-4-maverick",
+    "mistralai/Mistral-7B-v0.1": "mistral-7b", "google/gemma-3-12b-pt": "gemma-3-12b"}
 # torchtitan's Grand Teton H100 (96 GB HBM2e, 2.4 TB/s, 500 W) is slower than the catalog's
 # H100 SXM: the SXM bound is looser there, and still a bound
 TRAIN_CHIPS = {"h100-hbm2e-96gb": "h100-sxm"}
@@ -483,6 +485,8 @@ def training_case(row: Row) -> Training:
         prec = replace(prec, matmul="fp8")
     elif dt == "nvfp4":
         prec = replace(prec, matmul="fp4")
+    elif dt == "int8":  # int8 GEMMs (MaxText's AQT): the int8 peak, twice bf16's on TPUs
+        prec = replace(prec, matmul="int8")
     par = Parallel(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, microbatches=m, fsdp=p.get("fsdp") == "1")
     schedule = Schedule("interleaved" if vpp > 1 and pp > 1 else "1f1b", vpp if pp > 1 else 1,
                         tp_overlap=True, ep_overlap=True)
@@ -522,7 +526,8 @@ SERVE_MODELS = [(r"llama-3\.1-8b", "llama-3.1-8b"), (r"llama-3\.3-70b", "llama-3
                 (r"deepseek-r1", "deepseek-r1"), (r"deepseek-v3(?!\.)", "deepseek-v3"),
                 (r"gpt-oss-120b", "gpt-oss-120b"), (r"qwen3-235b-a22b", "qwen3-235b-a22b"),
                 (r"kimi-k2", "kimi-k2"), (r"llama-4-scout", "llama-4-scout"),
-                (r"qwen3-30b-a3b", "qwen3-30b-a3b"), (r"llama-4-maverick", "llama-4-maverick")]
+                (r"qwen3-30b-a3b", "qwen3-30b-a3b"), (r"llama-4-maverick", "llama-4-maverick"),
+                (r"mixtral-8x7b", "mixtral-8x7b"), (r"llama-3-70b", "llama-3-70b")]
 
 
 def _serve_dtype(text: str) -> str | None:
