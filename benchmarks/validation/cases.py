@@ -129,7 +129,12 @@ def _gemm(row: Row, chip: Chip, expect: bool) -> Iterator[float]:
     m, n, k = _int(row, "m"), _int(row, "n"), _int(row, "k")
     groups = int(row.params.get("groups", 1))
     dt, wd = row.params["dtype"], row.params.get("weight_dtype")
-    measured_s = groups * 2 * m * n * k / (row.value * 1e12)
+    if row.metric == "tflops":
+        measured_s = groups * 2 * m * n * k / (row.value * 1e12)
+    elif row.metric == "time_us":
+        measured_s = row.value * 1e-6
+    else:
+        raise AssertionError(f"{row.id}: unknown gemm metric {row.metric!r} (tflops, time_us)")
     outs = ["bf16"] if "BF16 out" in row.notes else sorted({dt, "bf16"})
     shapes = [(m, k, n), (m, n, k)] if "ordering ambiguity" in row.notes else [(m, k, n)]
     for (a, b, c) in shapes:  # MxNxK as printed, or MxKxN as the README text has it
