@@ -261,3 +261,38 @@ def test_auto_collective_from_one_byte_costs_is_the_formula_at_the_size(seed):
                                for c in weighed)
                     assert any(least >= getattr(c, field).get(key, 0.0) * (1 - 1e-12)
                                for c in weighed)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_one_point_collective_is_bounded_as_the_array_path_bounds_it(seed):
+    """`evaluate` bounds a one-point Cost with links in plain Python: the same times,
+    alpha-beta chains, sums and first-of-equals bound as the general (array) path (whose
+    arrays multiply by the reciprocal bandwidth: within an ulp)."""
+    from roofline.cost import Cost
+    from roofline.hardware import load_chip
+    from roofline.ops.collectives import collective
+
+    rng = np.random.default_rng(seed)
+    chip = load_chip(str(rng.choice(["h100", "mi300x", "gb200-nvl72", "tpu-v5p"])))
+    for _ in range(40):
+        kind = str(rng.choice(["all-reduce", "all-gather", "all-to-all", "send-recv"]))
+        ranks = int(rng.choice([2, 4, 8, 16, 64]))
+        domain = None if rng.random() < 0.5 else int(rng.choice([4, 8]))
+        nbytes = float(np.exp(rng.uniform(0, np.log(1e10))))
+        ranks = 2 if kind == "send-recv" else ranks
+        one = collective(kind, nbytes, ranks, domain_size=domain, chip=chip)
+        if rng.random() < 0.3:  # with compute beside its links (a fused op)
+            one = Cost(flops={"bf16": nbytes * 100}, bytes={"hbm": nbytes}) + one
+        fields = ("flops", "bytes", "link_bytes", "link_steps", "link_calls")
+        wide = Cost(**{f: {k: np.array([v]) for k, v in getattr(one, f).items()}
+                       for f in fields})
+        fast, general = rl.evaluate(one, chip), rl.evaluate(wide, chip)
+        assert list(fast.time_s) == list(general.time_s)
+        for key, t in fast.time_s.items():
+            assert type(t) is float and close(t, np.ravel(general.time_s[key])[0]), key
+        assert fast.chain_s.keys() == general.chain_s.keys()
+        assert all(close(fast.chain_s[k], np.ravel(general.chain_s[k])[0])
+                   for k in fast.chain_s)
+        assert close(fast.t_lower_s, np.ravel(general.t_lower_s)[0])
+        assert close(fast.t_upper_s, np.ravel(general.t_upper_s)[0])
+        assert fast.bound == np.ravel(general.bound)[0]
