@@ -92,8 +92,9 @@ def test_every_row_is_checked_or_skipped_with_a_reason():
           "skipped:")
     for c in skipped:
         print(f"  {c.id}: {c.skip}")
-    assert {c.chip for c in skipped if "catalog" in c.skip} == {"hopper-sm90",
-                                                                 "blackwell-sm100"}
+    # rows naming an architecture only (DeepEP V2: SM90 / SM100) are checked on its parts
+    assert not [c for c in skipped if "catalog" in c.skip]
+    assert {c.chip for c in CHECKED} >= {"hopper-sm90", "blackwell-sm100"}
 
 
 def test_tpu_torus_rows_ring_along_one_axis():

@@ -105,6 +105,9 @@ SKUS = {"b200": ("b200", "gb200"),  # FA4 rows: "exact SKU (B200 vs GB200) not p
         "h100": ("h100-sxm", "h100-nvl", "h100-pcie"), "h200": ("h200-sxm", "h200-nvl"),
         "hopper": ("h100-sxm", "h100-nvl", "h100-pcie", "h200-sxm", "h200-nvl", "h800-sxm",
                    "h20", "gh200")}
+# DeepEP V2's README names the architecture only (SM90 / SM100): every part it could be
+SKUS["hopper-sm90"] = SKUS["hopper"]
+SKUS["blackwell-sm100"] = ("b200", "gb200", "b300", "gb300")
 
 
 def kernel_chips(row: Row) -> list[Chip]:
@@ -378,13 +381,15 @@ class Collective:
 
 
 def collective_case(row: Row) -> Collective:
+    """The bound at the loosest part the row could name (a row naming an architecture is
+    checked on each of its parts); the expected time on its first."""
     p = row.params
     base = Collective(row.id, row.chip, COLLECTIVE_OP[p["op"]], int(p["ranks"]),
                       int(p.get("nodes", 1)), row.metric, row.value)
     try:
-        chip = load_chip(row.chip)
-    except RooflineError:
-        return replace(base, skip=f"chip {row.chip!r} is not in the catalog")
+        chips = kernel_chips(row)
+    except Unbounded as why:
+        return replace(base, skip=str(why))
     if row.kind == "moe_dispatch":
         nbytes = int(p["tokens"]) * int(p["hidden"]) * int(p["topk"]) * dtype(p["dtype"]).bits / 8
         algo = "direct"
@@ -394,17 +399,25 @@ def collective_case(row: Row) -> Collective:
         nbytes, algo = float(p["bytes"]), p.get("algo", "auto")
     placed = {"domain_size": base.ranks // base.nodes} if base.nodes > 1 else {}
     crossed = ("scale-up", "scale-out") if base.nodes > 1 else ("scale-up",)
-    missing = [link for link in crossed if link not in chip.links]
-    if missing:  # a chip file without the link the row crosses (l40s: none)
-        return replace(base, skip=f"chip {row.chip!r} has no {missing[0]} link")
-    cost = run_op(base.op.replace("-", ""), chip, nbytes=nbytes, ranks=base.ranks, algo=algo,
-                  **placed).cost
-    if row.kind == "moe_dispatch" and base.nodes > 1:  # the model's own EP all-to-all
-        cost = one_copy_per_domain(cost, int(p["topk"]), base.ranks, base.ranks / base.nodes,
-                                   int(p["experts"]) if "experts" in p else None)
-    t_expected = float(expected(cost, chip).t_s)
-    return replace(base, nbytes=nbytes, algo=algo,
-                   ratio=_collective_ratio(base, nbytes, float(evaluate(cost, chip).t_lower_s)),
+    # a part without a link the row crosses cannot have run it (a PCIe card across nodes)
+    usable = [c for c in chips if all(link in c.links for link in crossed)]
+    if not usable:
+        missing = next(link for link in crossed if link not in chips[0].links)
+        return replace(base, skip=f"chip {row.chip!r} has no {missing} link")
+    readings = []
+    for chip in usable:
+        cost = run_op(base.op.replace("-", ""), chip, nbytes=nbytes, ranks=base.ranks,
+                      algo=algo, **placed).cost
+        if row.kind == "moe_dispatch" and base.nodes > 1:  # the model's own EP all-to-all
+            cost = one_copy_per_domain(cost, int(p["topk"]), base.ranks,
+                                       base.ranks / base.nodes,
+                                       int(p["experts"]) if "experts" in p else None)
+        readings.append((_collective_ratio(base, nbytes, float(evaluate(cost, chip).t_lower_s)),
+                         cost, chip))
+    first_cost, first_chip = readings[0][1], readings[0][2]
+    t_expected = float(expected(first_cost, first_chip).t_s)
+    ratio, cost, _ = min(readings, key=lambda r: r[0])
+    return replace(base, nbytes=nbytes, algo=algo, ratio=ratio,
                    expected_ratio=_collective_ratio(base, nbytes, t_expected),
                    bound_name=cost.name)
 
