@@ -21,7 +21,7 @@ import numpy as np
 from ..cost import LINKS, Cost
 from ..derivation import Num, unwrap
 from ..dtypes import dtype as lookup_dtype
-from ..evaluate import COMPUTE, Estimate, evaluate
+from ..evaluate import COMPUTE, SFU, VECTOR, Estimate, evaluate
 from ..hardware import Chip, System, load_chip
 from ..hardware.model import Efficiency
 from ..ops.collectives import ENGINE_ONLY
@@ -182,6 +182,15 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
         overhead = overhead + calls * (take("graph_launch_s") if cuda_graphs
                                        else per_algorithm("collective_call_s"))
     t = np.asarray(derated.t_lower_s) + overhead
+    if cost.flops and attention_kernel(cost):
+        # the softmax (exp on the special-function units, its arithmetic on the vector units)
+        # hides behind the tensor-core GEMMs only in part (FlashAttention-3's ping-pong and
+        # intra-warpgroup overlap): a share of the shorter of the two stays exposed. It is
+        # what head dim 64 and fp8 / int8 kernels lose (their GEMMs shrink, the exps do not)
+        times = derated.time_s
+        softmax = np.maximum(np.asarray(times.get(SFU, 0.0)), np.asarray(times.get(VECTOR, 0.0)))
+        t = t + take("softmax_exposed") * np.minimum(np.asarray(times.get(COMPUTE, 0.0)),
+                                                     softmax)
     return Expected(unwrap(t), base_est, derated, unwrap(np.asarray(overhead)), applied, used)
 
 

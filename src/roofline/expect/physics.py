@@ -104,5 +104,27 @@ def tile_utilization(cost: Cost, chip: Chip) -> Any:
         heads = np.asarray(sym["B"]) * np.asarray(sym["H"])
         blocks = np.asarray(sym["Lq"], dtype=float) / ATTENTION_BLOCK_Q
         slots = waves(heads * np.ceil(blocks), n_units) * n_units
-        return heads * np.maximum(blocks, 1.0) / slots
+        whole = heads * np.maximum(blocks, 1.0) / slots
+        if "Lkv" not in sym:
+            return whole
+        # one query block per head (decode): the kernels split the keys over more tiles to
+        # fill the machine (FlashDecoding, FlashInfer, FlashMLA, vLLM's paged attention v2)
+        return np.where(blocks <= 1.0, split_kv_utilization(heads, sym["Lkv"], n_units),
+                        whole)
     return 1.0
+
+
+DECODE_KV_CHUNK = 256  # fewest keys a split-KV decode tile takes (FlashDecoding's chunks)
+
+
+def split_kv_utilization(heads: Any, keys: Any, units: int) -> Any:
+    """Decode attention over `heads` (batch x heads) query blocks of `keys` keys, each split
+    into as many key chunks (of at least DECODE_KV_CHUNK keys) as best fill the machine's
+    waves: the better of the splits that fill one wave just under and just over."""
+    heads = np.maximum(np.asarray(heads, dtype=float), 1.0)
+    most = np.maximum(np.ceil(np.asarray(keys, dtype=float) / DECODE_KV_CHUNK), 1.0)
+    best = 0.0
+    for splits in (np.floor(units / heads), np.ceil(units / heads)):
+        s = np.clip(splits, 1.0, most)
+        best = np.maximum(best, wave_utilization(heads * s, units))
+    return best

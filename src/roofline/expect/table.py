@@ -25,6 +25,13 @@ DEFAULTS: dict[str, Efficiency] = {
     "attention": Efficiency(0.60, "fitted", _FIT + "the attention_fwd rows of the arch's "
                             "default kernel (FA3 / cuDNN / FA4)"),
     "attention_bwd": Efficiency(0.55, "fitted", _FIT + "the attention_bwd rows"),
+    # an attention kernel's time: its derated roofs' max plus this share of the shorter of
+    # its tensor-core and softmax (exp, vector) times, which overlap only in part
+    "softmax_exposed": Efficiency(0.5, "fitted", "fitted to the fit half of "
+                                  "benchmarks/validation: the share that minimises the "
+                                  "attention_fwd rows' median error (13.5% against 18.1% "
+                                  "fully overlapped; 0.3-0.7 all do better; head dim 64 and "
+                                  "fp8 / int8 kernels ran 0.52-0.83x the expected speed)"),
     # chunked linear attention (Gated DeltaNet): few rows and a wide spread (0.06-0.62 of the
     # bound: one long sequence over few heads leaves most SMs idle), so a rough figure
     "linear_attention": Efficiency(0.55, "fitted", _FIT + "the linear_attention rows of "

@@ -1,0 +1,56 @@
+"""The expected time of attention kernels: split-KV decode tiles and the softmax that the
+tensor-core GEMMs hide only in part (expect.physics, expect.op)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from roofline import load_chip
+from roofline.evaluate import COMPUTE, SFU, VECTOR
+from roofline.expect import expected
+from roofline.expect.physics import split_kv_utilization, tile_utilization
+from roofline.expect.table import DEFAULTS
+from roofline.ops.attention import attention
+from roofline.ops.mla import mla_attention
+
+
+def test_split_kv_fills_the_machine_by_hand():
+    # 32 (batch x head) query blocks on 256 CUs: 8 splits of >= 256 keys each fill one wave
+    assert split_kv_utilization(32, 100_000, 256) == 1.0
+    # 300 keys allow 2 splits: 64 tiles on 256 units
+    assert split_kv_utilization(32, 300, 256) == pytest.approx(64 / 256)
+    # 24 blocks on 132 SMs: 5 splits (120 tiles, one wave) beat 6 (144 tiles, two waves)
+    assert split_kv_utilization(24, 1e6, 132) == pytest.approx(120 / 132)
+    # many blocks: no split needed, the plain waves
+    assert split_kv_utilization(1000, 1e6, 132) == pytest.approx(1000 / (8 * 132))
+    # vectorized over a sweep
+    assert np.shape(split_kv_utilization(np.array([1.0, 32.0]), np.array([1e3, 1e6]), 256)) \
+        == (2,)
+
+
+def test_decode_attention_splits_its_keys_and_prefill_does_not():
+    chip = load_chip("mi355x")  # 256 CUs
+    long_mla = mla_attention(1, 1, 10_000_000, heads=16, kv_lora_rank=512, qk_rope_dim=64,
+                             qk_nope_dim=128, v_head_dim=128, form="absorbed")
+    assert tile_utilization(long_mla, chip) == 1.0  # was 16 / 256 without splits
+    assert tile_utilization(attention(1, 1, 300, 32, 8, 128, impl="decode"), chip) == 0.25
+    prefill = attention(1, 1024, 1024, 8, 8, 128, block_q=128)  # 8 heads x 8 query blocks
+    assert tile_utilization(prefill, chip) == pytest.approx(64 / 256)
+
+
+def test_the_softmax_stays_partly_exposed_by_hand():
+    chip = load_chip("h100")
+    cost = attention(4, 4096, 4096, 32, 32, 64, block_q=128, causal=False)
+    e = expected(cost, chip)
+    times = e.derated.time_s
+    softmax = max(times.get(SFU, 0.0), times.get(VECTOR, 0.0))
+    share = DEFAULTS["softmax_exposed"].value
+    assert e.t_s == pytest.approx(e.derated.t_lower_s + e.overhead_s
+                                  + share * min(times[COMPUTE], softmax), rel=1e-12)
+    assert "softmax_exposed" in e.sources
+    # head dim 64 exposes relatively more softmax than 128: its GEMMs are half as long
+    def exposed_share(d: int) -> float:
+        one = expected(attention(4, 4096, 4096, 32, 32, d, block_q=128, causal=False), chip)
+        return float(one.t_s / (one.derated.t_lower_s + one.overhead_s))
+    assert exposed_share(64) > exposed_share(128) > 1.0
