@@ -128,11 +128,31 @@ def test_no_published_measurement_beats_the_bound() -> None:
     assert all(r.bound > 1 for r in _scored() if r.id in cases.BEATEN)
 
 
+# Rows of a regime the expected time does not model, out of the overall goal (their kind's
+# own goal still counts them). Strict, as MISSES: the test below fails once they stop missing.
+WARM = "cache=warm"  # GEMMs timed over repeated calls on the same operands
+
+
+@cache
+def _warm_ids() -> frozenset[str]:
+    return frozenset(r.id for r in cases.rows(("gemm",)) if r.params.get("cache") == "warm")
+
+
 def test_median_error_overall_and_held_out() -> None:
-    rows = [r for r in _scored() if r.kind not in MISSES]
+    rows = [r for r in _scored() if r.kind not in MISSES and r.id not in _warm_ids()]
     assert len(rows) >= 300
     for half in (rows, [r for r in rows if check.held_out(r.id)]):
         assert statistics.median(map(check.error, half)) <= GOAL_ALL
+
+
+def test_warm_gemms_are_a_known_miss() -> None:
+    """L2-resident GEMMs and GEMVs (aiconfigurator's CUDA-graph replays; `cache=warm`):
+    their bound is the chip file's L2 bandwidth, a rough estimate on most chips (no
+    measured figure), and the expected time has no achievable-L2 fraction: 0.5-2x the
+    expected speed (L40S and RTX PRO 6000 L2s read 2-2.5x faster than they run)."""
+    warm = [r for r in _scored() if r.id in _warm_ids()]
+    assert len(warm) >= 30
+    assert statistics.median(map(check.error, warm)) > GOAL_ALL
 
 
 KINDS = ("gemm", "hbm", "attention_fwd", "attention_bwd", "collective", "moe_dispatch",

@@ -11,6 +11,7 @@ import pytest
 import roofline as rl
 from roofline import RooflineError, load_chip
 from roofline.ops import resolve_op, run_op
+from roofline.ops.matmul import warm_capacity
 
 
 def test_warm_moves_what_l2_holds_off_hbm_by_hand():
@@ -66,3 +67,27 @@ def test_warm_on_the_command_line(run_cli):
 def test_warm_explains_itself():
     text = "\n".join(rl.matmul(1, 6144, 16384, "fp8", warm_l2_bytes=96e6).explain())
     assert "HBM bytes beyond what L2 keeps warm" in text and "L2" in text
+
+
+def test_amd_keeps_its_infinity_cache_warm_too():
+    # behind MI300X's 32 MiB of L2 sits a 256 MiB Infinity Cache the file names for warm
+    # loops (not a level of its own): a 268 MB fp16 GEMV fits, so no HBM byte is charged
+    chip = load_chip("mi300x")
+    assert warm_capacity(chip) == 32 * 2**20 + 256 * 2**20
+    est = run_op("gemv", chip, k=8192, n=16384, warm_l2_bytes="l2")
+    assert est.cost.bytes["hbm"] == 0.0 and est.bound == "l2"
+    assert warm_capacity(load_chip("h100")) == load_chip("h100").level("l2").capacity_bytes
+
+
+@pytest.mark.parametrize(("edit", "why"), [
+    ("capacity_bytes = 50e6", "at least its capacity_bytes"),  # below the L2's own size
+])
+def test_a_warm_capacity_below_the_cache_is_refused(tmp_path, edit, why):
+    from roofline.hardware.catalog import CATALOG_DIR
+
+    text = (CATALOG_DIR / "h100-sxm.toml").read_text()
+    assert text.count(edit) == 1
+    path = tmp_path / "chip.toml"
+    path.write_text(text.replace(edit, edit + "\nwarm_capacity_bytes = 1e6"))
+    with pytest.raises(RooflineError, match=why):
+        load_chip(str(path))

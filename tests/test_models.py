@@ -485,9 +485,17 @@ def test_pipelined_decode_keeps_the_pipeline_full():
     assert two.bubble_fraction == 0
     one = analyze("llama-3.1-70b", "h100", decode(64, 2048), Parallel(tp=2, pp=2), prec)
     assert two.t_lower_s < one.t_lower_s  # smaller micro-batches, the same two slots
-    # a prefill or a training step still fills and drains the pipeline
+    # a training step still fills and drains the pipeline
+    step = analyze("llama-3.1-70b", "h100", train(2, 2048), par2)
+    assert step.bubble_fraction == 0.5
+    # a prefill does not: its prompts' chunks follow one another through the stages
+    # (SGLang's chunked pipeline parallelism), so one prompt over 2 stages is bounded by one
+    # stage's work: half of the whole pass, where a serialised pass charged both stages
     pre = analyze("llama-3.1-70b", "h100", prefill(2, 2048), par2, prec)
-    assert pre.bubble_fraction == 0.5
+    assert pre.bubble_fraction == 0
+    one_stage = analyze("llama-3.1-70b", "h100", prefill(1, 2048), Parallel(tp=2, pp=2), prec)
+    whole = analyze("llama-3.1-70b", "h100", prefill(1, 2048), Parallel(tp=2), prec)
+    assert one_stage.t_lower_s < 0.56 * whole.t_lower_s  # the LM head's stage: a bit over half
 
 
 def test_expert_parallel_gradients_are_not_all_reduced_over_unique_experts():

@@ -32,7 +32,7 @@ from roofline.expect.table import engine
 from roofline.hardware import Chip
 from roofline.ops.attention import attention, flash_tiling
 from roofline.ops.collectives import busbw_factor, one_copy_per_domain
-from roofline.ops.matmul import matmul
+from roofline.ops.matmul import matmul, warm_capacity
 from roofline.ops.mla import mla_attention
 from roofline.ops.registry import run_op
 
@@ -81,11 +81,13 @@ def _int(row: Row, name: str) -> int:
 
 
 def _time(cost: Cost, chip: Chip, expect: bool, kernel: str | None = None,
-          dequant: str | None = None) -> float:
+          dequant: str | None = None, graphs: bool = False) -> float:
     """The bound's t_lower or the expected time of a Cost on a chip, seconds (`dequant`: the
-    weight family of a weight-only GEMM, streamed at the dequantizing kernels' fraction)."""
+    weight family of a weight-only GEMM, streamed at the dequantizing kernels' fraction;
+    `graphs`: timed as CUDA graph replays, one graph launch per kernel)."""
     if expect:
-        return float(expected(cost, chip, kernel=kernel, dequant=dequant).t_s)
+        return float(expected(cost, chip, kernel=kernel, dequant=dequant,
+                              cuda_graphs=graphs).t_s)
     return float(evaluate(cost, chip).t_lower_s)
 
 
@@ -135,10 +137,10 @@ def _gemm(row: Row, chip: Chip, expect: bool) -> Iterator[float]:
     # collector): the L2 keeps what fits between calls (ops.matmul's warm bound)
     warm = None
     if row.params.get("cache") == "warm":
-        l2 = next((lvl for lvl in chip.memory if lvl.name == "l2"), None)
-        if l2 is None or not l2.capacity_bytes:
-            raise Unbounded(f"cache=warm on {chip.id}: no l2 level in its chip file")
-        warm = l2.capacity_bytes
+        try:
+            warm = warm_capacity(chip)
+        except RooflineError as why:
+            raise Unbounded(f"cache=warm: {why}") from None
     dt, wd = row.params["dtype"], row.params.get("weight_dtype")
     if row.metric == "tflops":
         measured_s = groups * 2 * m * n * k / (row.value * 1e12)
@@ -152,7 +154,8 @@ def _gemm(row: Row, chip: Chip, expect: bool) -> Iterator[float]:
         for out in outs:
             cost = groups * matmul(a, b, c, dt, weight_dtype=wd, out_dtype=out,
                                    warm_l2_bytes=warm)
-            yield _time(cost, chip, expect, dequant=dequant_family(wd, cost)) / measured_s
+            yield _time(cost, chip, expect, dequant=dequant_family(wd, cost),
+                        graphs=row.params.get("timing") == "cuda-graph") / measured_s
 
 
 def attention_shape(row: Row) -> dict[str, Any]:

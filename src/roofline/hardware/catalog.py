@@ -28,7 +28,7 @@ _SPECIAL_KEYS = {"ops_per_s", "source", "estimated"}
 TOPOLOGIES = ("switch", "mesh", "torus")
 _PEAK_KEYS = {"flops_per_s", "source", "estimated"}
 _MEMORY_KEYS = {"name", "technology", "capacity_bytes", "bandwidth_Bps", "source", "estimated",
-                "units", "unit_capacity_bytes"}
+                "units", "unit_capacity_bytes", "warm_capacity_bytes"}
 _LINK_KEYS = {"name", "bandwidth_Bps", "latency_s", "domain_size", "in_switch_reduction",
               "source", "latency_source", "ports", "torus_axis", "topology", "base_latency_s",
               "base_latency_source"}
@@ -50,6 +50,7 @@ _LIMITS: dict[str, tuple[float, float, str]] = {
     "bandwidth_Bps": (1e6, 1e18, "B/s"),
     "capacity_bytes": (1e3, 1e16, "B"),
     "unit_capacity_bytes": (1e3, 1e16, "B"),
+    "warm_capacity_bytes": (1e3, 1e16, "B"),
     "latency_s": (1e-12, 1e-2, "s"),
     "units": (1.0, 1e7, ""),
     "domain_size": (1.0, 1e7, "chips"),
@@ -191,11 +192,16 @@ def parse_chip(data: dict[str, Any], path: str) -> Chip:
             capacity = capacity or units * unit_cap
         if capacity is None:
             raise r.error("capacity_bytes", "required (or 'units' with 'unit_capacity_bytes')")
+        warm = r.number("warm_capacity_bytes", required=False)
+        if warm is not None and (name != "l2" or warm < capacity):
+            raise r.error("warm_capacity_bytes", "an l2 level's, at least its capacity_bytes "
+                          "(that cache and any behind it)")
         memory.append(MemoryLevel(
             name=name, technology=r.string("technology", required=False) or name,
             bandwidth_Bps=_req(r.number("bandwidth_Bps")), capacity_bytes=capacity,
             source=r.string("source"), estimated=r.flag("estimated"),
             units=None if units is None else int(units), unit_capacity_bytes=unit_cap,
+            warm_capacity_bytes=warm,
         ))
     order = [m.name for m in memory]
     if order != sorted(order, key=MEMORY_LEVELS.index):

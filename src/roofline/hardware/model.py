@@ -36,6 +36,9 @@ class MemoryLevel:
     estimated: bool = False
     units: int | None = None  # SMs / CUs / TensorCores sharing the level
     unit_capacity_bytes: float | None = None  # per SM: the tile budget of one kernel block
+    # what a loop over the same data keeps on chip between calls: this cache and any behind
+    # it that the file does not model as a level (AMD's 256 MiB Infinity Cache behind L2)
+    warm_capacity_bytes: float | None = None
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ t_lower and t_upper the sum of their t_upper; `t_floor_s` is the stricter physic
 where everything in the step could overlap (the evaluator on the step's total Cost). With
 m micro-batches over pp pipeline stages the step takes m + pp − 1 micro-batch slots of the
 slowest stage (the one holding the LM head), each re-reading that stage's weights (a decode
-step, one of a steady stream, max(m, pp): the pipeline stays full); gradient
+step, one of a steady stream, max(m, pp): the pipeline stays full; a prefill, m: its
+prompts' chunks fill the pipeline); gradient
 sync and the optimizer run once per step. Op times include their share of the pipeline
 bubble. These are bounds, not forecasts: no kernel launch overhead, no efficiency factors.
 """
@@ -237,8 +238,7 @@ def analyze(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
 
 def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: Precision,
                rows: list[OpCost], budget: MemoryBudget, schedule: Schedule) -> ModelAnalysis:
-    core = step_core(spec, chip, par, rows, schedule,  # the times (models/summary.py)
-                     steady=phase.kind == "decode")
+    core = step_core(spec, chip, par, rows, schedule, phase.kind)  # models/summary.py
     m, times = core.m, core.times
     counted = _per_step(rows, m, ("flops", "vector_flops", "special_ops", "bytes", "link_bytes"))
     t_lower: Any = times.t_lower_s

@@ -63,15 +63,20 @@ class Schedule:
             return (pp - 1) / self.vpp
         return float(pp - 1)
 
-    def idle_slots(self, pp: int, microbatches: int, steady: bool = False) -> float:
-        """Idle micro-batch slots of the slowest stage per step. One pass (a training step, a
-        prefill) fills and drains the pipeline: the schedule's bubble. A steady stream of
-        decode steps keeps it full: a micro-batch re-enters the first stage pp slots after
-        it left it, so a step takes max(m, pp) slots (vLLM / SGLang run pp micro-batches
-        of the running batch in flight; charging a fill and drain per token made a decode
-        step with m = pp slower than one with m = 1)."""
-        if steady:
+    def idle_slots(self, pp: int, microbatches: int, phase: str = "train") -> float:
+        """Idle micro-batch slots of the slowest stage per step. A training step fills and
+        drains the pipeline: the schedule's bubble. A steady stream of decode steps keeps it
+        full: a micro-batch re-enters the first stage pp slots after it left it, so a step
+        takes max(m, pp) slots (vLLM / SGLang run pp micro-batches of the running batch in
+        flight; charging a fill and drain per token made a decode step with m = pp slower
+        than one with m = 1). A prefill's prompts split into chunks that follow one another
+        through the stages (SGLang's chunked pipeline parallelism), which fill the pipeline
+        as finely as the chunks are small: none (a serialised pass made one 128K-1M-token
+        prompt on 8 H20 stages 2.5-3.2x slower than SGLang ran it)."""
+        if phase == "decode":
             return float(max(pp - microbatches, 0))
+        if phase == "prefill":
+            return 0.0
         return self.bubble_slots(pp)
 
     def in_flight(self, pp: int, microbatches: int) -> float:
@@ -164,14 +169,14 @@ def _split(est: Estimate) -> tuple[Num, Num, dict[str, Num]]:
 
 def step_times(rows: Iterable[tuple[str, float, bool, Estimate]], schedule: Schedule,
                microbatches: int, pp: int, layers_per_stage: float, cp: int, floor_s: Num,
-               steady: bool = False) -> StepTimes:
+               phase: str = "train") -> StepTimes:
     """The schedule-aware lower bound of a step whose rows run on the slowest stage.
     `floor_s`: the floor of the step's communication (its links and latency, each
     overlapped); the compute units and memory levels the critical path covers already.
-    `steady`: one of a stream of decode steps (Schedule.idle_slots). `rows`: `Row`s, or
-    plain tuples of the same fields."""
+    `phase`: its kind, which sets the pipeline's idle slots (Schedule.idle_slots). `rows`:
+    `Row`s, or plain tuples of the same fields."""
     m = microbatches
-    idle = schedule.idle_slots(pp, m, steady)
+    idle = schedule.idle_slots(pp, m, phase)
     slots = m + idle
     critical: list[Num] = []
     exposed: list[Num] = []  # communication on the critical path

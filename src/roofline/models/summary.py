@@ -111,14 +111,14 @@ def _total(parts: list[tuple[float, Any]]) -> Any:
 
 
 def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
-              schedule: Schedule, steady: bool = False) -> StepCore:
+              schedule: Schedule, phase: str = "train") -> StepCore:
     # A pipeline of m micro-batches over pp stages takes m micro-batch slots of the slowest
-    # stage plus the schedule's bubble (steady decode: none past pp); every micro-batch
-    # re-reads the stage's weights.
+    # stage plus the schedule's bubble (steady decode: none past pp; a prefill's chunks:
+    # none); every micro-batch re-reads the stage's weights.
     # Per-step ops (gradient sync, optimizer) run once, outside the pipeline. What overlaps
     # with what is the schedule's (models/schedule.py).
     m = par.microbatches
-    slots = m + schedule.idle_slots(par.pp, m, steady)  # steady: a stream of decode steps
+    slots = m + schedule.idle_slots(par.pp, m, phase)
     # One pass over the rows. The floor: the step's total work with every resource
     # overlapped; each resource's time is linear in the work, so the total's time on a
     # resource is the sum of the ops' times on it (the evaluator on the summed Cost, without
@@ -158,7 +158,7 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
                                             resource_s.items() if resource in COMM], 0.0)
     times = step_times([(r.stream, r.count, r.per_step, e) for r, e in zip(rows, ests,
                                                                            strict=True)],
-                       schedule, m, par.pp, spec.layers / par.pp, par.cp, comm_floor, steady)
+                       schedule, m, par.pp, spec.layers / par.pp, par.cp, comm_floor, phase)
     credited: dict[str, list[Any]] = {}
     for e, lower in zip(ests, times.critical_s, strict=True):
         if type(e.bound_index) is int:  # one point: all to the op's bound
@@ -213,7 +213,7 @@ def step_summary(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
     spec, chip, par, prec, rows = load_step(model, hw, phase, parallel, precision, impl,
                                             None, None)
     sched = check_schedule(schedule or Schedule(), par)
-    core = step_core(spec, chip, par, rows, sched, steady=phase.kind == "decode")
+    core = step_core(spec, chip, par, rows, sched, phase.kind)
     t_lower: Any = core.times.t_lower_s
     device = chip.memory[0].capacity_bytes or 0.0
     memory = footprint(spec, phase, par, prec, (budget or MemoryBudget()).usable(device),

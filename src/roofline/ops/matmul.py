@@ -96,12 +96,19 @@ def _warm_l2(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
         if given.strip().lower() != "l2":
             kwargs["warm_l2_bytes"] = parse_bytes(given, "--warm")
             return kwargs
-        level = next((m for m in chip.memory if m.name == "l2"), None)
-        if level is None or not level.capacity_bytes:
-            raise RooflineError(f"--warm l2: chip {chip.id!r} gives no l2 level with a "
-                                "capacity (give --warm SIZE)")
-        kwargs["warm_l2_bytes"] = float(level.capacity_bytes)
+        kwargs["warm_l2_bytes"] = warm_capacity(chip)
     return kwargs
+
+
+def warm_capacity(chip: Chip) -> float:
+    """The bytes a loop over the same operands keeps on chip between calls: the l2 level's
+    capacity, with any cache behind it the chip file names (`warm_capacity_bytes`: AMD's
+    256 MiB Infinity Cache; its traffic charged at the L2's bandwidth, a looser bound)."""
+    level = next((m for m in chip.memory if m.name == "l2"), None)
+    if level is None or not level.capacity_bytes:
+        raise RooflineError(f"--warm l2: chip {chip.id!r} gives no l2 level with a capacity "
+                            "(give --warm SIZE)")
+    return float(level.warm_capacity_bytes or level.capacity_bytes)
 
 
 MATMUL = OpDecl("matmul", "X[M,K] x W[K,N] -> Y[M,N]", matmul, (
