@@ -680,3 +680,15 @@ def test_one_and_two_shot_need_peers_in_reach():
         with pytest.raises(RooflineError, match="does not implement send-recv"):
             collective("send-recv", 1e6, 2, algo)
         assert collective("all-reduce", 1e6, 8, algo, chip=load_chip("mi300x")).algorithm == algo
+
+
+def test_pcie_cards_beyond_their_nvlink_bridge_use_pcie():
+    # H100 NVL / PCIe and A100 PCIe come NVLink-bridged in pairs; TP 4 crosses each card's
+    # PCIe link (63 GB/s Gen5, 31.5 Gen4), which failed as "no scale-out link" before
+    from roofline.models import Parallel, analyze, decode
+
+    for name, bw in (("h100-nvl", 63e9), ("h100-pcie", 63e9), ("a100-pcie-80gb", 31.5e9)):
+        chip = load_chip(name)
+        assert chip.link("scale-out").bandwidth_Bps == bw
+        a = analyze("llama-3-70b", chip, decode(8, 1024), Parallel(tp=4))
+        assert "scale-out" in a.link_bytes

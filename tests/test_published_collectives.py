@@ -48,6 +48,11 @@ LOOSE = {
         "20 NVL72 racks: the hierarchical bound's NIC phase is one 400 Gb/s port per GPU at "
         "full rate; a 1440-GPU fabric (rail-optimized, tapered between racks) delivers about "
         "half of that per GPU to a 20-rack all-reduce"),
+    "nccl1639-8xrtx5090-max": (
+        "8 RTX 5090s on the stock driver (no peer-to-peer on GeForce): every byte is staged "
+        "through host memory of a dual-socket Xeon, half the cards across the socket link; "
+        "the bound charges each card's own PCIe Gen5 x16 link (the 4-card run of the same "
+        "issue reaches 0.56 of it)"),
     "aws-nccl-allreduce-16xa100-p4de-2node-2147483648": (
         "AWS p4de gives 8 A100s 4 x 100 Gb/s EFA (6.25 GB/s per GPU per direction), a quarter "
         "of the catalog a100-sxm-80gb's 200 Gb/s HDR NIC per GPU (DGX A100): the bound follows "

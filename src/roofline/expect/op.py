@@ -99,7 +99,7 @@ def dequant_family(weights: Any, cost: Cost) -> str | None:
 
 def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | None = None,
              kernel: str | None = None, cuda_graphs: bool = False,
-             dequant: str | None = None) -> Expected:
+             dequant: str | None = None, engine_kernels: bool = False) -> Expected:
     """The expected time of one op on one chip (per chip; arrays broadcast like evaluate).
 
     `kernel` names the attention kernel measured against (fa2, fa3, cudnn, ...; default: the
@@ -109,7 +109,8 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
     Under `cuda_graphs` a collective is one more kernel of the graph (the serving engines'
     one- or two-shot custom all-reduce), so its call costs a graph launch, not NCCL's host
     latency; outside them a collective whose bound is an engine's two-shot kernel is
-    expected to run the library's pick (`Cost.runs`).
+    expected to run the library's pick (`Cost.runs`), unless `engine_kernels` (an engine's
+    custom all-reduce timed on its own: its kernel runs, one engine call each).
 
     >>> from roofline.ops.matmul import matmul
     >>> e = expected(matmul(4096, 4096, 4096), "h100")
@@ -122,8 +123,8 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
     bound = cost  # what runs where the bound is the least of something faster (Cost.runs):
     # the library's pick for an engine's two-shot kernel, outside CUDA graphs (in a graph the
     # engine runs its own); an EP dispatch's every copy, always
-    if cost.runs is not None and not (cuda_graphs and np.isin(cost.algorithm,
-                                                              ENGINE_ONLY).any()):
+    if cost.runs is not None and not engine_kernels and not (
+            cuda_graphs and np.isin(cost.algorithm, ENGINE_ONLY).any()):
         cost = cost.runs
 
     def take(kind: str, variant: str | None = None) -> float:
@@ -179,8 +180,9 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
     if cost.link_calls or cost.link_steps:
         # in a graph: one kernel (sglang#2904: a one-shot all-reduce of 4-32 KiB on 8xH100
         # takes 5.7-7.8 us in all, within the bound's own NCCL latency of 6.6 us + steps)
-        overhead = overhead + calls * (take("graph_launch_s") if cuda_graphs
-                                       else per_algorithm("collective_call_s"))
+        overhead = overhead + calls * (
+            take("graph_launch_s") if cuda_graphs else take("collective_call_s", "engine")
+            if engine_kernels else per_algorithm("collective_call_s"))
     t = np.asarray(derated.t_lower_s) + overhead
     if cost.flops and attention_kernel(cost):
         # the softmax (exp on the special-function units, its arithmetic on the vector units)

@@ -76,6 +76,13 @@ DEFAULTS: dict[str, Efficiency] = {
                                            "combine rows (its own kernels, no NCCL call)"),
     "collective_call_s": Efficiency(20e-6, "fitted", _FIT + "the small-message collective "
                                     "rows (NCCL / RCCL software latency)"),
+    # the engines' own all-reduce kernels (SGLang / vLLM / aiter custom all-reduce) timed on
+    # their own (`expected(..., engine_kernels=True)`): no NCCL call, a kernel and its
+    # cross-GPU flags, as DeepEP's (collective_call_s.direct)
+    "collective_call_s.engine": Efficiency(5e-6, "fitted", _FIT + "the DeepEP dispatch / "
+                                           "combine rows, taken for the engines' custom "
+                                           "all-reduce kernels too (their own kernels, no "
+                                           "NCCL call)"),
 }
 
 

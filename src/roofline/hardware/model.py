@@ -77,8 +77,9 @@ EFFICIENCY_KINDS = {
     "launch_s": "seconds a kernel costs beyond its roof (launch, prologue, epilogue, tail)",
     "graph_launch_s": "the same when the step is replayed as a CUDA graph (serving decode)",
     "framework": "share of a whole step the framework keeps the chip on its kernels "
-                 "(framework.<phase>: train, prefill, decode; optimizer, data loading, "
-                 "scheduler, sampling, host gaps)",
+                 "(framework.<phase>: train, prefill, decode; framework.\"<phase>.<engine>\": "
+                 "a serving engine's, e.g. vllm; optimizer, data loading, scheduler, "
+                 "sampling, host gaps)",
     "collective_call_s": "seconds of software latency per collective call (NCCL / RCCL)",
 }
 
