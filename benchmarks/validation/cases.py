@@ -849,7 +849,9 @@ def scored() -> tuple[list[Scored], dict[str, str]]:
             if not g.skip:
                 out.append(Scored(row.id, row.kind, row.chip, g.ratio, g.expected_ratio))
                 continue
-            why = g.skip if g.skip.split(":")[0] not in why else why
+            # a generate.py run's own reason; a serving engine's row keeps serving_case's
+            if row.params.get("framework", "").lower().startswith(GENERATORS):
+                why = g.skip
         if case is None and row.kind == "prefill" and why.startswith("prefill only"):
             f = prefill_case(row)
             if not f.skip:
