@@ -448,3 +448,29 @@ def test_fp8_weights_keep_a_checkpoints_narrower_experts():
     p = plan("gpt-oss-120b", ["h100"], w, space=Space(tp=(2,)))
     labels = set(p.columns["weight_dtype"].tolist())
     assert labels == {"bf16+mxfp4 experts", "fp8+mxfp4 experts"}
+
+
+def test_moe_prompts_ride_in_full_chunks_not_spread_over_every_step():
+    """A MoE step's expert reads are concave in its tokens: spreading the prompts evenly over
+    the decode steps makes every step read most experts, where engines run each prompt as
+    a few large chunks. InferenceX's gpt-oss-120b at 8k/1k, concurrency 4-16 on B200 / H100
+    / H200 (vLLM, SGLang, TensorRT-LLM) ran 1.05-1.34x faster than the even spread allowed.
+    The bound takes the cycle with the prompts in full chunks, the rest decoding alone."""
+    from roofline.models.step import MemoryBudget, model_precision
+    from roofline.serve.grid import _chunked_cycle
+    from roofline.serve.iteration import Engine
+
+    w = Workload.from_lengths(8192, 1024)
+    for model, moe in (("gpt-oss-120b", True), ("llama-3.1-8b", False)):
+        spec = load_model(model)
+        e = Engine(spec, load_chip("b200"), Parallel(), model_precision(spec),
+                   MemoryBudget())
+        running, cap = np.array([8.0]), np.array([8192.0])
+        prompts = running * w.uncached_len / w.decode_steps  # the even spread's per step
+        even = np.asarray(e.step_time(e.iteration(running, w, prompts)))
+        alone = np.asarray(e.step_time(e.iteration(running, w, 0)))
+        cycle = _chunked_cycle(e, w, running, prompts, cap, even)
+        if moe:  # a clear gain, never below decoding alone
+            assert alone[0] < cycle[0] < 0.9 * even[0]
+        else:  # a dense model's weights are read by every step anyway: the even spread
+            assert cycle[0] == even[0]

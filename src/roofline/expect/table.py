@@ -56,13 +56,19 @@ DEFAULTS: dict[str, Efficiency] = {
     # weight-only quantized (decode and serving kinds)
     "framework.decode.gpt-fast": Efficiency(0.79, "fitted", _ENGINE + "gpt-fast rows (4: "
                                             "batch-1 generate.py on A100 / MI250X)"),
-    "framework.decode.vllm": Efficiency(0.52, "fitted", _ENGINE + "vLLM rows (7: torchao's "
-                                        "8B batch-128 runs on B200, OCI's 405B on MI300X)"),
-    "framework.decode.sglang": Efficiency(0.75, "fitted", _ENGINE + "SGLang rows (2: batch-1 "
-                                          "MoE decode on B200)"),
-    "framework.decode.tensorrt-llm": Efficiency(0.63, "fitted", _ENGINE + "TensorRT-LLM rows "
-                                                "(24: perf-overview throughput, DeepSeek-R1 "
-                                                "min-latency on B200)"),
+    "framework.decode.vllm": Efficiency(0.60, "fitted", _ENGINE + "vLLM rows off MI300X "
+                                        "(25, refitted 2026-11-30: torchao on B200, vLLM CI on "
+                                        "H200, InferenceX on H100 / H200 / B200, GPUStack, "
+                                        "TPU v6e; was 0.52 on 7); MI300X has its own"),
+    "framework.decode.sglang": Efficiency(0.57, "fitted", _ENGINE + "SGLang rows (30, "
+                                          "refitted 2026-11-30: batch-1 MoE decode on B200, "
+                                          "GPUStack, InferenceX, Kimi-K2 on H200; was 0.75 "
+                                          "on 2)"),
+    "framework.decode.tensorrt-llm": Efficiency(0.57, "fitted", _ENGINE + "TensorRT-LLM rows "
+                                                "(81, refitted 2026-11-30: perf-overview "
+                                                "0.14-0.17 throughput and online serving, "
+                                                "DeepSeek-R1 min-latency on B200, InferenceX; "
+                                                "was 0.63 on 24)"),
     # a weight-only-quantized GEMM's HBM stream over the streaming fraction (dequantizing
     # in the kernel: gpt-fast's int8 and tinygemm int4 kernels, torchao); no published
     # figure found, so fitted: the value that brings the fit half's weight-only rows to a

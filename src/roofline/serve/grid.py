@@ -13,7 +13,11 @@ decode steps per request and L' uncached prompt tokens per request:
     replica's prefill budget (service: L'/chunk of an iteration with a full chunk).
 
 Averaging the prefill tokens over iterations gives a lower bound on the mean iteration
-time (each op's time is convex in its token count: Jensen), so TPOT stays a bound.
+time where each op's time is convex in its token count (Jensen): a dense model's. A MoE
+model's expert reads are concave in it (the experts a step's tokens touch saturate), so
+spreading the prompts evenly makes every step read most experts, where engines run each
+prompt as a few large chunks: there the mean is bounded by the iterations that carry the
+cycle's prompt tokens in full chunks, the rest decoding alone (`_chunked_cycle`).
 
 Disaggregated: the decode pool runs decode steps only (TPOT = t_decode / s); a prefill
 instance runs `chunk` tokens' worth of prompts per pass; prefill instances are added per
@@ -23,12 +27,16 @@ prefill pass + its M/D/1 wait + the KV transfer to the decode pool.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ..cost import LINKS
 from ..errors import RooflineError
+from ..evaluate import LATENCY
+from ..models.schedule import NOT_HIDDEN
 from .iteration import Engine
 from .queueing import md1_wait_s
 from .workload import Workload
@@ -86,7 +94,8 @@ def aggregated(e: Engine, w: Workload, running: Any, chunks: Any,
     full = dp * chunk + 0 * B
     a = e.iteration(np.broadcast_to(B, (3, *steady.shape)), w, np.stack([steady, own, full]))
     t = np.asarray(e.step_time(a))
-    t_it, t_own, t_full = t[0], t[1], t[2]
+    t_it, t_own, t_full = t[0], t[1], np.asarray(t[2])
+    t_it = _chunked_cycle(e, w, B + 0 * chunk, steady, dp * chunk + 0 * B, t_it)
     capacity = admitted / Lu / t_it  # requests/s at this running batch: the prompts admitted
     load = capacity
     idx = np.broadcast_to(np.arange(B.shape[0])[:, None], t_it.shape)
@@ -168,10 +177,48 @@ def _settle(e: Engine, w: Workload, running: Any, chunk: Any, concurrency: float
                                         for k in dict.fromkeys([*c1, *c0])}
 
     (t_it, columns), prefill_s = timed(others), pieces * timed(own)[0]
+    t_it = _chunked_cycle(e, w, decoding, others, dp * chunk + 0 * decoding, t_it)
     load = rate(t_it, prefill_s)
     cycle = prefill_s + D * t_it  # no wait where the clients, not the slots, set the rate
     wait = np.where(load >= clients / cycle, 0.0, np.maximum(clients / load - cycle, 0.0))
     return decoding, t_it, prefill_s, load, wait, columns
+
+
+def _chunked_cycle(e: Engine, w: Workload, running: Any, prompt_tokens: Any, cap: Any,
+                   t_even: Any) -> Any:
+    """The mean iteration time of `running` sequences decoding while `prompt_tokens` per
+    iteration (on average) join them, at most `cap` per iteration: the lesser of the even
+    spread's `t_even` and the cycle in which a share prompt_tokens / cap of the iterations
+    carries a full `cap` and the rest decode alone. Per op, each resource's time is linear
+    (compute, collectives) or concave (memory: a MoE layer's expert reads) in its tokens,
+    so its mean over any spread is at least that cycle's; the ops run one after another.
+    A bound only (the expected time keeps the even spread); dense models: the even one."""
+    if e.expect or e.spec.moe is None or not np.any(prompt_tokens):
+        return t_even
+    share = np.clip(np.asarray(prompt_tokens, dtype=float) / cap, 0.0, 1.0)
+    alone = e.iteration(running, w, 0)
+    full = e.iteration(running, w, cap)
+    zero = {(op.group, op.name): op for op in alone.ops}
+    total: Any = 0.0
+    for op in full.ops:
+        other = zero.get((op.group, op.name))
+        t0 = {} if other is None else other.time_s
+        if _COMM.isdisjoint(op.time_s) and op.name != NOT_HIDDEN:
+            row = functools.reduce(np.maximum, [
+                (1 - share) * np.asarray(t0.get(r, 0.0)) + share * np.asarray(t)
+                for r, t in op.time_s.items()])
+        else:  # a collective's chain is linear in its bytes: the even spread's own
+            row = (1 - share) * np.asarray(0.0 if other is None else other.t_lower_s) \
+                + share * np.asarray(op.t_lower_s)
+        total = total + row
+    carried = {(op.group, op.name) for op in full.ops}
+    for op in alone.ops:  # rows only a decode step has (none today)
+        if (op.group, op.name) not in carried:
+            total = total + (1 - share) * np.asarray(op.t_lower_s)
+    return np.minimum(t_even, total)
+
+
+_COMM = frozenset((*LINKS, LATENCY))
 
 
 @dataclass(frozen=True)
