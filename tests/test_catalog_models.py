@@ -72,9 +72,24 @@ def _ours(name: str, what: str) -> float:
             "nonembed": p.total - p.embedding}[what]
 
 
+# Models known only by a training config (llm-foundry's MPT pretraining yamls: no released
+# checkpoint, no card): d_model, layers, vocab, the position table by hand. Per layer
+# 12·d² + 13·d (QKV and output projections, a 4x GELU MLP, their biases, two LayerNorms
+# with biases), the tied embedding V·d, the position table 2048·d, the final LayerNorm 2·d.
+FROM_CONFIG = {name: (d, layers) for name, d, layers in (
+    ("mpt-3b", 2560, 32), ("mpt-13b", 5120, 40), ("mpt-70b", 8192, 80))}
+
+
 def test_every_catalog_model_is_checked_against_a_published_count():
-    assert set(list_models()) == set(PUBLISHED) | set(CARDS)
+    assert set(list_models()) == set(PUBLISHED) | set(CARDS) | set(FROM_CONFIG)
     assert not set(PUBLISHED) & set(CARDS)
+
+
+@pytest.mark.parametrize("name", list(FROM_CONFIG))
+def test_config_only_models_count_by_hand(name):
+    d, layers = FROM_CONFIG[name]
+    by_hand = layers * (12 * d * d + 13 * d) + 50368 * d + 2048 * d + 2 * d
+    assert param_counts(load_model(name)).total == by_hand
 
 
 @pytest.mark.parametrize(("name", "what", "figure"), [
@@ -342,3 +357,31 @@ def test_layer_types_read_transformers_names_and_refuse_others():
     kinds = ["linear_attention", "full_attention"] * (nxt["num_hidden_layers"] // 2)
     spec = parse_config({**nxt, "layer_types": kinds}, "x", "x.json")
     assert [spec.layer_attention(i)[0] for i in range(4)] == ["linear", "full"] * 2
+
+
+def test_the_released_mpt_7b_config_counts_its_published_parameters():
+    # mosaicml/mpt-7b's config.json: ALiBi (no position table), no biases, vocab 50432:
+    # 6,649,286,656 parameters, its card's 6.7B to the parameter
+    released = {"model_type": "mpt", "d_model": 4096, "n_heads": 32, "n_layers": 32,
+                "expansion_ratio": 4, "max_seq_len": 2048, "vocab_size": 50432,
+                "no_bias": True, "learned_pos_emb": True,
+                "attn_config": {"alibi": True, "attn_impl": "torch"}}
+    spec = parse_config(released, "mpt-7b", "config.json")
+    assert param_counts(spec).total == 6_649_286_656
+    assert spec.learned_positions == 0 and spec.bias == "none" and not spec.gated_mlp
+    gqa = parse_config({**released, "attn_config": {"attn_type": "grouped_query_attention",
+                                                    "kv_n_heads": 8}}, "m", "c.json")
+    assert gqa.kv_heads == 8 and gqa.learned_positions == 2048
+
+
+@pytest.mark.parametrize(("edit", "needle"), [
+    ({"attn_config": [1]}, "attn_config"),
+    ({"ffn_config": {"ffn_type": "moe"}}, "ffn_type"),
+    ({"expansion_ratio": -1}, "expansion_ratio"),
+    ({"attn_config": {"attn_type": "grouped_query_attention"}}, "kv_n_heads"),
+])
+def test_a_bad_mpt_config_names_its_field(edit, needle):
+    base = {"model_type": "mpt", "d_model": 256, "n_heads": 4, "n_layers": 2,
+            "vocab_size": 1000}
+    with pytest.raises(RooflineError, match=needle):
+        parse_config({**base, **edit}, "m", "c.json")

@@ -34,6 +34,9 @@ PUBLISHED = {
     "deepseek-v3": (671e9, 37e9),  # DeepSeek-V3 report (main model, MTP excluded)
     "gemma-2-9b": (9.24e9, None), "gpt2": (124.4e6, None), "opt-6.7b": (6.66e9, None),
     "phi-3-mini": (3.82e9, None),
+    # MosaicML's cards for the released MPT-7B / 30B (ALiBi, no biases, vocab 50432); the
+    # catalog's are llm-foundry's pretraining configs (biases, a position table, vocab 50368)
+    "mpt-7b": (6.65e9, None), "mpt-30b": (29.95e9, None),
 }
 
 

@@ -14,7 +14,7 @@ from .spec import MLA, LinearAttention, ModelSpec, MoE
 
 SUPPORTED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma",
              "gemma2", "gemma3_text", "gemma3", "deepseek_v2", "deepseek_v3", "gpt2", "opt",
-             "phi3", "llama4", "llama4_text", "gpt_oss", "kimi_k2", "qwen3_next")
+             "phi3", "llama4", "llama4_text", "gpt_oss", "kimi_k2", "qwen3_next", "mpt")
 _DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2")  # Kimi K2 is DeepSeek-V3's architecture
 
 
@@ -104,6 +104,8 @@ def parse_config(data: Any, name: str, origin: str) -> ModelSpec:
         return _gpt2(c, name)
     if model_type == "opt":
         return _opt(c, name)
+    if model_type == "mpt":
+        return _mpt(c, name)
 
     hidden = c.integer("hidden_size")
     heads = c.integer("num_attention_heads")
@@ -412,3 +414,44 @@ def _opt(c: _Config, name: str) -> ModelSpec:
         learned_positions=positions + 2,  # OPT's position table carries an offset of 2
         norm="layernorm", bias="all", max_context=positions, trained_context=positions,
         source=str(c.data.get("_source") or c.origin))
+
+
+# MPTConfig's defaults (mosaicml/llm-foundry llmfoundry/models/mpt/configuration_mpt.py) for
+# the keys a config leaves out: its pretraining yamls give only the shapes
+_MPT_FFN = {"mptmlp": False, "te_ln_mlp": False, "mptglu": True}  # gated?
+
+
+def _mpt(c: _Config, name: str) -> ModelSpec:
+    """MosaicML MPT (llm-foundry's `mpt_causal_lm`): LayerNorm, a GELU MLP (`mptglu`: gated)
+    of expansion_ratio x d_model, tied embeddings; biases unless `no_bias`; a learned
+    position table of max_seq_len unless ALiBi or RoPE replaces it."""
+    hidden, heads = c.integer("d_model"), c.integer("n_heads")
+    attn = c.data.get("attn_config") or {}
+    ffn_config = c.data.get("ffn_config") or {}
+    for key, table in (("attn_config", attn), ("ffn_config", ffn_config)):
+        if not isinstance(table, dict):
+            raise c.error(key, f"must be an object, got {type(table).__name__}")
+    a, f = _Config(attn, f"{c.origin}: attn_config"), _Config(ffn_config,
+                                                             f"{c.origin}: ffn_config")
+    kind = attn.get("attn_type", "multihead_attention")
+    kv_heads = {"multihead_attention": heads, "multiquery_attention": 1}.get(kind) or \
+        a.integer("kv_n_heads")
+    if heads % kv_heads:
+        raise a.error("kv_n_heads", f"n_heads ({heads}) must be a multiple of it ({kv_heads})")
+    ffn_type = ffn_config.get("ffn_type", "mptmlp")
+    if ffn_type not in _MPT_FFN:
+        raise f.error("ffn_type", f"unsupported {ffn_type!r} (supported: {', '.join(_MPT_FFN)})")
+    ratio = ffn_config.get("expansion_ratio", c.data.get("expansion_ratio", 4))
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio < 1e3:
+        raise c.error("expansion_ratio", f"must be a positive number, got {brief(ratio)}")
+    positions = c.integer("max_seq_len", default=2048)
+    learned = c.flag("learned_pos_emb", True) and not a.flag("alibi", False) and \
+        not a.flag("rope", False)
+    return ModelSpec(
+        name=name, model_type="mpt", hidden=hidden, layers=c.integer("n_layers"), heads=heads,
+        kv_heads=kv_heads, head_dim=hidden // heads, ffn=int(ratio * hidden),
+        vocab=c.integer("vocab_size", default=50368), gated_mlp=_MPT_FFN[ffn_type],
+        tied_embeddings=c.flag("tie_word_embeddings", True),
+        learned_positions=positions if learned else 0, norm="layernorm",
+        bias="none" if c.flag("no_bias", False) else "all", max_context=positions,
+        trained_context=positions, source=str(c.data.get("_source") or c.origin))

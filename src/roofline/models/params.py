@@ -77,9 +77,14 @@ def linear_attention_params(spec: ModelSpec) -> float:
         + m.conv_dim * m.conv_kernel + 2 * m.heads + m.value_dim + value * spec.hidden
 
 
+def _norm_size(spec: ModelSpec) -> int:
+    """One norm's parameters: its scale, and a LayerNorm's shift where the model keeps its
+    biases (MPT's `no_bias` drops them)."""
+    return spec.hidden * (2 if spec.norm == "layernorm" and spec.bias != "none" else 1)
+
+
 def layer_params(spec: ModelSpec, i: int) -> LayerParams:
-    norm_size = spec.hidden * (2 if spec.norm == "layernorm" else 1)
-    norms = (2 + spec.extra_norms) * norm_size
+    norms = (2 + spec.extra_norms) * _norm_size(spec)
     attn = linear_attention_params(spec) if spec.layer_attention(i)[0] == "linear" else \
         attention_params(spec)
     m = spec.moe
@@ -95,7 +100,7 @@ def param_counts(spec: ModelSpec) -> ParamCount:
     layers = tuple(layer_params(spec, i) for i in range(spec.layers))
     embedding = spec.vocab * spec.hidden + spec.learned_positions * spec.hidden
     lm_head = 0.0 if spec.tied_embeddings else spec.vocab * spec.hidden
-    final_norm = spec.hidden * (2 if spec.norm == "layernorm" else 1)
+    final_norm = _norm_size(spec)
     fixed = embedding + lm_head + final_norm
     return ParamCount(total=fixed + sum(p.total for p in layers),
                       active=fixed + sum(p.active for p in layers),

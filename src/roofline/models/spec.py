@@ -64,7 +64,7 @@ class ModelSpec:
     gated_mlp: bool = True  # SwiGLU / GeGLU: gate, up, down
     tied_embeddings: bool = False
     learned_positions: int = 0  # GPT-2 / OPT absolute position table size
-    norm: str = "rmsnorm"  # or layernorm (has a bias)
+    norm: str = "rmsnorm"  # or layernorm (with a bias unless bias is "none": MPT's no_bias)
     bias: str = "none"  # none | qkv (Qwen2) | all (GPT-2, OPT)
     qk_norm: bool = False  # Qwen3: RMSNorm on q and k per head
     sliding_window: int | None = None
