@@ -643,3 +643,15 @@ def test_ep_across_nodes_sends_a_token_once_per_destination_node():
     hit = 1 - math.comb(384 - 192, 8) / math.comb(384, 8)
     assert uneven.link_bytes["scale-out"] / uneven.runs.link_bytes["scale-out"] == \
         pytest.approx(hit / (8 * 0.5))
+
+
+def test_an_ep_that_does_not_divide_the_experts_spreads_them_evenly():
+    # DeepSeek-V3's 256 experts over EP 72 (LMSYS's 9 decode nodes, EPLB with 32 redundant
+    # copies) or EP 48: E/ep experts per rank on average, between the dividing layouts
+    def weights(ep: int) -> float:
+        a = analyze("deepseek-v3", "h100", decode(ep, 2048), Parallel(dp=ep, ep=ep))
+        return a.memory.weights_bytes
+    assert weights(64) > weights(72) > weights(128)
+    assert weights(32) > weights(48) > weights(64)
+    with pytest.raises(RooflineError, match="needs an MoE model"):
+        analyze("llama-3-8b", "h100", decode(8, 128), Parallel(dp=8, ep=8))
