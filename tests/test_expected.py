@@ -218,6 +218,10 @@ def test_collectives_in_a_cuda_graph_cost_one_launch() -> None:
     graphed, eager = (expected(ar.cost, "h100", cuda_graphs=g) for g in (True, False))
     assert float(graphed.overhead_s) == pytest.approx(figs["graph_launch_s"].value)
     assert float(eager.overhead_s) == pytest.approx(figs["collective_call_s"].value)
+    # an engine's own all-reduce timed on its own: its kernel, one engine call, not NCCL's
+    engine = expected(ar.cost, "h100", engine_kernels=True)
+    assert float(engine.overhead_s) == pytest.approx(figs["collective_call_s.engine"].value)
+    assert engine.t_s < eager.t_s
 
 
 def test_attention_output_is_a_gemm_not_the_attention_kernel() -> None:

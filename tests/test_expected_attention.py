@@ -56,19 +56,6 @@ def test_the_softmax_stays_partly_exposed_by_hand():
     assert exposed_share(64) > exposed_share(128) > 1.0
 
 
-def test_an_engines_own_all_reduce_costs_an_engine_call_not_a_nccl_one():
-    from roofline.expect.table import figures
-    from roofline.models import Parallel, analyze, decode
-
-    a = analyze("llama-3-70b", "h100", decode(1, 1024), Parallel(tp=8))
-    ar = next(op for op in a.ops if "all-reduce" in op.name)
-    figs = figures(load_chip("h100"))
-    library, engine = (expected(ar.cost, "h100", engine_kernels=e) for e in (False, True))
-    assert float(library.overhead_s) == pytest.approx(figs["collective_call_s"].value)
-    assert float(engine.overhead_s) == pytest.approx(figs["collective_call_s.engine"].value)
-    assert engine.t_s < library.t_s
-
-
 def test_vllm_on_mi300x_has_its_own_fitted_factor():
     from roofline.expect.table import figures, lookup_framework
 
