@@ -180,9 +180,13 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
     if cost.link_calls or cost.link_steps:
         # in a graph: one kernel (sglang#2904: a one-shot all-reduce of 4-32 KiB on 8xH100
         # takes 5.7-7.8 us in all, within the bound's own NCCL latency of 6.6 us + steps)
-        overhead = overhead + calls * (
-            take("graph_launch_s") if cuda_graphs else take("collective_call_s", "engine")
-            if engine_kernels else per_algorithm("collective_call_s"))
+        if cuda_graphs:
+            per_call = take("graph_launch_s")
+        elif engine_kernels:
+            per_call = take("collective_call_s", "engine")
+        else:
+            per_call = per_algorithm("collective_call_s")
+        overhead = overhead + calls * per_call
     t = np.asarray(derated.t_lower_s) + overhead
     if cost.flops and attention_kernel(cost):
         # the softmax (exp on the special-function units, its arithmetic on the vector units)

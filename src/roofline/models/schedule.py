@@ -150,7 +150,8 @@ class StepTimes:
     bubble_fraction: float  # idle slots / micro-batches
 
 
-_COMMUNICATION = frozenset((*LINKS, LATENCY))
+# a step's resources the critical path does not already cover: the links and their latency
+COMMUNICATION = frozenset((*LINKS, LATENCY))
 
 
 def _split(est: Estimate) -> tuple[Num, Num, dict[str, Num]]:
@@ -185,7 +186,7 @@ def step_times(rows: Iterable[tuple[str, float, bool, Estimate]], schedule: Sche
     hides: dict[str, bool] = {}  # per stream: Schedule.hidden, asked once
     for stream, repeats, per_step, est in rows:
         repeat = repeats * (1 if per_step else slots)  # with the bubble's slots
-        if _COMMUNICATION.isdisjoint(est.time_s):  # compute and memory: the op's own bound,
+        if COMMUNICATION.isdisjoint(est.time_s):  # compute and memory: the op's own bound,
             local = est.t_lower_s  # on the path whatever its stream (nothing to expose)
             critical.append(local if repeat == 1 else repeat * local)  # times_n
             continue

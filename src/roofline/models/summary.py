@@ -14,16 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from ..cost import LINKS
 from ..derivation import Num, add_all, any_true, maximum, scaled_sum
-from ..evaluate import LATENCY, Estimate, evaluate, max_argmax
+from ..evaluate import Estimate, evaluate, max_argmax
 from ..hardware import Chip, System, load_chip
 from ..lazy import cached_property
 from ..ops.attention import flash_tiling
 from .catalog import load_model
 from .graph import OpCost, build, gemm_dtype
 from .memory import footprint
-from .schedule import Schedule, StepTimes, check_schedule, step_times
+from .schedule import COMMUNICATION, Schedule, StepTimes, check_schedule, step_times
 from .spec import ModelSpec
 from .step import MemoryBudget, Parallel, Phase, Precision, model_precision
 
@@ -45,25 +44,16 @@ def load_step(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
     return spec, chip, par, prec, rows
 
 
-COMM = (*LINKS, LATENCY)  # the step's resources the critical path does not already cover
-
-
-def add_by_bound(acc: dict[str, Any], est: Estimate, time: Any) -> None:
-    """Credit `time` to the resource that bounds the op, point by point."""
+def credit(est: Estimate, time: Any) -> dict[str, Any]:
+    """`time` credited to the resource that bounds the op, point by point."""
     if isinstance(est.bound_index, int):  # one point
-        resource = list(est.time_s)[est.bound_index]
-        acc[resource] = acc.get(resource, 0.0) + time
-        return
+        return {list(est.time_s)[est.bound_index]: time}
     index = np.asarray(est.bound_index)
     first = int(index.min())
     if first == int(index.max()):  # one resource bounds every point: no masks
-        resource = list(est.time_s)[first]
-        acc[resource] = acc.get(resource, 0.0) + time
-        return
-    for i, resource in enumerate(est.time_s):
-        bound_here = index == i
-        if bound_here.any():
-            acc[resource] = acc.get(resource, 0.0) + np.where(bound_here, time, 0.0)
+        return {list(est.time_s)[first]: time}
+    return {resource: np.where(index == i, time, 0.0) for i, resource in enumerate(est.time_s)
+            if (index == i).any()}
 
 
 def occurrences(row: OpCost, slots: float) -> float:
@@ -101,7 +91,7 @@ class StepCore:
         """Every resource of the whole step overlapped (the links' and latency's part of it
         already summed: `comm_floor_s`)."""
         return functools.reduce(maximum, [_total(parts) for resource, parts in
-                                          self.resource_s.items() if resource not in COMM],
+                                          self.resource_s.items() if resource not in COMMUNICATION],
                                 self.comm_floor_s)
 
 
@@ -155,7 +145,7 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
     # op adds at least its own time on each), so only the links and the latency can lift
     # the bound to the floor: the rest of the floor is summed only when it is read.
     comm_floor = functools.reduce(maximum, [_total(parts) for resource, parts in
-                                            resource_s.items() if resource in COMM], 0.0)
+                                            resource_s.items() if resource in COMMUNICATION], 0.0)
     times = step_times([(r.stream, r.count, r.per_step, e) for r, e in zip(rows, ests,
                                                                            strict=True)],
                        schedule, m, par.pp, spec.layers / par.pp, par.cp, comm_floor, phase)
@@ -176,13 +166,6 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
     by_resource = {resource: add_all(parts) for resource, parts in credited.items()}
     return StepCore(m, slots, ests, resource_s, times, scaled_sum(upper), by_resource,
                     scaled_sum(useful), comm_floor)
-
-
-def credit(est: Estimate, time: Any) -> dict[str, Any]:
-    """`time` credited to the resource that bounds the op, point by point."""
-    out: dict[str, Any] = {}
-    add_by_bound(out, est, time)
-    return out
 
 
 def dominant_index(times: dict[str, Any]) -> tuple[tuple[str, ...], Any]:

@@ -18,10 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ..cost import Cost
-from ..derivation import call, derived, steps, sym, value
+from ..derivation import call, derived, maximum, steps, sym, value
 from ..dtypes import DType, operand_dtypes
 from ..errors import RooflineError
 from ..hardware import Chip
@@ -58,16 +56,13 @@ def matmul(
         return Cost(flops={c.peak: value(flops)}, bytes={"hbm": value(hbm)},
                     steps=steps(("FLOPs", flops), ("HBM bytes", hbm)), name=name)
     operands = hbm  # every operand byte once, through L2; what L2 cannot hold from HBM
-    beyond = call("at_least_0", _at_least_zero, operands - size("L2", warm_l2_bytes, "warm_l2"))
+    beyond = call("at_least_0", lambda v: maximum(v, 0.0),
+                  operands - size("L2", warm_l2_bytes, "warm_l2"))
     return Cost(flops={c.peak: value(flops)},
                 bytes={"hbm": value(beyond), "l2": value(operands)},
                 steps=steps(("FLOPs", flops), ("operand bytes (L2)", operands),
                             ("HBM bytes beyond what L2 keeps warm", beyond)),
                 name=name)
-
-
-def _at_least_zero(v: Any) -> Any:
-    return (v if v > 0.0 else 0.0) if type(v) is float else np.maximum(v, 0.0)
 
 
 def gemv(k: object, n: object, dtype: str | DType = "bf16",

@@ -33,10 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from ..cost import LINKS
 from ..errors import RooflineError
-from ..evaluate import LATENCY
-from ..models.schedule import NOT_HIDDEN
+from ..models.schedule import COMMUNICATION
 from .iteration import Engine
 from .queueing import md1_wait_s
 from .workload import Workload
@@ -94,7 +92,7 @@ def aggregated(e: Engine, w: Workload, running: Any, chunks: Any,
     full = dp * chunk + 0 * B
     a = e.iteration(np.broadcast_to(B, (3, *steady.shape)), w, np.stack([steady, own, full]))
     t = np.asarray(e.step_time(a))
-    t_it, t_own, t_full = t[0], t[1], np.asarray(t[2])
+    t_it, t_own, t_full = t[0], t[1], t[2]
     t_it = _chunked_cycle(e, w, B + 0 * chunk, steady, dp * chunk + 0 * B, t_it)
     capacity = admitted / Lu / t_it  # requests/s at this running batch: the prompts admitted
     load = capacity
@@ -203,22 +201,15 @@ def _chunked_cycle(e: Engine, w: Workload, running: Any, prompt_tokens: Any, cap
     for op in full.ops:
         other = zero.get((op.group, op.name))
         t0 = {} if other is None else other.time_s
-        if _COMM.isdisjoint(op.time_s) and op.name != NOT_HIDDEN:
+        if COMMUNICATION.isdisjoint(op.time_s):
             row = functools.reduce(np.maximum, [
                 (1 - share) * np.asarray(t0.get(r, 0.0)) + share * np.asarray(t)
                 for r, t in op.time_s.items()])
         else:  # a collective's chain is linear in its bytes: the even spread's own
             row = (1 - share) * np.asarray(0.0 if other is None else other.t_lower_s) \
                 + share * np.asarray(op.t_lower_s)
-        total = total + row
-    carried = {(op.group, op.name) for op in full.ops}
-    for op in alone.ops:  # rows only a decode step has (none today)
-        if (op.group, op.name) not in carried:
-            total = total + (1 - share) * np.asarray(op.t_lower_s)
+        total = total + row  # (a row only a decode step had would be left out: less, a bound)
     return np.minimum(t_even, total)
-
-
-_COMM = frozenset((*LINKS, LATENCY))
 
 
 @dataclass(frozen=True)
