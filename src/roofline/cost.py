@@ -21,6 +21,7 @@ import numpy as np
 
 from .derivation import Num, Sym, Term, add_all
 from .errors import RooflineError, brief
+from .lazy import cached_property
 
 MEMORY_LEVELS = ("hbm", "l2", "sram")  # outermost first; `hbm` is the chip's main memory
 LINKS = ("scale-up", "scale-out")
@@ -140,7 +141,7 @@ class Cost:
         object.__setattr__(self, "steps", build)
         return self
 
-    @property
+    @cached_property  # a step reads it per row, and its tables again
     def total_flops(self) -> Num:
         """All arithmetic: tensor and vector FLOPs, and special-function evaluations (one
         FLOP each), regardless of dtype."""

@@ -7,7 +7,7 @@ Costs stay per chip; the System says where a group of ranks sits: inside one sca
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -57,6 +57,15 @@ def make_system(hw: Chip | str, chips: int | None = None,
     """A System of `chips` chips (default: one scale-up domain) in domains of the chip's
     scale-up domain size (default from the catalog; 1 for a chip without scale-up links)."""
     chip = load_chip(hw)
+    if chips is None and chips_per_domain is None:  # one domain: every analysis asks
+        system = chip.memo.get("system")
+        if system is None:
+            system = chip.memo["system"] = _system(chip, None, None)
+        return cast(System, system)
+    return _system(chip, chips, chips_per_domain)
+
+
+def _system(chip: Chip, chips: int | None, chips_per_domain: int | None) -> System:
     if chips_per_domain is None:
         up = chip.links.get("scale-up")
         chips_per_domain = (up.domain_size or 1) if up else 1

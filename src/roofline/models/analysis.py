@@ -37,6 +37,10 @@ from .spec import ModelSpec
 from .step import MemoryBudget, Parallel, Phase, Precision, context_warning
 from .summary import StepCore, dominant_index, load_step, occurrences, step_core
 
+# ModelAnalysis's figures computed on first read (properties), written by to_dict too
+SECONDARY = ("flops", "bytes", "link_bytes", "t_floor_s", "hfu", "hbm_utilization",
+             "flops_by_dtype", "comm_streams")
+
 # What each time of a step is: every output names them so.
 STEP_TIMES = {
     "t_floor_s": "floor: every resource of the whole step overlapped",
@@ -102,17 +106,11 @@ class ModelAnalysis:
     # the op rows and their times: `ops` and `layers` are built from them on first read
     # (the step's own figures do not need those tables)
     parts: StepParts = field(repr=False, compare=False)
-    flops: Num  # per chip per step, as executed (recomputation included)
     model_flops: Num  # per chip per step, useful work only
-    bytes: dict[str, Num]  # memory level -> bytes per chip per step
-    link_bytes: dict[str, Num]
     t_lower_s: Num
     t_upper_s: Num
-    t_floor_s: Num
     bound: str | np.ndarray[Any, Any]
     mfu: Num  # at t_lower: model FLOPs / (t_lower · the peak of `mfu_dtype`)
-    hfu: Num
-    hbm_utilization: Num
     memory: MemoryFootprint
     decode_compute_bound_batch: Num  # batch at which decode's dense weight GEMMs turn
     # compute-bound; MoE experts see batch·top_k/E tokens each, so they need E/top_k times more
@@ -122,11 +120,58 @@ class ModelAnalysis:
     exposed_comm_s: Num = 0.0  # communication on the critical path (in series or exposed)
     hidden_comm_s: Num = 0.0  # communication that overlapped with compute
     bubble_fraction: float = 0.0  # the pipeline's idle slots per micro-batch
-    flops_by_dtype: dict[str, Num] = field(default_factory=dict)  # tensor-core FLOPs
-    comm_streams: tuple[str, ...] = ()  # the parallel groups whose collectives the step has
     # whose dense peak MFU and HFU divide by: the weight GEMMs' compute dtype (fp8 weights
     # run fp8 GEMMs, and against the bf16 peak their MFU passed 100%)
     mfu_dtype: str = "bf16"
+
+    # The step's secondary figures, summed from its op rows on first read (the headline
+    # ones above do not need them): what `to_dict` writes besides the fields.
+    @cached_property
+    def _counted(self) -> dict[str, dict[str, Any]]:
+        return _per_step(self.parts.rows, self.parts.core.m,
+                         ("flops", "vector_flops", "special_ops", "bytes", "link_bytes"))
+
+    @cached_property
+    def flops(self) -> Num:
+        """Per chip per step, as executed (recomputation included)."""
+        return unwrap(floats(add_all([v for kind in ("flops", "vector_flops", "special_ops")
+                                      for v in self._counted[kind].values()])))
+
+    @cached_property
+    def bytes(self) -> dict[str, Num]:
+        """Memory level -> bytes per chip per step."""
+        return {k: unwrap(v) for k, v in self._counted["bytes"].items()}
+
+    @cached_property
+    def link_bytes(self) -> dict[str, Num]:
+        """Link -> bytes per chip per step, per direction."""
+        return {k: unwrap(v) for k, v in self._counted["link_bytes"].items()}
+
+    @cached_property
+    def flops_by_dtype(self) -> dict[str, Num]:
+        """Tensor-core FLOPs per compute dtype."""
+        return {k: unwrap(v) for k, v in self._counted["flops"].items()}
+
+    @cached_property
+    def hfu(self) -> Num:
+        """At t_lower: executed FLOPs / (t_lower · the peak of `mfu_dtype`)."""
+        return unwrap(self.flops / (self.parts.core.times.t_lower_s * self.parts.peak))
+
+    @cached_property
+    def hbm_utilization(self) -> Num:
+        """At t_lower: the step's HBM bytes / (t_lower · HBM bandwidth)."""
+        return unwrap(floats(self._counted["bytes"].get("hbm", 0.0)) / (
+            self.parts.core.times.t_lower_s * self.parts.hbm_Bps))
+
+    @cached_property
+    def t_floor_s(self) -> Num:
+        """Every resource of the whole step overlapped (STEP_TIMES)."""
+        return unwrap(self.parts.core.t_floor_s)
+
+    @cached_property
+    def comm_streams(self) -> tuple[str, ...]:
+        """The parallel groups whose collectives the step has."""
+        return tuple(dict.fromkeys(r.stream for r in self.parts.rows if r.stream))
 
     @cached_property
     def _tables(self) -> tuple[tuple[StepOp, ...], tuple[StepLayer, ...]]:
@@ -187,6 +232,7 @@ class ModelAnalysis:
         skip = {"memory", "parts"}
         data: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)
                                 if f.name not in skip}
+        data.update({name: getattr(self, name) for name in SECONDARY})
         data["phase"], data["parallel"] = asdict(self.phase), asdict(self.parallel)
         data["precision"] = asdict(self.precision)
         data["schedule"] = {**asdict(self.schedule),
@@ -232,21 +278,20 @@ def analyze(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
     """
     spec, chip, par, prec, rows = load_step(model, hw, phase, parallel, precision, impl,
                                             sram_bytes, block_q)
-    return _summarise(spec, chip, phase, par, prec, rows, budget or MemoryBudget(),
-                      check_schedule(schedule or Schedule(), par))
+    return _summarise(spec, chip, phase, par, prec, rows, budget or _ALL_MEMORY,
+                      check_schedule(schedule or _DEFAULT_SCHEDULE, par))
+
+
+_ALL_MEMORY, _DEFAULT_SCHEDULE = MemoryBudget(), Schedule()  # frozen: shared by every call
 
 
 def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: Precision,
                rows: list[OpCost], budget: MemoryBudget, schedule: Schedule) -> ModelAnalysis:
     core = step_core(spec, chip, par, rows, schedule, phase.kind)  # models/summary.py
     m, times = core.m, core.times
-    counted = _per_step(rows, m, ("flops", "vector_flops", "special_ops", "bytes", "link_bytes"))
     t_lower: Any = times.t_lower_s
     shape = () if type(t_lower) is float else np.shape(t_lower)
-
-    by_resource, model_flops = core.by_resource, core.model_flops
-    flops = floats(add_all([v for kind in ("flops", "vector_flops", "special_ops")
-                            for v in counted[kind].values()]))
+    model_flops = core.model_flops
     mfu_dtype = gemm_dtype(prec, chip)
     peak = chip.peak_flops(mfu_dtype)
     counts = param_counts(spec)
@@ -256,20 +301,13 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
                                             weight_dtype=prec.weights, q_len=q_len))
     return ModelAnalysis(
         model=spec.name, hardware=chip.id, model_source=spec.source, phase=phase, parallel=par,
-        precision=prec,
-        params_total=counts.total, params_active=counts.active, parts=StepParts(rows, core),
-        flops=unwrap(flops),
+        precision=prec, params_total=counts.total, params_active=counts.active,
+        parts=StepParts(rows, core, peak, chip.level("hbm").bandwidth_Bps),
         model_flops=unwrap(model_flops),
-        bytes={k: unwrap(v) for k, v in counted["bytes"].items()},
-        link_bytes={k: unwrap(v) for k, v in counted["link_bytes"].items()},
         t_lower_s=unwrap(t_lower),
         t_upper_s=unwrap(core.t_upper_s),
-        t_floor_s=unwrap(core.t_floor_s),
-        bound=_dominant(by_resource),
+        bound=_dominant(core.by_resource),
         mfu=unwrap(model_flops / (t_lower * peak)),
-        hfu=unwrap(flops / (t_lower * peak)),
-        hbm_utilization=unwrap(floats(counted["bytes"].get("hbm", 0.0)) / (
-            t_lower * chip.level("hbm").bandwidth_Bps)),
         memory=footprint(spec, phase, par, prec, budget.usable(device),
                          schedule.in_flight(par.pp, m)),
         memory_budget=budget.describe(device),
@@ -280,8 +318,6 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
         exposed_comm_s=in_shape(times.exposed_comm_s, shape),
         hidden_comm_s=in_shape(times.hidden_comm_s, shape),
         bubble_fraction=times.bubble_fraction,
-        flops_by_dtype={k: unwrap(v) for k, v in counted["flops"].items()},
-        comm_streams=tuple(dict.fromkeys(r.stream for r in rows if r.stream)),
         mfu_dtype=mfu_dtype,
     )
 
@@ -292,6 +328,8 @@ class StepParts:
 
     rows: list[OpCost]
     core: StepCore
+    peak: float  # FLOP/s of the MFU dtype
+    hbm_Bps: float  # the chip's HBM bandwidth
 
 
 def _tables(rows: list[OpCost], core: StepCore

@@ -141,6 +141,7 @@ class Precision:
         return self.activations
 
 
+@cache  # frozen inputs and result: every analysis without a Precision asks
 def model_precision(spec: ModelSpec, weights: str | None = None, activations: str = "bf16",
                     kv_cache: str | None = None, quantize_embeddings: bool = False
                     ) -> Precision:

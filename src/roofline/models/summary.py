@@ -9,6 +9,7 @@ never reads. Same numbers as `analyze` to the last bit: the same code computes t
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,7 +70,7 @@ class StepCore:
     m: int  # micro-batches
     slots: float  # micro-batch slots of the slowest stage, the bubble's included
     ests: list[Estimate]  # per op row, one occurrence
-    resource_s: dict[str, list[tuple[float, Any]]]  # per resource: (occurrences, time) per op
+    floors: list[tuple[float, Estimate]]  # per op row: (occurrences, what its floor takes)
     times: StepTimes
     t_upper_s: Any  # nothing overlapped
     by_resource: dict[str, Any]  # the step's time credited to each bounding resource
@@ -90,9 +91,24 @@ class StepCore:
     def t_floor_s(self) -> Any:
         """Every resource of the whole step overlapped (the links' and latency's part of it
         already summed: `comm_floor_s`)."""
-        return functools.reduce(maximum, [_total(parts) for resource, parts in
-                                          self.resource_s.items() if resource not in COMMUNICATION],
+        return functools.reduce(maximum, [_total(parts) for parts in _per_resource(
+            self.floors, lambda resource: resource not in COMMUNICATION).values()],
                                 self.comm_floor_s)
+
+
+def _per_resource(floors: list[tuple[float, Estimate]], keep: Callable[[str], bool]
+                  ) -> dict[str, list[tuple[float, Any]]]:
+    """Per resource `keep` takes: (occurrences, time) of each op that has it."""
+    out: dict[str, list[tuple[float, Any]]] = {}
+    for n, e in floors:
+        for resource, t in e.time_s.items():
+            if keep(resource):
+                parts = out.get(resource)
+                if parts is None:
+                    out[resource] = [(n, t)]
+                else:
+                    parts.append((n, t))
+    return out
 
 
 def _total(parts: list[tuple[float, Any]]) -> Any:
@@ -116,7 +132,8 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
     # The floor of a collective is the least of any algorithm, resource by resource.
     by_cost: dict[int, Estimate] = {}
     ests: list[Estimate] = []
-    resource_s: dict[str, list[tuple[float, Any]]] = {}
+    floors: list[tuple[float, Estimate]] = []
+    comm = False  # any op on a link
     upper: list[tuple[float, Any]] = []  # the idle slots too
     useful: list[tuple[float, Any]] = []
     for r in rows:
@@ -132,20 +149,16 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
         if least is not None:  # floor takes the least any of its algorithms demands
             floor_e = by_cost.get(id(least)) or by_cost.setdefault(id(least),
                                                                    evaluate(least, chip))
-        for resource, t in floor_e.time_s.items():
-            parts = resource_s.get(resource)
-            if parts is None:
-                resource_s[resource] = [(n, t)]
-            else:
-                parts.append((n, t))
+        floors.append((n, floor_e))
+        comm = comm or not COMMUNICATION.isdisjoint(floor_e.time_s)
         upper.append((r.count * (1 if r.per_step else slots), e.t_upper_s))
         useful.append(((r.model_share if r.model_share is not None else r.count) * per,
                        r.model_flops))
     # The critical path already covers each compute unit's and memory level's total (every
     # op adds at least its own time on each), so only the links and the latency can lift
     # the bound to the floor: the rest of the floor is summed only when it is read.
-    comm_floor = functools.reduce(maximum, [_total(parts) for resource, parts in
-                                            resource_s.items() if resource in COMMUNICATION], 0.0)
+    comm_floor = functools.reduce(maximum, [_total(parts) for parts in _per_resource(
+        floors, COMMUNICATION.__contains__).values()], 0.0) if comm else 0.0
     times = step_times([(r.stream, r.count, r.per_step, e) for r, e in zip(rows, ests,
                                                                            strict=True)],
                        schedule, m, par.pp, spec.layers / par.pp, par.cp, comm_floor, phase)
@@ -164,7 +177,7 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
     if any_true(times.not_hidden_s > 0):  # a link busier than the critical path
         credited.setdefault(times.not_hidden_link, []).append(times.not_hidden_s)
     by_resource = {resource: add_all(parts) for resource, parts in credited.items()}
-    return StepCore(m, slots, ests, resource_s, times, scaled_sum(upper), by_resource,
+    return StepCore(m, slots, ests, floors, times, scaled_sum(upper), by_resource,
                     scaled_sum(useful), comm_floor)
 
 

@@ -288,6 +288,18 @@ def flash_tiling(chip: Chip | None, sram_bytes: Any = None, block_q: Any = None,
     chip file without an sram level: Gaudi, a measured GPU) Br = 128 query rows. The L2
     capacity given, else the chip's l2 level (none: every re-read goes to HBM). The one place these
     defaults are decided: ops, models, levers and measurements all ask here."""
+    key = ("flash tiling", sram_bytes, block_q, l2_bytes)
+    scalar = all(v is None or type(v) in (int, float) for v in key[1:])
+    if chip is not None and scalar and key in chip.memo:  # asked twice per analysis
+        return dict(chip.memo[key])
+    tiling = _tiling(chip, sram_bytes, block_q, l2_bytes)
+    if chip is not None and scalar:
+        chip.memo[key] = tiling
+    return dict(tiling)
+
+
+def _tiling(chip: Chip | None, sram_bytes: Any, block_q: Any, l2_bytes: Any
+            ) -> dict[str, Any]:
     if sram_bytes is not None or block_q is not None:
         tiling = {"sram_bytes": sram_bytes, "block_q": block_q}
     elif chip is None or not _has_level(chip, "sram"):
