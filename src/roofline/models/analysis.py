@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import Num, add_all, floats, in_shape, ratio, unwrap
+from ..derivation import Num, floats, in_shape, ratio, scaled_sum, unwrap
 from ..errors import RooflineError
 from ..hardware import Chip, System
 from ..lazy import cached_property
@@ -134,8 +134,9 @@ class ModelAnalysis:
     @cached_property
     def flops(self) -> Num:
         """Per chip per step, as executed (recomputation included)."""
-        return unwrap(floats(add_all([v for kind in ("flops", "vector_flops", "special_ops")
-                                      for v in self._counted[kind].values()])))
+        m = self.parts.core.m
+        return unwrap(floats(scaled_sum([(occurrences(r, m), r.cost.total_flops)
+                                         for r in self.parts.rows])))
 
     @cached_property
     def bytes(self) -> dict[str, Num]:
