@@ -28,6 +28,12 @@ GOAL_ALL, GOAL_KIND = 0.15, 0.25
 # kinds whose median error misses GOAL_KIND today, and why (strict: passing turns it red);
 # the overall goal is over the kinds the model covers (their rows still hold the bound)
 MISSES: dict[str, str] = {
+    "attention_decode": "17 rows added 2026-11-30 (batch-1 GQA decode kernels on H200: TileOps, "
+                        "FlashInfer, FA3 kv-cache; AMD gfx950 paged decode) run 0.1-0.7x the "
+                        "expected speed (42% median error; the 42 earlier rows 13.5%): one "
+                        "sequence's few (KV head x key split) tiles cannot keep the chip's "
+                        "memory pipes busy, and the model has no per-SM bandwidth limit for "
+                        "a kernel that does not fill the chip",
     "linear_attention": "chunked Gated DeltaNet kernels run at 0.06-0.62 of the bound: one "
                         "long sequence over few value heads leaves most SMs idle (FlashInfer "
                         "PRs #3481 / #3866), and the model has no term for that parallelism, "

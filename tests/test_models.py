@@ -603,7 +603,7 @@ def test_model_flops_do_not_depend_on_the_layout(name):
     assert total[0] == pytest.approx(total[1], rel=1e-12)
 
 
-def test_ep_across_nodes_sends_a_token_once_per_destination_node():
+def test_ep_sends_a_token_once_per_destination_rank_and_node():
     # DeepSeek-V3, EP 32 over 4 8-GPU nodes: a token's 8 experts sit on ~3.6 of the 4 nodes,
     # ~2.7 of them remote (P(node hit) = 1 - C(192, 8)/C(256, 8)); the network carries one
     # copy per remote node (DeepEP), not one per remote expert (8 x 24/32 = 6). Megatron-
@@ -618,12 +618,24 @@ def test_ep_across_nodes_sends_a_token_once_per_destination_node():
     inside = analyze("deepseek-v3", "b200", phase, Parallel(pp=8, dp=32, ep=8,
                                                             microbatches=128))
     flat = next(op for op in inside.ops if op.name == "ep dispatch all-to-all")
-    assert "scale-out" not in flat.cost.link_bytes  # inside one node: unchanged
-    # the per-copy volume is the tokens' hidden vectors (1/top_k of the all-to-all message)
-    message = flat.cost.link_bytes["scale-up"] / (7 / 8)
+    assert "scale-out" not in flat.cost.link_bytes
+    # the per-copy volume is the tokens' hidden vectors (1/top_k of the all-to-all message,
+    # every copy of which the expected time keeps)
+    message = flat.cost.runs.link_bytes["scale-up"] / (7 / 8)
     assert per_copy == pytest.approx(message / 8, rel=1e-9)
-    assert "one copy per domain" in dispatch.cost.name
-    assert any("one copy per destination domain" in line for line in dispatch.cost.explain())
+    # inside one node one copy per destination rank: 7·P(rank hit) of the 8·7/8 copies (4.6,
+    # not 7: DeepEP's intranode dispatch on H200 moves 5.3 copies a token, its own self-copy
+    # included); across nodes the ranks inside each node likewise, 31·P(rank hit) of 8·31/32
+    rank_hit = 1 - math.comb(224, 8) / math.comb(256, 8)
+    assert flat.cost.link_bytes["scale-up"] == pytest.approx(
+        flat.cost.runs.link_bytes["scale-up"] * rank_hit, rel=1e-12)
+    of_32 = 1 - math.comb(248, 8) / math.comb(256, 8)
+    assert dispatch.cost.link_bytes["scale-up"] == pytest.approx(
+        dispatch.cost.runs.link_bytes["scale-up"] * 31 * of_32 / (8 * 31 / 32), rel=1e-12)
+    assert "one copy per destination" in dispatch.cost.name
+    explained = dispatch.cost.explain()
+    assert any("one copy per destination domain" in line for line in explained)
+    assert any("one copy per destination rank" in line for line in explained)
     # the expected time keeps every copy, in a CUDA graph too (the measured kernels' pace)
     from roofline.expect import expected
 

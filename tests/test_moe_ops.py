@@ -236,3 +236,28 @@ def test_an_ep_dispatch_sends_one_copy_per_destination_node():
     assert remote_domain_copies(8, 4) <= exact <= 8 * 3 / 4  # never more than one per expert
     assert remote_domain_copies(8, 1) == 0.0
     assert remote_domain_copies(1, 2, 256) == pytest.approx(0.5)  # top-1: the other node half
+
+
+def test_an_ep_dispatch_inside_a_node_sends_one_copy_per_destination_rank():
+    # DeepEP's intranode dispatch sends a token once to each rank holding any of its experts:
+    # over EP 8 with DeepSeek-V3's 256 experts, top-8, 7·P(rank hit) = 4.6 remote copies of
+    # the 8·7/8 = 7 the per-expert all-to-all charges (AWS p5en: 5.3 copies a token printed,
+    # its own rank's included); top-1 sends exactly one copy per expert: nothing to save
+    import math
+
+    from roofline.ops.collectives import collective, one_copy_per_destination
+
+    message = 4096 * 7168 * 8 * 2.0  # 4096 tokens x hidden x top-8, bf16
+    flat = collective("all-to-all", message, 8, "direct")
+    once = one_copy_per_destination(flat, 8, 8, None, 256)
+    hit = 1 - math.comb(224, 8) / math.comb(256, 8)
+    assert once.link_bytes["scale-up"] == pytest.approx(4096 * 7168 * 2.0 * 7 * hit)
+    assert once.link_bytes["scale-up"] < flat.link_bytes["scale-up"]
+    assert once.link_steps == flat.link_steps and once.runs is flat
+    assert any("one copy per destination rank" in line for line in once.explain())
+    assert one_copy_per_destination(flat, 1, 8, None, 256) is flat
+    # without the expert count: the many-experts limit, fewer copies (a looser bound)
+    limit = one_copy_per_destination(flat, 8, 8)
+    assert limit.link_bytes["scale-up"] == pytest.approx(
+        4096 * 7168 * 2.0 * 7 * (1 - (7 / 8) ** 8))
+    assert limit.link_bytes["scale-up"] <= once.link_bytes["scale-up"]

@@ -177,7 +177,9 @@ def test_decode_bounds_charge_the_bytes_and_flops_their_sources_count() -> None:
         for sizes in cases.decode_readings(row, DECODE_SIZES[row.kind]):
             cost, (flops, nbytes) = _decode_work(row, sizes)
             assert cost.bytes["hbm"] == pytest.approx(nbytes, rel=1e-12), row.id
-            assert sum(cost.flops.values()) == pytest.approx(flops, rel=1e-3), row.id
+            # causal s_q > 1: the bound drops the s_q(s_q - 1)/2 masked pairs of s_q·s_k
+            counted, masked = sum(cost.flops.values()), sizes["s_q"] / (2 * sizes["s_k"])
+            assert flops * (1 - masked) * (1 - 1e-9) <= counted <= flops * (1 + 1e-3), row.id
             checked += 1
     assert checked >= 60
 

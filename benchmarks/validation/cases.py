@@ -31,7 +31,7 @@ from roofline.expect import expected, expected_step
 from roofline.expect.table import engine
 from roofline.hardware import Chip
 from roofline.ops.attention import attention, flash_tiling
-from roofline.ops.collectives import busbw_factor, one_copy_per_domain
+from roofline.ops.collectives import busbw_factor, one_copy_per_destination
 from roofline.ops.matmul import matmul, warm_capacity
 from roofline.ops.mla import mla_attention
 from roofline.ops.registry import run_op
@@ -422,10 +422,11 @@ def collective_case(row: Row) -> Collective:
     for chip in usable:
         cost = run_op(base.op.replace("-", ""), chip, nbytes=nbytes, ranks=base.ranks,
                       algo=algo, **placed).cost
-        if row.kind == "moe_dispatch" and base.nodes > 1:  # the model's own EP all-to-all
-            cost = one_copy_per_domain(cost, int(p["topk"]), base.ranks,
-                                       base.ranks / base.nodes,
-                                       int(p["experts"]) if "experts" in p else None)
+        if row.kind == "moe_dispatch":  # the model's own EP all-to-all
+            cost = one_copy_per_destination(cost, int(p["topk"]), base.ranks,
+                                            base.ranks / base.nodes if base.nodes > 1
+                                            else None,
+                                            int(p["experts"]) if "experts" in p else None)
         readings.append((_collective_ratio(base, nbytes, float(evaluate(cost, chip).t_lower_s)),
                          cost, chip))
     first_cost, first_chip = readings[0][1], readings[0][2]

@@ -14,7 +14,7 @@ from ..dtypes import dtype as lookup_dtype
 from ..lazy import cached_property
 from ..ops.attention import attention
 from ..ops.attention_backward import attention_backward
-from ..ops.collectives import one_copy_per_domain
+from ..ops.collectives import one_copy_per_destination
 from ..ops.elementwise import elementwise
 from ..ops.embedding import embedding_lookup
 from ..ops.linear_attention import linear_attention
@@ -283,14 +283,15 @@ def _mlp_ops(c: Ctx, moe_layer: bool) -> list[tuple[str, Cost]]:
 
 
 def _ep_all_to_all(c: Ctx, nbytes: Any) -> Cost:
-    """The EP group's dispatch (or combine) of `nbytes` (every token once per routed expert);
-    across scale-up domains one copy per destination domain (`one_copy_per_domain`)."""
+    """The EP group's dispatch (or combine) of `nbytes` (every token once per routed expert),
+    as the expert kernels send it: one copy per destination rank, and across scale-up
+    domains one per destination domain (`one_copy_per_destination`)."""
     cost = c.place.comm("all-to-all", nbytes, "ep", c.par.ep)
     _, in_domain = c.place.links["ep"]
     moe = c.spec.moe
-    if in_domain is None or moe is None:
+    if moe is None:
         return cost
-    return one_copy_per_domain(cost, moe.top_k, c.par.ep, in_domain, moe.experts)
+    return one_copy_per_destination(cost, moe.top_k, c.par.ep, in_domain, moe.experts)
 
 
 def layer_ops(c: Ctx, moe_layer: bool, window: int | None, kind: str = "window"

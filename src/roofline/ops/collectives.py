@@ -638,29 +638,46 @@ def latency_crossover_bytes(cost: Cost, nbytes: Any, latency_s: float,
     return float(value) if value.ndim == 0 else value
 
 
-def one_copy_per_domain(cost: Cost, top_k: int, ranks: float, in_domain: float,
-                        experts: int | None = None) -> Cost:
-    """An expert-parallel all-to-all of every (token, expert) pair (`cost`: hierarchical over
-    domains of `in_domain` ranks, top_k·(n - a)/n copies of a token on scale-out) as the
-    expert kernels send it: one copy per destination domain (`moe.remote_domain_copies`).
-    DeepSeek-V3 over 4 8-GPU nodes: 2.7 copies, not 6. The expected time keeps the
-    per-copy volume (`Cost.runs`): DeepEP's, HybridEP's and MORI's measured times follow it
-    (13% median error against 27% with the deduplicated bytes)."""
-    if "scale-out" not in cost.link_bytes or ranks <= in_domain:
+def one_copy_per_destination(cost: Cost, top_k: int, ranks: float,
+                             in_domain: float | None = None,
+                             experts: int | None = None) -> Cost:
+    """An expert-parallel all-to-all of every (token, expert) pair (`cost`: top_k copies of a
+    token, the other ranks' share of them on the links) as the expert kernels send it: one
+    copy per destination rank holding any of its experts (the rank runs all of them: DeepEP,
+    pplx-kernels, MORI) and, across scale-up domains (`in_domain` ranks each), one per
+    destination domain, fanned out there (DeepEP internode, HybridEP, MORI). Copies under
+    uniform routing: `moe.remote_domain_copies`. DeepSeek-V3 over EP 8: 4.6 copies, not 7;
+    over 4 8-GPU nodes 2.7 across, not 6. The expected time keeps the per-copy volume
+    (`Cost.runs`): DeepEP's, HybridEP's and MORI's measured times follow it (13% median
+    error against 27% with the deduplicated bytes)."""
+    shares = {link: _copy_share(top_k, ranks, experts) for link in cost.link_bytes}
+    if in_domain is not None and ranks > in_domain and "scale-out" in shares:
+        # the group spread evenly over the fewest domains that hold it, as `_hierarchical`
+        # splits it: (n - n/b)/n of every copy crosses
+        shares["scale-out"] = _copy_share(top_k, math.ceil(ranks / in_domain), experts)
+    if all(share >= 1.0 for share in shares.values()):
         return cost
-    # the group spread evenly over the fewest domains that hold it, as `_hierarchical`
-    # splits it: (n - n/b)/n of every copy crosses; never more than every copy
-    domains = math.ceil(ranks / in_domain)
-    share = min(1.0, remote_domain_copies(top_k, domains, experts) / (
-        top_k * (1.0 - 1.0 / domains)))
-    across = cost.link_bytes["scale-out"]
-    return Cost(link_bytes={**cost.link_bytes, "scale-out": across * share},
+    return Cost(link_bytes={link: nbytes * shares[link]
+                            for link, nbytes in cost.link_bytes.items()},
                 link_steps=cost.link_steps, link_calls=cost.link_calls,
-                steps=functools.partial(_per_domain_terms, cost, share, across),
-                name=f"{cost.name}, one copy per domain", algorithm=cost.algorithm,
+                steps=functools.partial(_per_destination_terms, cost, shares),
+                name=f"{cost.name}, one copy per destination", algorithm=cost.algorithm,
                 runs=cost)
 
 
-def _per_domain_terms(cost: Cost, share: float, across: Any) -> tuple[Term, ...]:
-    return (*cost.terms, Term("scale-out bytes, one copy per destination domain",
-                              Sym("per_domain", share) * Sym("scale-out bytes", across)))
+def _copy_share(top_k: int, destinations: float, experts: int | None) -> float:
+    """The share of a token's copies to other destinations that one copy per destination
+    sends: remote copies over top_k·(1 - 1/d); never more than every copy."""
+    if destinations <= 1:
+        return 1.0
+    return min(1.0, remote_domain_copies(top_k, destinations, experts) / (
+        top_k * (1.0 - 1.0 / destinations)))
+
+
+def _per_destination_terms(cost: Cost, shares: dict[str, float]) -> tuple[Term, ...]:
+    return (*cost.terms, *(Term(f"{link} bytes, one copy per destination "
+                                + ("domain" if link == "scale-out" and len(shares) > 1
+                                   else "rank"),
+                                Sym("share", share) * Sym(f"{link} bytes",
+                                                          cost.link_bytes[link]))
+                           for link, share in shares.items() if share < 1.0))
