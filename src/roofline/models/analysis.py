@@ -128,8 +128,7 @@ class ModelAnalysis:
     # ones above do not need them): what `to_dict` writes besides the fields.
     @cached_property
     def _counted(self) -> dict[str, dict[str, Any]]:
-        return _per_step(self.parts.rows, self.parts.core.m,
-                         ("flops", "vector_flops", "special_ops", "bytes", "link_bytes"))
+        return _per_step(self.parts.rows, self.parts.core.m, ("flops", "bytes", "link_bytes"))
 
     @cached_property
     def flops(self) -> Num:
