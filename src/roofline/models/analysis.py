@@ -35,7 +35,15 @@ from .params import param_counts
 from .schedule import NOT_HIDDEN, Schedule, check_schedule
 from .spec import ModelSpec
 from .step import MemoryBudget, Parallel, Phase, Precision, context_warning
-from .summary import StepCore, dominant_index, load_step, occurrences, step_core
+from .summary import (
+    ALL_MEMORY,
+    DEFAULT_SCHEDULE,
+    StepCore,
+    dominant_index,
+    load_step,
+    occurrences,
+    step_core,
+)
 
 # ModelAnalysis's figures computed on first read (properties), written by to_dict too
 SECONDARY = ("flops", "bytes", "link_bytes", "t_floor_s", "hfu", "hbm_utilization",
@@ -278,11 +286,8 @@ def analyze(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
     """
     spec, chip, par, prec, rows = load_step(model, hw, phase, parallel, precision, impl,
                                             sram_bytes, block_q)
-    return _summarise(spec, chip, phase, par, prec, rows, budget or _ALL_MEMORY,
-                      check_schedule(schedule or _DEFAULT_SCHEDULE, par))
-
-
-_ALL_MEMORY, _DEFAULT_SCHEDULE = MemoryBudget(), Schedule()  # frozen: shared by every call
+    return _summarise(spec, chip, phase, par, prec, rows, budget or ALL_MEMORY,
+                      check_schedule(schedule or DEFAULT_SCHEDULE, par))
 
 
 def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: Precision,

@@ -45,6 +45,9 @@ def load_step(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
     return spec, chip, par, prec, rows
 
 
+ALL_MEMORY, DEFAULT_SCHEDULE = MemoryBudget(), Schedule()  # frozen: shared by every step
+
+
 def credit(est: Estimate, time: Any) -> dict[str, Any]:
     """`time` credited to the resource that bounds the op, point by point."""
     if isinstance(est.bound_index, int):  # one point
@@ -91,7 +94,7 @@ class StepCore:
     def t_floor_s(self) -> Any:
         """Every resource of the whole step overlapped (the links' and latency's part of it
         already summed: `comm_floor_s`)."""
-        return functools.reduce(maximum, [_total(parts) for parts in _per_resource(
+        return functools.reduce(maximum, [scaled_sum(parts) for parts in _per_resource(
             self.floors, lambda resource: resource not in COMMUNICATION).values()],
                                 self.comm_floor_s)
 
@@ -109,11 +112,6 @@ def _per_resource(floors: list[tuple[float, Estimate]], keep: Callable[[str], bo
                 else:
                     parts.append((n, t))
     return out
-
-
-def _total(parts: list[tuple[float, Any]]) -> Any:
-    """Σ occurrences · time."""
-    return scaled_sum(parts)
 
 
 def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
@@ -157,7 +155,7 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
     # The critical path already covers each compute unit's and memory level's total (every
     # op adds at least its own time on each), so only the links and the latency can lift
     # the bound to the floor: the rest of the floor is summed only when it is read.
-    comm_floor = functools.reduce(maximum, [_total(parts) for parts in _per_resource(
+    comm_floor = functools.reduce(maximum, [scaled_sum(parts) for parts in _per_resource(
         floors, COMMUNICATION.__contains__).values()], 0.0) if comm else 0.0
     times = step_times([(r.stream, r.count, r.per_step, e) for r, e in zip(rows, ests,
                                                                            strict=True)],
@@ -208,11 +206,11 @@ def step_summary(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
     """`analyze` without its per-op and per-layer tables."""
     spec, chip, par, prec, rows = load_step(model, hw, phase, parallel, precision, impl,
                                             None, None)
-    sched = check_schedule(schedule or Schedule(), par)
+    sched = check_schedule(schedule or DEFAULT_SCHEDULE, par)
     core = step_core(spec, chip, par, rows, sched, phase.kind)
     t_lower: Any = core.times.t_lower_s
     device = chip.memory[0].capacity_bytes or 0.0
-    memory = footprint(spec, phase, par, prec, (budget or MemoryBudget()).usable(device),
+    memory = footprint(spec, phase, par, prec, (budget or ALL_MEMORY).usable(device),
                        sched.in_flight(par.pp, core.m))
     names, index = dominant_index(core.by_resource)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -650,8 +650,10 @@ def one_copy_per_destination(cost: Cost, top_k: int, ranks: float,
     over 4 8-GPU nodes 2.7 across, not 6. The expected time keeps the per-copy volume
     (`Cost.runs`): DeepEP's, HybridEP's and MORI's measured times follow it (13% median
     error against 27% with the deduplicated bytes)."""
-    shares = {link: _copy_share(top_k, ranks, experts) for link in cost.link_bytes}
+    shares = dict.fromkeys(cost.link_bytes, _copy_share(top_k, ranks, experts))
+    across = False  # one copy per destination domain on the scale-out link
     if in_domain is not None and ranks > in_domain and "scale-out" in shares:
+        across = True
         # the group spread evenly over the fewest domains that hold it, as `_hierarchical`
         # splits it: (n - n/b)/n of every copy crosses
         shares["scale-out"] = _copy_share(top_k, math.ceil(ranks / in_domain), experts)
@@ -660,7 +662,7 @@ def one_copy_per_destination(cost: Cost, top_k: int, ranks: float,
     return Cost(link_bytes={link: nbytes * shares[link]
                             for link, nbytes in cost.link_bytes.items()},
                 link_steps=cost.link_steps, link_calls=cost.link_calls,
-                steps=functools.partial(_per_destination_terms, cost, shares),
+                steps=functools.partial(_per_destination_terms, cost, shares, across),
                 name=f"{cost.name}, one copy per destination", algorithm=cost.algorithm,
                 runs=cost)
 
@@ -674,10 +676,10 @@ def _copy_share(top_k: int, destinations: float, experts: int | None) -> float:
         top_k * (1.0 - 1.0 / destinations)))
 
 
-def _per_destination_terms(cost: Cost, shares: dict[str, float]) -> tuple[Term, ...]:
+def _per_destination_terms(cost: Cost, shares: dict[str, float], across: bool
+                           ) -> tuple[Term, ...]:
     return (*cost.terms, *(Term(f"{link} bytes, one copy per destination "
-                                + ("domain" if link == "scale-out" and len(shares) > 1
-                                   else "rank"),
+                                + ("domain" if link == "scale-out" and across else "rank"),
                                 Sym("share", share) * Sym(f"{link} bytes",
                                                           cost.link_bytes[link]))
                            for link, share in shares.items() if share < 1.0))
