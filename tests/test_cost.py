@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from roofline import Cost, matmul
+from roofline.derivation import Term
 
 
 def test_add_merges_per_key():
@@ -70,13 +71,17 @@ def test_costs_do_not_alias():
     assert dict(a.flops) == {"bf16": 1.0}
 
 
-def test_cost_is_a_frozen_record_with_its_own_empty_counts():
-    # Cost writes its fields itself (cheaper than the generated __init__): it must still be
-    # frozen, give each instance its own empty counts, and rebuild through replace()
+def test_cost_is_a_frozen_record_whose_missing_counts_are_read_only():
+    # Cost writes only the fields it is given (cheaper than the generated __init__): it must
+    # still be frozen, its missing counts empty and impossible to write into (they are shared
+    # by every Cost), and it rebuilds through replace()
     import dataclasses
 
     a, b = Cost(), Cost(name="b")
-    assert a.flops is not b.flops and a.link_calls is not b.link_calls
+    assert not a.flops and not b.link_calls and a.steps == () and a.least is None
+    with pytest.raises(TypeError):
+        a.flops["bf16"] = 1.0  # type: ignore[index]
+    assert not b.flops and "flops" not in vars(b)
     with pytest.raises(dataclasses.FrozenInstanceError):
         a.name = "x"  # type: ignore[misc]
     c = dataclasses.replace(Cost(flops={"bf16": 2.0}, bytes={"hbm": 3.0}, name="m"), name="n")
@@ -99,7 +104,11 @@ def test_hand_written_inits_set_every_field():
     from roofline.models.graph import OpCost
 
     est = evaluate(Cost(flops={"bf16": 1e9}), "h100")
-    for obj in (Cost(), est, OpCost("g", "n", 1.0, Cost())):
+    counts = {k: {"x": 1.0} for k in ("flops", "bytes", "link_bytes", "link_steps",
+                                      "vector_flops", "special_ops", "link_calls")}
+    full = Cost(**counts, steps=(Term("t", 1.0),), name="n", algorithm="ring", least=Cost(),
+                runs=Cost())  # every field given: every field written
+    for obj in (full, est, OpCost("g", "n", 1.0, Cost())):
         cls = type(obj)
         names = [f.name for f in dataclasses.fields(cls)]
         assert set(names) <= set(vars(obj)), cls

@@ -15,6 +15,7 @@ import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, cast
 
 import numpy as np
@@ -27,6 +28,22 @@ MEMORY_LEVELS = ("hbm", "l2", "sram")  # outermost first; `hbm` is the chip's ma
 LINKS = ("scale-up", "scale-out")
 COUNTS = ("flops", "vector_flops", "special_ops", "bytes", "link_bytes", "link_steps",
           "link_calls")  # the counted fields: they add and scale alike
+
+
+_NONE: Mapping[str, Num] = MappingProxyType({})  # a count a Cost does not have
+
+
+def _counts_ok(counts: Mapping[str, Num]) -> bool:
+    """Every count finite and non-negative (nan fails both comparisons)."""
+    for value in counts.values():
+        if type(value) is float or isinstance(value, (int, float)):
+            if not 0 <= value < math.inf:
+                return False
+        else:  # two reductions, no temporaries
+            arr = np.asarray(value)
+            if arr.size and not bool(arr.min() >= 0 and arr.max() < np.inf):
+                return False
+    return True
 
 
 def _first_bad(value: Num) -> str:
@@ -54,6 +71,9 @@ class Cost:
     Counting conventions live with the ops that build a Cost (a multiply-add is 2 FLOPs).
     """
 
+    # Fields not given keep class-level defaults (set below the class: a read-only empty
+    # mapping for a count): a whole-model estimate makes dozens of Costs, most with two or
+    # three counts.
     flops: Mapping[str, Num]  # tensor-core FLOPs per dtype
     bytes: Mapping[str, Num]
     link_bytes: Mapping[str, Num]
@@ -83,38 +103,45 @@ class Cost:
                  special_ops: Mapping[str, Num] | None = None,
                  link_calls: Mapping[str, Num] | None = None, algorithm: Any = None,
                  least: Cost | None = None, runs: Cost | None = None) -> None:
-        # Written straight into the instance dict (set once, here: the record stays frozen):
-        # a whole-model estimate makes dozens of Costs, and a frozen dataclass's generated
-        # __init__ costs ~1 us more per instance.
-        fields = self.__dict__
-        fields["flops"] = {} if flops is None else flops
-        fields["bytes"] = {} if bytes is None else bytes
-        fields["link_bytes"] = {} if link_bytes is None else link_bytes
-        fields["link_steps"] = {} if link_steps is None else link_steps
-        fields["steps"] = steps
-        fields["name"] = name
-        fields["vector_flops"] = {} if vector_flops is None else vector_flops
-        fields["special_ops"] = {} if special_ops is None else special_ops
-        fields["link_calls"] = {} if link_calls is None else link_calls
-        fields["algorithm"] = algorithm
-        fields["least"] = least
-        fields["runs"] = runs
+        # Only what is given is written, straight into the instance dict (set once, here:
+        # the record stays frozen; a frozen dataclass's generated __init__ costs ~1 us more).
         # nan, inf (an overflowing size) or a negative count would become a time that looks
-        # like an answer; refuse them where the Cost is made. Scalars take the fast path.
-        for counts in (flops, bytes, link_bytes, link_steps, vector_flops, special_ops,
-                       link_calls):
-            if not counts:
-                continue
-            for value in counts.values():
-                if type(value) is float:
-                    ok = 0 <= value < math.inf  # False for nan
-                elif isinstance(value, (int, float)):
-                    ok = 0 <= value < math.inf
-                else:  # two reductions, no temporaries (nan fails both comparisons)
-                    arr = np.asarray(value)
-                    ok = arr.size == 0 or bool(arr.min() >= 0 and arr.max() < np.inf)
-                if not ok:
-                    self._refuse()
+        # like an answer: refused where the Cost is made.
+        fields = self.__dict__
+        ok = True
+        if flops:
+            fields["flops"] = flops
+            ok = _counts_ok(flops)
+        if bytes:
+            fields["bytes"] = bytes
+            ok = _counts_ok(bytes) and ok
+        if link_bytes:
+            fields["link_bytes"] = link_bytes
+            ok = _counts_ok(link_bytes) and ok
+        if link_steps:
+            fields["link_steps"] = link_steps
+            ok = _counts_ok(link_steps) and ok
+        if link_calls:
+            fields["link_calls"] = link_calls
+            ok = _counts_ok(link_calls) and ok
+        if vector_flops:
+            fields["vector_flops"] = vector_flops
+            ok = _counts_ok(vector_flops) and ok
+        if special_ops:
+            fields["special_ops"] = special_ops
+            ok = _counts_ok(special_ops) and ok
+        if steps:
+            fields["steps"] = steps
+        if name:
+            fields["name"] = name
+        if algorithm is not None:
+            fields["algorithm"] = algorithm
+        if least is not None:
+            fields["least"] = least
+        if runs is not None:
+            fields["runs"] = runs
+        if not ok:
+            self._refuse()
 
     def _refuse(self) -> None:
         """Name the first count that is negative, nan or infinite."""
@@ -191,6 +218,12 @@ class Cost:
     def explain(self) -> list[str]:
         """The derivation, one line per term."""
         return [t.render() for t in self.terms]
+
+
+# What Cost.__init__ leaves out: a count not given is read-only and empty
+for _field, _default in {**dict.fromkeys(COUNTS, _NONE), "steps": (), "name": "",
+                         "algorithm": None, "least": None, "runs": None}.items():
+    setattr(Cost, _field, _default)
 
 
 def _concatenated(a: Cost, b: Cost) -> tuple[Term, ...]:

@@ -233,7 +233,9 @@ def derived(op: F) -> F:
             cost = op(*args, **kwargs)
         finally:
             _MODE.reset(token)
-        return cost.deriving(functools.partial(_derivation, run, args, kwargs))
+        # Cost.deriving, inlined: an op call is the hot path of a whole-model estimate
+        cost.__dict__["steps"] = functools.partial(_derivation, run, args, kwargs)
+        return cost
     return run  # type: ignore[return-value]
 
 

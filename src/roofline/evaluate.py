@@ -283,7 +283,12 @@ def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True) -> E
     """
     chip = hw if type(hw) is Chip else load_chip(hw)
     times: dict[str, Num] = {}
-    _arithmetic_times(cost, chip, times)
+    if cost.vector_flops or cost.special_ops or len(cost.flops) != 1:
+        _arithmetic_times(cost, chip, times)
+    else:  # a GEMM's one dtype (as _arithmetic_times, without its calls)
+        ((dtype, count),) = cost.flops.items()
+        times[COMPUTE] = count / chip.peak_flops(dtype) if type(count) is float else \
+            _per(_num(count), chip.peak_flops(dtype))
     if len(cost.bytes) == 1:  # most ops: HBM alone (chip.level raises for a level it lacks)
         ((name, amount),) = cost.bytes.items()
         rate = chip.level(name).bandwidth_Bps

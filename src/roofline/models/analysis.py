@@ -365,9 +365,9 @@ def _per_step(rows: list[OpCost], m: int, kinds: tuple[str, ...]) -> dict[str, d
     totals = list(out.items())
     for r in rows:
         n = occurrences(r, m)
-        fields = r.cost.__dict__  # the counted fields, read directly (a Cost is a record)
+        fields = r.cost.__dict__  # the counts it has, read directly (a Cost is a record)
         for kind, total in totals:
-            counts = fields[kind]
+            counts = fields.get(kind)
             if counts:  # most ops count two or three of the kinds
                 for key, value in counts.items():
                     total[key] = total[key] + n * value if key in total else n * value

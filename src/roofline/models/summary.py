@@ -9,7 +9,6 @@ never reads. Same numbers as `analyze` to the last bit: the same code computes t
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,24 +93,13 @@ class StepCore:
     def t_floor_s(self) -> Any:
         """Every resource of the whole step overlapped (the links' and latency's part of it
         already summed: `comm_floor_s`)."""
-        return functools.reduce(maximum, [scaled_sum(parts) for parts in _per_resource(
-            self.floors, lambda resource: resource not in COMMUNICATION).values()],
+        parts: dict[str, list[tuple[float, Any]]] = {}  # per compute unit and memory level
+        for n, e in self.floors:
+            for resource, t in e.time_s.items():
+                if resource not in COMMUNICATION:
+                    parts.setdefault(resource, []).append((n, t))
+        return functools.reduce(maximum, [scaled_sum(p) for p in parts.values()],
                                 self.comm_floor_s)
-
-
-def _per_resource(floors: list[tuple[float, Estimate]], keep: Callable[[str], bool]
-                  ) -> dict[str, list[tuple[float, Any]]]:
-    """Per resource `keep` takes: (occurrences, time) of each op that has it."""
-    out: dict[str, list[tuple[float, Any]]] = {}
-    for n, e in floors:
-        for resource, t in e.time_s.items():
-            if keep(resource):
-                parts = out.get(resource)
-                if parts is None:
-                    out[resource] = [(n, t)]
-                else:
-                    parts.append((n, t))
-    return out
 
 
 def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
@@ -131,7 +119,11 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
     by_cost: dict[int, Estimate] = {}
     ests: list[Estimate] = []
     floors: list[tuple[float, Estimate]] = []
-    comm = False  # any op on a link
+    # The critical path already covers each compute unit's and memory level's total (every
+    # op adds at least its own time on each), so only the links and the latency can lift
+    # the bound to the floor: their parts are gathered here, the rest of the floor is summed
+    # only when it is read (StepCore.t_floor_s).
+    comm: dict[str, list[tuple[float, Any]]] = {}
     upper: list[tuple[float, Any]] = []  # the idle slots too
     useful: list[tuple[float, Any]] = []
     for r in rows:
@@ -148,15 +140,15 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
             floor_e = by_cost.get(id(least)) or by_cost.setdefault(id(least),
                                                                    evaluate(least, chip))
         floors.append((n, floor_e))
-        comm = comm or not COMMUNICATION.isdisjoint(floor_e.time_s)
+        if not COMMUNICATION.isdisjoint(floor_e.time_s):
+            for resource, t in floor_e.time_s.items():
+                if resource in COMMUNICATION:
+                    comm.setdefault(resource, []).append((n, t))
         upper.append((r.count * (1 if r.per_step else slots), e.t_upper_s))
         useful.append(((r.model_share if r.model_share is not None else r.count) * per,
                        r.model_flops))
-    # The critical path already covers each compute unit's and memory level's total (every
-    # op adds at least its own time on each), so only the links and the latency can lift
-    # the bound to the floor: the rest of the floor is summed only when it is read.
-    comm_floor = functools.reduce(maximum, [scaled_sum(parts) for parts in _per_resource(
-        floors, COMMUNICATION.__contains__).values()], 0.0) if comm else 0.0
+    comm_floor = functools.reduce(maximum, [scaled_sum(parts) for parts in comm.values()],
+                                  0.0)
     times = step_times([(r.stream, r.count, r.per_step, e) for r, e in zip(rows, ests,
                                                                            strict=True)],
                        schedule, m, par.pp, spec.layers / par.pp, par.cp, comm_floor, phase)
