@@ -53,6 +53,11 @@ LOOSE = {
         "through host memory of a dual-socket Xeon, half the cards across the socket link; "
         "the bound charges each card's own PCIe Gen5 x16 link (the 4-card run of the same "
         "issue reaches 0.56 of it)"),
+    "fi3759-symmmem-multimem-allreduce-8xh200-2g-time": (
+        "PyTorch symmetric memory's multimem all-reduce on 8 H200s (FlashInfer PR #3759's "
+        "table): the timed region also copies the 2 GiB input into the symmetric buffer, and "
+        "the kernel reaches 0.44 of the in-switch ideal (NCCL in the same table: 0.5 of its "
+        "bound at 2 GiB)"),
     "aws-eks-nccl-allreduce-16xh100-p5-2node-1073741824": (
         "two p5 nodes over EFA (32 x 100 Gb/s per node: 50 GB/s per GPU, the catalog's NIC) "
         "at 1 GiB: the NIC phase has not reached its rate (0.58 of the bound at 2 GiB in the "
