@@ -291,7 +291,7 @@ def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True) -> E
             _per(_num(count), chip.peak_flops(dtype))
     if len(cost.bytes) == 1:  # most ops: HBM alone (chip.level raises for a level it lacks)
         ((name, amount),) = cost.bytes.items()
-        rate = chip.level(name).bandwidth_Bps
+        rate = chip.bandwidths.get(name) or chip.level(name).bandwidth_Bps
         times[name] = amount / rate if type(amount) is float else _per(_num(amount), rate)
     elif cost.bytes:
         found = 0

@@ -124,6 +124,12 @@ class Chip:
         chains per group shape, the decode critical batch per dtypes)."""
         return {}
 
+    @cached_property
+    def bandwidths(self) -> dict[str, float]:
+        """Memory level -> bandwidth (B/s), for the evaluator's lookups (`level` says what a
+        missing level is)."""
+        return {level.name: level.bandwidth_Bps for level in self.memory}
+
     def peak_flops(self, compute_dtype: str) -> float:
         """Dense peak FLOP/s for a compute dtype (a dtype name or alias)."""
         rate = self.memo.get(("tensor", compute_dtype))

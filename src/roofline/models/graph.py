@@ -193,13 +193,15 @@ def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chi
             if name.endswith(BACKWARD):  # training's own backward of the op before it:
                 useful_flops = 2 * forward  # the convention's 2x forward (the rest recomputes)
             else:  # work every TP rank repeats is the model's once: 1/tp of it on each
-                forward = times_n(c.model_share(name), cost.total_flops)
-                useful_flops = times_n(1.0 if name in SPLIT_BACKWARD else useful, forward)
+                share = c.model_shares.get(name, 1.0)
+                forward = cost.total_flops if share == 1 else share * cost.total_flops
+                useful_flops = forward if useful == 1 or name in SPLIT_BACKWARD else \
+                    useful * forward  # (n = 1: no pass over a sweep's arrays)
             rows.append(OpCost(group, name, per_stage, _step(cost, phase, name) if train
                                else cost, useful_flops, stream=_stream(name)))
     for name, cost in edge_ops(c):  # the last stage holds the LM head: the slowest stage
         rows.append(OpCost("model", name, 1, _step(cost, phase, name),
-                           times_n(useful * c.model_share(name), cost.total_flops),
+                           times_n(useful * c.model_shares.get(name, 1.0), cost.total_flops),
                            model_share=1 / par.pp))
     rows += _step_ops(c)
     return rows

@@ -83,18 +83,19 @@ class Ctx:
     def kv_heads_local(self) -> float:  # fewer KV heads than TP ranks: each keeps one
         return max(1.0, self.spec.kv_heads / self.par.tp)
 
-    def model_share(self, name: str) -> float:
-        """The share of an op's FLOPs on this rank that is the model's own work, not a
-        repeat of another TP rank's: 1/tp for ops every rank runs whole; for the QKV
-        projection, past tp = kv_heads each rank's K/V heads are shared with others."""
+    @cached_property
+    def model_shares(self) -> dict[str, float]:
+        """Per op name, the share of its FLOPs on this rank that is the model's own work, not
+        a repeat of another TP rank's (1 for the ops not named): 1/tp for ops every rank runs
+        whole; for the QKV projection, past tp = kv_heads each rank's K/V heads are shared
+        with others."""
         tp = self.par.tp
-        if name in TP_REPLICATED:
-            return 1 / tp
-        if name == "qkv projection" and self.kv_heads_local * tp > self.spec.kv_heads:
+        shares = dict.fromkeys(TP_REPLICATED, 1 / tp)
+        if self.kv_heads_local * tp > self.spec.kv_heads:
             gate = self.heads_local if self.spec.attn_output_gate else 0
-            return (self.heads_local + 2 * self.spec.kv_heads / tp + gate) / (
+            shares["qkv projection"] = (self.heads_local + 2 * self.spec.kv_heads / tp + gate) / (
                 self.heads_local + 2 * self.kv_heads_local + gate)
-        return 1.0
+        return shares
 
     def mm(self, m: float, k: float, n: float, name: str) -> Cost:
         """A weight GEMM: activations in, the weights' dtype, the GEMM compute dtype's peak

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..derivation import Num, Quantity, sym, value
+from ..derivation import NUMBERS, Num, Quantity, Sym, formula_mode, sym, value
 from ..errors import RooflineError
 
 
@@ -25,10 +25,12 @@ def shown(value: Any) -> str:
 def size(symbol: str, given: Any, what: str | None = None) -> Quantity:
     """A positive size as a derivation symbol (its number when running on numbers); arrays
     are checked element by element."""
-    if type(given) is float and 0 < given < math.inf:  # the common case: one point
-        return sym(symbol, given)
-    if type(given) is int and 0 < given <= 2**53:  # a shape (hidden, head_dim): exact
-        return sym(symbol, float(given))
+    # the common cases, one point (a size) or a shape (hidden, head_dim: exact), as
+    # sym(symbol, float(given)) without the call
+    if type(given) is float and 0 < given < math.inf:
+        return given if formula_mode() == NUMBERS else Sym(symbol, given)
+    if type(given) is int and 0 < given <= 2**53:
+        return float(given) if formula_mode() == NUMBERS else Sym(symbol, float(given))
     label = what or symbol
     if type(given) is int:  # a Python int: no numpy round trip
         try:

@@ -282,6 +282,8 @@ def collective(
 def _from_units(auto: _PerByte, picked: Any, m: Any, kind: str) -> Cost:
     """The Cost of the algorithm(s) `picked` (a name, or one per point) at message size `m`,
     from "auto"'s one-byte Costs (a new Cost: the caller may set its floor)."""
+    if type(picked) is str:  # one algorithm (every point of a sweep, or one point)
+        return _sized(auto.units[picked], m)
     return _per_pick(picked, kind, lambda a: _sized(auto.units[a], m))
 
 
