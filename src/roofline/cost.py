@@ -162,12 +162,6 @@ class Cost:
             object.__setattr__(self, "steps", self.steps())
         return cast(tuple[Term, ...], self.steps)
 
-    def deriving(self, build: Callable[[], tuple[Term, ...]]) -> Cost:
-        """This Cost, its derivation built by `build` when first read (derivation.derived:
-        the op that just made it, re-run on symbols)."""
-        object.__setattr__(self, "steps", build)
-        return self
-
     @cached_property  # a step reads it per row, and its tables again
     def total_flops(self) -> Num:
         """All arithmetic: tensor and vector FLOPs, and special-function evaluations (one

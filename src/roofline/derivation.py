@@ -236,7 +236,7 @@ def derived(op: F) -> F:
             cost = op(*args, **kwargs)
         finally:
             _MODE.reset(token)
-        # Cost.deriving, inlined: an op call is the hot path of a whole-model estimate
+        # its derivation: this op re-run on symbols when Cost.terms is first read
         cost.__dict__["steps"] = functools.partial(_derivation, run, args, kwargs)
         return cost
     return run  # type: ignore[return-value]

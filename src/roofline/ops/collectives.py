@@ -269,7 +269,7 @@ def collective(
     if auto is not None and not symbolic():  # "auto" on numbers: the one-byte Costs scaled
         m = value(nbytes)
         cost = _from_units(auto, algo, m, kind)  # made here: its floor and library pick set
-        if auto.least is not None:  # (no larger, so finite too), as Cost.deriving does
+        if auto.least is not None:  # set in place (no larger than the pick: finite too)
             object.__setattr__(cost, "least", _sized(auto.least, m))
         if library is not None:
             object.__setattr__(cost, "runs", _from_units(auto, library, m, kind))
