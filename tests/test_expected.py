@@ -194,6 +194,28 @@ def test_engine_factors_by_name() -> None:
         / figures(load_chip("h100"))["framework.decode.vllm"].value)
 
 
+def test_moe_training_takes_its_own_framework_factor() -> None:
+    # MoE training steps ran 0.77x the expected speed at the dense factor (fit half, 57
+    # rows); their own factor applies to MoE training only, not to dense training or to MoE
+    # serving
+    from roofline.expect.table import lookup_framework
+    from roofline.models import Parallel, train
+
+    figs = figures(load_chip("h100"))
+    assert lookup_framework(figs, "train", None, moe=True)[0] == "framework.train.moe"
+    assert lookup_framework(figs, "train", None)[0] == "framework"
+    assert lookup_framework(figs, "decode", None, moe=True)[0] == "framework.decode"
+    assert lookup_framework(figs, "decode", "vllm", moe=True)[0] == "framework.decode.vllm"
+    moe = analyze("qwen3-30b-a3b", "h100", train(64, 4096), Parallel(dp=8, ep=8))
+    dense = analyze("llama-3-8b", "h100", train(64, 4096), Parallel(dp=8))
+    e_moe, e_dense = expected_step(moe), expected_step(dense)
+    assert "framework.train.moe" in e_moe.sources and "framework" in e_dense.sources
+    assert e_moe.efficiency["framework"] == figs["framework.train.moe"].value < \
+        e_dense.efficiency["framework"] == figs["framework"].value
+    served = expected_step(analyze("qwen3-30b-a3b", "h100", decode(64, 1024)))
+    assert "framework.decode" in served.sources
+
+
 def test_weight_only_gemms_stream_at_the_dequant_fraction() -> None:
     from roofline.models import Precision
 

@@ -119,7 +119,8 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
         with np.errstate(divide="ignore", invalid="ignore"):
             efficiency[resource] = unwrap(np.where(
                 weight > 0, sum(w * e for w, e in pairs) / weight, pairs[0][1]))
-    key, factor = lookup_framework(figs, kind, engine(framework) if framework else None)
+    key, factor = lookup_framework(figs, kind, engine(framework) if framework else None,
+                                   moe=a.params_active < a.params_total)
     sources[key] = source(factor)
     efficiency["framework"] = factor.value
     t = np.maximum(total / factor.value, np.asarray(a.t_lower_s))  # never below the bound
