@@ -265,7 +265,7 @@ def test_allreduce_cli(run_cli):
     (["op", "allreduce", "--bytes", "12XB", "--ranks", "8"], "--bytes"),
     # each collective offers the algorithms that implement it (all-gather: ring, auto)
     (["op", "allgather", "--bytes", "1GB", "--ranks", "8", "--algo", "tree"],
-     "invalid choice: 'tree' (choose from 'ring', 'auto')"),
+     "invalid choice: 'tree' (choose from 'ring', 'one-shot', 'auto')"),
     # 16 ranks over 8-card PCIe domains: a hop the catalogue gives no link for
     (["op", "allreduce", "--hw", "l40s", "--bytes", "1GB", "--ranks", "16"], "no 'scale-out'"),
 ])

@@ -669,6 +669,34 @@ def test_two_shot_is_the_engines_kernel_and_bounds_auto():
         collective("all-reduce", 2**20, 16, "two-shot", domain_size=8)
 
 
+def test_one_shot_all_gather_and_reduce_scatter_are_symmetric_memory_kernels():
+    # NCCL 2.27+'s symmetric-memory kernels (and PyTorch's symmetric memory) store a shard
+    # into every peer's buffer, or load one from every peer, at once: 1 step, the ring's
+    # bytes, no NCCL base latency. Megatron-LM#5596 on 8x H100: 2 MiB all-gather in 10.9 us
+    # and reduce-scatter in 10.8 us of device time, under the ring's bound (7 steps + the
+    # base latency: 14.9 us); by hand the one-shot's is 0.6 us + (7/8)·2 MiB / 450 GB/s
+    h100 = load_chip("h100")
+    for kind, measured in (("all-gather", 10.9e-6), ("reduce-scatter", 10.8e-6)):
+        one = collective(kind, 2 * 2**20, 8, "one-shot", chip=h100)
+        ring = collective(kind, 2 * 2**20, 8, "ring", chip=h100)
+        assert one.link_steps == {"scale-up": 1.0} and one.link_calls == {"scale-up": 0.0}
+        assert one.link_bytes == ring.link_bytes
+        t = evaluate(one, h100).t_lower_s
+        assert t == pytest.approx(0.6e-6 + 7 / 8 * 2 * 2**20 / 450e9)
+        assert t <= measured < evaluate(ring, h100).t_lower_s
+        auto = collective(kind, 2 * 2**20, 8, chip=h100)
+        # the bound weighs it; the expected time keeps NCCL's ring (plain buffers), in CUDA
+        # graphs too (an engine's own kernel there is its all-reduce, not its all-gather)
+        assert auto.algorithm == "one-shot" and auto.runs is not None
+        assert auto.runs.algorithm == "ring"
+        assert expected(auto, h100, cuda_graphs=True).t_s == pytest.approx(
+            expected(ring, h100, cuda_graphs=True).t_s)
+        # across domains there is no direct path: ring only
+        assert collective(kind, 2 * 2**20, 16, chip=h100, domain_size=8).algorithm == "ring"
+        with pytest.raises(RooflineError, match=f"one-shot {kind}.*use ring or auto"):
+            collective(kind, 2**20, 8, "one-shot", link="scale-out")
+
+
 def test_one_and_two_shot_need_peers_in_reach():
     # the engines' kernels read every peer's buffer directly: a switch or full mesh on the
     # scale-up link; a torus, a NIC or a send-recv has no such kernel

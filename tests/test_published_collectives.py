@@ -152,3 +152,10 @@ def test_print_the_ratio_table():
         print(f"| {c.id} | {c.chip} | {c.ranks} | {c.nbytes:.4g} B | {c.metric} | "
               f"{c.ratio:.2f} | {c.bound_name} |")
     assert all(c.ratio == c.ratio for c in CHECKED)  # no NaN: every checked row has a bound
+
+
+def test_a_params_piece_without_a_value_is_refused():
+    # a ';' inside a value would cut it and drop every key after it without a word
+    with pytest.raises(ValueError, match=r"row r1: params piece 'PD disagg\)' has no '='"):
+        cases._params("r1", "framework=sglang(DeepEP;PD disagg);tp=8")
+    assert cases._params("r2", "a=1;b=x=y;") == {"a": "1", "b": "x=y"}

@@ -24,7 +24,7 @@ from ..dtypes import dtype as lookup_dtype
 from ..evaluate import COMPUTE, SFU, VECTOR, Estimate, evaluate
 from ..hardware import Chip, System, load_chip
 from ..hardware.model import Efficiency
-from ..ops.collectives import ENGINE_ONLY
+from ..ops.collectives import GRAPH_KERNELS
 from ..serialize import jsonable
 from .physics import attention_kernel, tile_utilization
 from .table import figures, lookup
@@ -122,9 +122,10 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
     used: dict[str, str] = {}
     bound = cost  # what runs where the bound is the least of something faster (Cost.runs):
     # the library's pick for an engine's two-shot kernel, outside CUDA graphs (in a graph the
-    # engine runs its own); an EP dispatch's every copy, always
+    # engine runs its own); the libraries' ring for a one-shot (symmetric-memory) all-gather
+    # or reduce-scatter and an EP dispatch's every copy, always
     if cost.runs is not None and not engine_kernels and not (
-            cuda_graphs and np.isin(cost.algorithm, ENGINE_ONLY).any()):
+            cuda_graphs and np.isin(cost.algorithm, GRAPH_KERNELS).any()):
         cost = cost.runs
 
     def take(kind: str, variant: str | None = None) -> float:

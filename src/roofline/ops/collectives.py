@@ -18,6 +18,8 @@ Per rank, over n ranks (each step sends one message; bytes are per direction):
                      ring: floor(n/2) steps, floor(n²/4)/n·m
 
     all-reduce       one-shot: 1 step, (n-1)·m     two-shot: 2 steps, 2(n-1)/n·m
+    all-gather,      one-shot: 1 step, (n-1)/n·m
+    reduce-scatter
 
 The ring rows are the bandwidth-optimal schedules (Thakur et al.); "tree" is NCCL's
 pipelined double binary tree: log-depth latency, but the busiest rank moves 2·m (* m over
@@ -27,7 +29,12 @@ all of them at once, or a reduce-scatter then an all-gather); they are no NCCL c
 they pay no NCCL base latency. "auto" weighs both (a two-shot kernel, vLLM / aiter custom
 all-reduce of 0.25-8 MiB, ran 1.5 MiB on 8x MI355X in 12.9 us, below ring's and tree's
 bounds); where it picks two-shot the Cost keeps the libraries' own pick as `runs`, which
-the expected time assumes outside CUDA graphs (NCCL / RCCL run ring or tree there). "nvls" is
+the expected time assumes outside CUDA graphs (NCCL / RCCL run ring or tree there). A
+one-shot all-gather (reduce-scatter) stores its shard in (loads its shard from) every
+peer's buffer at once, as NCCL 2.27+'s symmetric-memory kernels and PyTorch's symmetric
+memory do (Megatron-LM#5596: 2 MiB on 8x H100 in 10.9 / 10.8 us of device time, under a
+ring's 7 steps and NCCL base latency); "auto" weighs it for the bound, and the expected
+time keeps the libraries' ring as `runs` (plain buffers are not symmetric). "nvls" is
 NVLink SHARP: every GPU pushes its m bytes into the switch, which reduces and multicasts the
 result back: m each way in two steps (ideal; needs a link with in-switch reduction).
 All-to-all: "direct" posts every peer's chunk at once (what NCCL and DeepEP do: one round of
@@ -103,16 +110,25 @@ ALGORITHMS = ("ring", "tree", "nvls", "direct", "pairwise", "one-shot", "two-sho
 AUTO = "auto"  # per message size, the algorithm with the smallest alpha-beta time
 # which algorithms implement each collective (a send-recv is one message under any name)
 IMPLEMENTS: dict[str, tuple[str, ...]] = {
-    "all-reduce": ("ring", "tree", "nvls", "one-shot", "two-shot"), "all-gather": ("ring",),
-    "reduce-scatter": ("ring",), "broadcast": ("ring", "tree"),
+    "all-reduce": ("ring", "tree", "nvls", "one-shot", "two-shot"),
+    "all-gather": ("ring", "one-shot"), "reduce-scatter": ("ring", "one-shot"),
+    "broadcast": ("ring", "tree"),
     "all-to-all": ("direct", "pairwise", "ring"), "send-recv": ("ring",),
 }
-SHOTS = ("one-shot", "two-shot")  # the engines' custom all-reduce kernels (peers' buffers read
-# directly over a switch or full mesh): no NCCL call
+SHOTS = ("one-shot", "two-shot")  # kernels that read or write every peer's buffer directly
+# over a switch or full mesh (the engines' custom all-reduce, symmetric-memory all-gather and
+# reduce-scatter): no NCCL base latency
 # Weighed by "auto" for the bound, but not what the expected time assumes runs outside CUDA
-# graphs: there the pick without it (NCCL / RCCL's ring or tree, NVLS, or the one-shot the
-# model was fitted with, at the sizes where two-shot wins), kept as the Cost's `runs`
-ENGINE_ONLY = ("two-shot",)
+# graphs: there the pick without it (NCCL / RCCL's ring or tree, NVLS, or the all-reduce
+# one-shot the model was fitted with, at the sizes where two-shot wins), kept as the Cost's
+# `runs`. A one-shot all-gather or reduce-scatter needs symmetric (registered) buffers, which
+# a plain NCCL call does not have: the libraries run a ring.
+ENGINE_ONLY: dict[str, tuple[str, ...]] = {"all-reduce": ("two-shot",),
+                                           "all-gather": ("one-shot",),
+                                           "reduce-scatter": ("one-shot",)}
+# in a CUDA graph an engine runs its own all-reduce kernel (its custom all-reduce), not the
+# libraries' pick; its all-gathers and reduce-scatters stay NCCL's
+GRAPH_KERNELS = ENGINE_ONLY["all-reduce"]
 DEFAULT_ALGO = {"all-to-all": "direct"}  # NCCL's all-to-all; the others: auto (ring without a chip)
 
 _BUSBW_FACTOR: dict[str, Callable[[Num], Num]] = {
@@ -161,8 +177,10 @@ def _flat(kind: str, algo: str, n: Quantity, m: Quantity) -> tuple[Quantity, Qua
         if kind == "broadcast":
             return n - 1, m
         return n - 1, (n - 1) / n * m
-    if algo == "one-shot":  # every rank reads the n - 1 other buffers at once and reduces
-        return sym("1", 1.0), (n - 1) * m
+    if algo == "one-shot":  # all-reduce: every rank reads the n - 1 other buffers at once
+        if kind == "all-reduce":  # and reduces; all-gather: stores its shard in every
+            return sym("1", 1.0), (n - 1) * m  # peer's; reduce-scatter: loads its shard of
+        return sym("1", 1.0), (n - 1) / n * m  # every peer's and reduces it
     if algo == "two-shot":  # each rank reduces its 1/n, read from every peer, then every
         return sym("2", 2.0), 2 * (n - 1) / n * m  # peer reads the reduced shards: 2 steps
     if algo == "tree":
@@ -205,15 +223,17 @@ def _in_reach(chip: Chip, link: str) -> bool:
     return up is not None and link == "scale-up" and up.topology in ("switch", "mesh")
 
 
-def _check_direct(algo: str, link: str, chip: Chip | None) -> None:
-    """One- and two-shot read every peer's buffer directly: a scale-up switch or full mesh
+def _check_direct(kind: str, algo: str, link: str, chip: Chip | None) -> None:
+    """One- and two-shot reach every peer's buffer directly: a scale-up switch or full mesh
     (on a chip without one, name ring or tree; "auto" weighs them only where they run)."""
     if link != "scale-up" or (chip is not None and not _in_reach(chip, link)):
         up = chip.links.get(link) if chip is not None else None
         where = f"{chip.id}'s {link} link is a {up.topology}" if up is not None and \
-            chip is not None else f"the {link} link"
-        raise RooflineError(f"a {algo} all-reduce reads every peer's buffer directly over a "
-                            f"scale-up switch or full mesh ({where}): use ring, tree or auto")
+            chip is not None and link == "scale-up" else f"not the {link} link"
+        others = [a for a in IMPLEMENTS[kind] if a not in SHOTS]
+        raise RooflineError(f"a {algo} {kind} reaches every peer's buffer directly over a "
+                            f"scale-up switch or full mesh ({where}): use "
+                            f"{', '.join(others)} or auto")
 
 
 @derived
@@ -253,7 +273,7 @@ def collective(
         raise RooflineError("algorithm 'auto' is chosen on a chip's link: pass chip= (or "
                             "name the algorithm: " + ", ".join(IMPLEMENTS[kind]) + ")")
     if isinstance(algo, str) and algo in SHOTS:
-        _check_direct(algo, link, chip)
+        _check_direct(kind, algo, link, chip)
     if _ndim(ranks) or _ndim(domain_size):  # checked before they split a sweep
         whole("n", ranks, "ranks")
         if domain_size is not None:
@@ -402,8 +422,9 @@ def _collective(kind: str, algo: str, nbytes: Any, ranks: Any, link: str, domain
         raise RooflineError("all-to-all 'ring' relays between neighbours of one ring; a group "
                             "that spans scale-up domains uses direct or pairwise")
     if algo in SHOTS:
-        raise RooflineError(f"a {algo} all-reduce reads its peers' buffers over the scale-up "
-                            "link: its group must fit one domain (use ring, tree or nvls)")
+        others = [a for a in IMPLEMENTS[kind] if a not in SHOTS]
+        raise RooflineError(f"a {algo} {kind} reaches its peers' buffers over the scale-up "
+                            f"link: its group must fit one domain (use {', '.join(others)})")
     domain = whole("a", domain_size, "domain_size")
     # a group smaller than a domain stays inside it: a = min(n, domain), b = n / a domains
     a = np.minimum(np.asarray(value(n)), np.asarray(value(domain))) * 1.0
@@ -584,10 +605,11 @@ def _choose(kind: str, nbytes: Any, ranks: Any, chip: Chip, link: str, domain_si
                  for a, chains in auto.chains.items()}
     picked = _fastest(times)
     library = None
-    engine = picked in ENGINE_ONLY if isinstance(picked, str) else \
-        bool(np.isin(picked, ENGINE_ONLY).any())
+    engine_only = ENGINE_ONLY.get(kind, ())
+    engine = picked in engine_only if isinstance(picked, str) else \
+        bool(np.isin(picked, engine_only).any())
     if engine and not symbolic():
-        library = _fastest({a: t for a, t in times.items() if a not in ENGINE_ONLY})
+        library = _fastest({a: t for a, t in times.items() if a not in engine_only})
     return picked, auto, library
 
 
