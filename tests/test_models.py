@@ -106,10 +106,10 @@ def test_tp_halves_weight_bytes_and_adds_all_reduces():
     assert len(reduces) == 2 and all(op.count == 80 for op in reduces)
     assert "scale-up" not in analyze("llama-3-70b", "h200", decode(8, 2048)).link_bytes
     # by hand: two all-reduces of 8 tokens·8192·2 B = 128 KiB per layer; at that size the
-    # default (auto: the fastest kernel, the engines' two-shot) reduces each rank's 1/8 from
-    # its 7 peers, then reads their 7 reduced shards: 2·7/8 of the message each
+    # default (auto: the fastest kernel, NVLS on H100's switch) pushes the message into the
+    # switch and reads the reduced one back: the message once each way
     (layer,) = two.layers
-    assert layer.link_bytes == pytest.approx(2 * 2 * 7 / 8 * 8 * 8192 * 2)
+    assert layer.link_bytes == pytest.approx(2 * 8 * 8192 * 2)
     assert "link each" in model_text(two) and "link bytes" in model_text(two, explain=True)
 
 
@@ -561,9 +561,9 @@ def test_ep_with_tp_gathers_the_expert_outputs_instead_of_reducing():
     moe = {op.name: op for op in a.ops if op.group == "moe layer"}
     assert "mlp tp all-gather" in moe and "mlp tp all-reduce" not in moe
     # ranks hold disjoint tokens after the combine: (tp-1)/tp of the activations, not an
-    # all-reduce's (auto's two-shot at this size on H100: 2·(tp-1)/tp of them)
+    # all-reduce's (auto's NVLS at this size on H100: the activations once)
     assert moe["mlp tp all-gather"].link_bytes == pytest.approx(
-        moe["attention tp all-reduce"].link_bytes / 2)
+        moe["attention tp all-reduce"].link_bytes * 7 / 8)
 
 
 def test_speculative_tpot_is_the_step_over_its_tokens():

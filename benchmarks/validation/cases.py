@@ -376,13 +376,6 @@ COLLECTIVE_KINDS = ("collective", "moe_dispatch")
 # collective rows that beat the bound today: known bugs, each with why (the tests mark them
 # strict xfails: a fix turns them red)
 BEATEN: dict[str, str] = {
-    "nccl1259-allreduce-2xh100-nvlstree-graph-time": (
-        "NCCL's own NVLS tree all-reduce on 2 H100s in a CUDA graph, about 6 us for 128 B-64 "
-        "KiB (the issue's text): under the bound's NCCL base latency (6.6 us, the LL cost "
-        "model's per-call constant) plus two steps; an in-switch all-reduce without the base "
-        "latency holds it, but then 'auto' picks NVLS at mid sizes where the serving engines "
-        "run their own one- / two-shot kernels (decode expected error 17.5% -> 19%): kept as "
-        "a known bug until the base latency is modelled per launch mode"),
     "pplx-cx7-ep16-prefill-combine-time": (
         "pplx-garden's table gives pplx's own CX7 kernels an EP16 prefill combine of 1062.2 us, "
         "faster than its EP8 (1405.1) in the same table and 4.4x DeepEP's 1863.9 at EP16: it "

@@ -90,6 +90,13 @@ DEFAULTS: dict[str, Efficiency] = {
                                            "combine rows (its own kernels, no NCCL call)"),
     "collective_call_s": Efficiency(20e-6, "fitted", _FIT + "the small-message collective "
                                     "rows (NCCL / RCCL software latency)"),
+    # NCCL's NVLS outside a CUDA graph: the bound charges it no base latency (NCCL's own
+    # cost model has none for NVLS); its eager calls run the Simple protocol with more
+    # software around them (NCCL 2.18's tuning table: a 23 us NVLS base)
+    "collective_call_s.nvls": Efficiency(35e-6, "fitted", "fitted to the fit half of "
+                                         "benchmarks/validation: the per-call time that "
+                                         "minimises the collective rows' median error "
+                                         "(15.0%; 20 us: 18.4%, 40-50 us: 15.0-15.1%)"),
     # the engines' own all-reduce kernels (SGLang / vLLM / aiter custom all-reduce) timed on
     # their own (`expected(..., engine_kernels=True)`): no NCCL call, a kernel and its
     # cross-GPU flags, as DeepEP's (collective_call_s.direct)

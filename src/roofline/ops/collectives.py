@@ -58,9 +58,10 @@ inside (a, m) + all-reduce across (b, m/a, each GPU on its own NIC) + all-gather
 
 Every collective is one call: it pays the base latency (launch, synchronisation) once per
 call, as NCCL's tuning model charges it (the network's longer per-step latency is its
-alpha). The phases of a hierarchical collective pipeline across their links (evaluate bounds
-each link's chain on its own), and the call's launch precedes every one of them: each link
-the call uses carries its base latency.
+alpha); that model charges NVLS none, and the kernels that reach their peers directly (one-
+and two-shot) are no NCCL call. The phases of a hierarchical collective pipeline across
+their links (evaluate bounds each link's chain on its own), and the call's launch precedes
+every one of them: each link the call uses carries its base latency.
 
 busbw (nccl-tests): algbw = m / t; busbw = algbw · factor with factor 2(n-1)/n for
 all-reduce, (n-1)/n for all-gather, reduce-scatter and all-to-all, 1 for broadcast and
@@ -412,8 +413,11 @@ def _collective(kind: str, algo: str, nbytes: Any, ranks: Any, link: str, domain
         if any_true(value(share) < 1):
             traffic = traffic / share
         # one- and two-shot all-reduces are the engines' own kernels (vLLM, SGLang,
-        # TensorRT-LLM, aiter custom all-reduce), not NCCL calls: no NCCL base latency
-        calls = others * (0.0 if algo in SHOTS else 1.0)
+        # TensorRT-LLM, aiter custom all-reduce), not NCCL calls: no NCCL base latency; nor
+        # has NVLS one in NCCL's own cost model (tuning.cc: baseLat 0 for NVLS and NVLS tree,
+        # 6.6 us for Ring LL): its NVLS tree ran 128 B on 2 H100s in a CUDA graph in about
+        # 6 us (nccl#1259), under 6.6 us + two steps
+        calls = others * (0.0 if algo in SHOTS or algo == "nvls" else 1.0)
         return Cost(link_bytes={link: value(traffic)}, link_steps={link: _full(value(hops), m)},
                     link_calls={link: _full(calls, m)},
                     steps=steps((f"{link} steps", hops), (f"{link} bytes", traffic)),
