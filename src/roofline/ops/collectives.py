@@ -178,10 +178,10 @@ def _flat(kind: str, algo: str, n: Quantity, m: Quantity) -> tuple[Quantity, Qua
         if kind == "broadcast":
             return n - 1, m
         return n - 1, (n - 1) / n * m
-    if algo == "one-shot":  # all-reduce: every rank reads the n - 1 other buffers at once
-        if kind == "all-reduce":  # and reduces; all-gather: stores its shard in every
-            return sym("1", 1.0), (n - 1) * m  # peer's; reduce-scatter: loads its shard of
-        return sym("1", 1.0), (n - 1) / n * m  # every peer's and reduces it
+    if algo == "one-shot":  # one step: an all-reduce reads the n - 1 other buffers at once
+        # and reduces them; an all-gather stores its shard in every peer's buffer, a
+        # reduce-scatter loads its shard of every peer's and reduces it
+        return sym("1", 1.0), (n - 1) * m if kind == "all-reduce" else (n - 1) / n * m
     if algo == "two-shot":  # each rank reduces its 1/n, read from every peer, then every
         return sym("2", 2.0), 2 * (n - 1) / n * m  # peer reads the reduced shards: 2 steps
     if algo == "tree":
