@@ -243,8 +243,18 @@ def _busy(counts: Mapping[str, Num], rate: Callable[[str], float]) -> Any:
     return add_all([_per(_num(count), rate(dtype)) for dtype, count in counts.items()])
 
 
-def _arithmetic_times(cost: Cost, chip: Chip, times: dict[str, Num]) -> None:
-    """Time per compute unit: tensor cores (`compute`), vector units, special functions."""
+# A transcendental the special-function units would take can run instead as a polynomial on
+# the vector units (FlashAttention-4's software exp2, a cubic in three FMAs with its exponent
+# added in: at least 4 fp32 instruction slots, 8 FLOPs of the vector peak, each).
+EMULATED_SPECIAL_FLOPS = 8.0
+
+
+def _arithmetic_times(cost: Cost, chip: Chip, times: dict[str, Num],
+                      shared_special: bool = True) -> None:
+    """Time per compute unit: tensor cores (`compute`), vector units, special functions.
+    `shared_special`: the special functions' time is what they take when the vector units
+    emulate the share that balances the two (a bound: some kernels split their exps so);
+    without it the special-function units do them all (what most kernels do)."""
     if cost.flops:
         times[COMPUTE] = _busy(cost.flops, chip.peak_flops)
     if cost.vector_flops:
@@ -252,7 +262,23 @@ def _arithmetic_times(cost: Cost, chip: Chip, times: dict[str, Num]) -> None:
     if cost.special_ops:
         rate = chip.special_ops()
         if rate:  # a chip file without the rate: no such roof (looser)
-            times[SFU] = _per(add_all([_num(n) for n in cost.special_ops.values()]), rate)
+            special = add_all([_num(n) for n in cost.special_ops.values()])
+            times[SFU] = _shared_with_vector(special, rate, times.get(VECTOR, 0.0),
+                                             chip.vector_flops("fp32")) \
+                if shared_special else _per(special, rate)
+
+
+def _shared_with_vector(special: Any, rate: float, vector_s: Any, vector_rate: float) -> Any:
+    """The special functions' time when the vector units (busy `vector_s`) may take a share
+    of them: all on their own units while the vector units take longer (s / rate <=
+    vector_s); else the time at which both finish together, (vector_s + c·s / R_v) /
+    (1 + c·rate / R_v), never below vector_s: the two units' max is the least of any split."""
+    alone = _per(special, rate)
+    per = EMULATED_SPECIAL_FLOPS / vector_rate  # vector seconds per emulated evaluation
+    shared = (vector_s + special * per) / (1.0 + rate * per)
+    if type(alone) is float and type(vector_s) is float:
+        return alone if alone <= vector_s else shared
+    return np.where(alone <= vector_s, alone, shared)
 
 
 def link_times(cost: Cost, chip: Chip) -> tuple[dict[str, Num], dict[str, Num]]:
@@ -269,7 +295,8 @@ def link_times(cost: Cost, chip: Chip) -> tuple[dict[str, Num], dict[str, Num]]:
     return transfer, latency
 
 
-def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True) -> Estimate:
+def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True,
+             shared_special: bool = True) -> Estimate:
     """Bound a per-chip Cost on a chip (a Chip, a System, a catalog id or alias, or a chip
     file path).
 
@@ -280,11 +307,13 @@ def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True) -> E
     competes with the other resources on its own. The bound is the largest resource (for a
     link, `latency` where alpha dominates its chain). `serial_comm=False` lets each link's
     bytes and the latency overlap like every other resource: the floor of a whole step.
+    `shared_special=False` leaves every transcendental on the special-function units (the
+    expected time: most kernels do); the bound lets the vector units emulate a share.
     """
     chip = hw if type(hw) is Chip else load_chip(hw)
     times: dict[str, Num] = {}
     if cost.vector_flops or cost.special_ops or len(cost.flops) != 1:
-        _arithmetic_times(cost, chip, times)
+        _arithmetic_times(cost, chip, times, shared_special)
     else:  # a GEMM's one dtype (as _arithmetic_times, without its calls)
         ((dtype, count),) = cost.flops.items()
         times[COMPUTE] = count / chip.peak_flops(dtype) if type(count) is float else \

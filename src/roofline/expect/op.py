@@ -169,7 +169,7 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
         derated = _evaluate_pointwise(cost, chip, scalar, arrays)
     else:
         derated = evaluate(cost, chip.derated({k: float(v) for k, v in scalar.items()},
-                                              label=LABEL))
+                                              label=LABEL), shared_special=False)
     overhead: Any = 0.0
     if cost.has_arithmetic or cost.bytes:
         overhead = take("graph_launch_s" if cuda_graphs else "launch_s")
@@ -188,6 +188,8 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
         else:
             per_call = per_algorithm("collective_call_s")
         overhead = overhead + calls * per_call
+    # (the kernels it expects leave every exp on the special-function units: `evaluate`'s
+    # shared_special, which only the bound allows)
     t = np.asarray(derated.t_lower_s) + overhead
     if cost.flops and attention_kernel(cost):
         # the softmax (exp on the special-function units, its arithmetic on the vector units)
@@ -214,4 +216,4 @@ def _evaluate_pointwise(cost: Cost, chip: Chip, scalar: Mapping[str, float],
     link_bytes = {k: np.asarray(b) / arrays[k] if k in arrays else b
                   for k, b in cost.link_bytes.items()}
     return evaluate(replace(cost, flops=flops, link_bytes=link_bytes),
-                    chip.derated(dict(scalar), label=LABEL))
+                    chip.derated(dict(scalar), label=LABEL), shared_special=False)
