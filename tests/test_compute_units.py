@@ -39,6 +39,16 @@ def test_an_exp_per_element_meets_the_special_function_roof():
     assert est.time_s["vector"] <= est.time_s["sfu"] < alone.time_s["sfu"]
 
 
+def test_the_derivation_shows_the_split_it_computed():
+    from roofline.render.estimate import time_derivation
+
+    shared = time_derivation(rl.evaluate(elementwise(1e8, "silu"), H100))
+    alone = time_derivation(rl.evaluate(elementwise(1e8, "silu"), H100, shared_special=False))
+    line = next(x for x in shared if x.startswith("t_sfu"))
+    assert "emulating a share at c = 8" in line and line.endswith("= 9.68 us")
+    assert next(x for x in alone if x.startswith("t_sfu")).endswith("100 M / 3.9 Top/s = 25.6 us")
+
+
 @pytest.mark.parametrize(("d", "bound"), [(64, "sfu"), (128, "compute"), (256, "compute")])
 def test_attention_exp_is_a_wall_at_small_head_dims(d, bound):
     # FlashAttention-3 §3.1: per score 4·d matmul FLOPs at 989 TFLOP/s against one exp at

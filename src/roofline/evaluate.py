@@ -2,7 +2,9 @@
 
 time per resource:  compute = sum over dtypes of tensor FLOPs / tensor peak(dtype)
                     vector = sum over dtypes of vector FLOPs / vector peak(dtype)
-                    sfu = transcendentals / special-function rate
+                    sfu = transcendentals / special-function rate, or where that is
+                          longer than the vector units' time the time both finish
+                          together with the vector units emulating a share (a bound)
                     memory level = bytes / bandwidth
                     link = bytes / bandwidth (per direction)
                     latency = message steps · alpha + collective calls · base latency

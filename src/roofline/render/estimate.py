@@ -150,6 +150,7 @@ def what_if_text(est: Estimate, rows: Sequence[Any]) -> str:
 
 def time_derivation(est: Estimate, chip: Chip | None = None) -> list[str]:
     """How each resource time follows from the counts and the chip's figures."""
+    from ..evaluate import EMULATED_SPECIAL_FLOPS
     from ..hardware import load_chip
 
     chip = chip or load_chip(est.hardware)
@@ -165,8 +166,18 @@ def time_derivation(est: Estimate, chip: Chip | None = None) -> list[str]:
             formula = "vector FLOPs / vector peak"
         elif resource == "sfu":
             total = sum(float(n) for n in est.cost.special_ops.values())
-            parts = [f"{format_si(total)} / {format_si(chip.special_ops() or 0.0, 'op/s')}"]
+            rate = chip.special_ops() or 0.0
+            parts = [f"{format_si(total)} / {format_si(rate, 'op/s')}"]
             formula = "transcendentals / special-function rate"
+            if rate and float(t) < total / rate * (1 - 1e-9):  # the vector units take a share
+                fp32 = chip.vector_flops("fp32")
+                parts = [f"({format_time(float(est.time_s.get('vector', 0.0)))} + "
+                         f"{EMULATED_SPECIAL_FLOPS:g}·{format_si(total)} / "
+                         f"{format_si(fp32, 'FLOP/s')}) / (1 + {EMULATED_SPECIAL_FLOPS:g}·"
+                         f"{format_si(rate, 'op/s')} / {format_si(fp32, 'FLOP/s')})"]
+                formula = ("(t_vector + c·transcendentals / fp32 vector peak) / (1 + c·special-"
+                           "function rate / fp32 vector peak), the vector units emulating a "
+                           f"share at c = {EMULATED_SPECIAL_FLOPS:g} FLOPs each")
         elif resource in est.bytes:
             parts = [f"{format_bytes(float(est.bytes[resource]))} / "
                      f"{format_si(chip.bandwidth_Bps(resource), 'B/s')}"]
