@@ -106,7 +106,8 @@ class Cost:
         # Only what is given is written, straight into the instance dict (set once, here:
         # the record stays frozen; a frozen dataclass's generated __init__ costs ~1 us more).
         # nan, inf (an overflowing size) or a negative count would become a time that looks
-        # like an answer: refused where the Cost is made.
+        # like an answer: refused where the Cost is made. One `if` per count, not a loop over
+        # (name, counts) pairs: the loop costs ~0.4 us more per Cost (issue 15).
         fields = self.__dict__
         ok = True
         if flops:

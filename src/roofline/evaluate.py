@@ -314,12 +314,10 @@ def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True,
     """
     chip = hw if type(hw) is Chip else load_chip(hw)
     times: dict[str, Num] = {}
-    if cost.vector_flops or cost.special_ops or len(cost.flops) != 1:
+    if cost.vector_flops or cost.special_ops:
         _arithmetic_times(cost, chip, times, shared_special)
-    else:  # a GEMM's one dtype (as _arithmetic_times, without its calls)
-        ((dtype, count),) = cost.flops.items()
-        times[COMPUTE] = count / chip.peak_flops(dtype) if type(count) is float else \
-            _per(_num(count), chip.peak_flops(dtype))
+    elif cost.flops:  # a GEMM: the tensor cores alone (as _arithmetic_times, one call less)
+        times[COMPUTE] = _busy(cost.flops, chip.peak_flops)
     if len(cost.bytes) == 1:  # most ops: HBM alone (chip.level raises for a level it lacks)
         ((name, amount),) = cost.bytes.items()
         rate = chip.bandwidths.get(name) or chip.level(name).bandwidth_Bps
