@@ -103,7 +103,8 @@ def test_hand_written_inits_set_every_field():
     from roofline.evaluate import Estimate
     from roofline.models.graph import OpCost
 
-    est = evaluate(Cost(flops={"bf16": 1e9}), "h100")
+    # (with a link: an Estimate leaves out an empty chain_s, as a Cost its empty counts)
+    est = evaluate(Cost(flops={"bf16": 1e9}, link_bytes={"scale-up": 1e6}), "h100")
     counts = {k: {"x": 1.0} for k in ("flops", "bytes", "link_bytes", "link_steps",
                                       "vector_flops", "special_ops", "link_calls")}
     full = Cost(**counts, steps=(Term("t", 1.0),), name="n", algorithm="ring", least=Cost(),

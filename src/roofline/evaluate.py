@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -74,7 +75,8 @@ class Estimate:
         fields["hardware"], fields["cost"], fields["time_s"] = hardware, cost, time_s
         fields["t_lower_s"], fields["t_upper_s"] = t_lower_s, t_upper_s
         fields["bound_index"], fields["chip"] = bound_index, chip
-        fields["chain_s"] = {} if chain_s is None else chain_s
+        if chain_s:  # else the class's empty, read-only default
+            fields["chain_s"] = chain_s
 
     @cached_property
     def flops(self) -> Num:
@@ -182,6 +184,8 @@ class Estimate:
 _SCALARS = frozenset({float, int, np.float64})
 _FLOATS = frozenset({float})
 
+
+Estimate.chain_s = MappingProxyType({})  # no link: no chain (what __init__ leaves out)
 
 def max_argmax(values: list[Any]) -> tuple[Any, Any]:
     """Elementwise max and index of the (first) max over a few broadcastable arrays.
@@ -333,7 +337,6 @@ def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True,
         if found < len(cost.bytes):
             for name in cost.bytes:
                 chip.level(name)  # raises for the level the chip lacks
-    chains: dict[str, Any] = {}
     links = cost.link_bytes or cost.link_steps or cost.link_calls
     if not links and times and _FLOATS.issuperset(map(type, times.values())):
         # one point on compute and memory alone (most ops of a whole-model estimate): the
@@ -345,6 +348,7 @@ def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True,
     if links and serial_comm and _FLOATS.issuperset(map(type, times.values())) and \
             _FLOATS.issuperset(map(type, _link_counts(cost))):
         return _on_links_one_point(cost, chip, times)
+    chains: dict[str, Any] = {}
     if links:
         local = list(times.values())
         transfer, latency = link_times(cost, chip)

@@ -142,8 +142,8 @@ class ModelAnalysis:
     def flops(self) -> Num:
         """Per chip per step, as executed (recomputation included)."""
         m = self.parts.core.m
-        return unwrap(floats(scaled_sum([(occurrences(r, m), r.cost.total_flops)
-                                         for r in self.parts.rows])))
+        return unwrap(floats(scaled_sum([(r.count * (1 if r.per_step else m),  # occurrences
+                                          r.cost.total_flops) for r in self.parts.rows])))
 
     @cached_property
     def bytes(self) -> dict[str, Num]:

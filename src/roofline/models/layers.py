@@ -100,8 +100,8 @@ class Ctx:
     def mm(self, m: float, k: float, n: float, name: str) -> Cost:
         """A weight GEMM: activations in, the weights' dtype, the GEMM compute dtype's peak
         (fp8 training runs these in fp8; attention and elementwise stay in bf16)."""
-        return matmul(m, k, n, self.prec.activations, self.prec.weights,
-                      compute_dtype=self.gemm_dtype or self.prec.gemm, name=name)
+        return matmul(m, k, n, self.prec.activations, self.prec.weights, None,
+                      self.gemm_dtype or self.prec.gemm, name)  # positional: 4 per layer
 
     def tp_all_reduce(self, block: str, kind: str = "all-reduce") -> list[tuple[str, Cost]]:
         """The TP group's collective closing a block: an all-reduce of partial sums, or an
@@ -321,4 +321,4 @@ def edge_ops(c: Ctx) -> list[tuple[str, Cost]]:
     return [("embedding", embedding_lookup(c.tokens, s.hidden, c.prec.tables, act)),
             ("final norm", elementwise(logits_tokens * s.hidden, s.norm, act)),
             ("lm head", matmul(logits_tokens, s.hidden, s.vocab / c.par.tp, act, c.prec.tables,
-                               name="lm head"))]
+                               None, None, "lm head"))]

@@ -29,9 +29,9 @@ The lower bound is max(critical path + exposed communication, busiest link, floo
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Protocol
 
 from ..cost import LINKS
 from ..derivation import Num, add_all, any_true, maximum, times_n, where
@@ -130,13 +130,26 @@ def check_schedule(schedule: Schedule, par: Parallel) -> Schedule:
     return schedule
 
 
-class Row(NamedTuple):
-    """One op of the step as the schedule sees it (a named tuple: a step makes one per op)."""
+class Op(Protocol):
+    """One op row of the step as the schedule sees it (models/graph.OpCost, or a Row)."""
 
-    stream: str  # "" for compute; else the parallel group of its collective (tp, dp, ...)
-    repeats: float  # occurrences per micro-batch (per step when per_step)
+    @property
+    def stream(self) -> str: ...  # "" for compute; else its collective's parallel group
+
+    @property
+    def count(self) -> float: ...  # occurrences per micro-batch (per step when per_step)
+
+    @property
+    def per_step(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Row:
+    """An op row with only what the schedule reads (an Op)."""
+
+    stream: str
+    count: float
     per_step: bool
-    est: Estimate  # one occurrence
 
 
 @dataclass(frozen=True)
@@ -168,14 +181,14 @@ def _split(est: Estimate) -> tuple[Num, Num, dict[str, Num]]:
     return (functools.reduce(maximum, local) if local else 0.0), comm, per_link
 
 
-def step_times(rows: Iterable[tuple[str, float, bool, Estimate]], schedule: Schedule,
+def step_times(rows: Sequence[Op], ests: Sequence[Estimate], schedule: Schedule,
                microbatches: int, pp: int, layers_per_stage: float, cp: int, floor_s: Num,
                phase: str = "train") -> StepTimes:
     """The schedule-aware lower bound of a step whose rows run on the slowest stage.
     `floor_s`: the floor of the step's communication (its links and latency, each
     overlapped); the compute units and memory levels the critical path covers already.
-    `phase`: its kind, which sets the pipeline's idle slots (Schedule.idle_slots). `rows`:
-    `Row`s, or plain tuples of the same fields."""
+    `phase`: its kind, which sets the pipeline's idle slots (Schedule.idle_slots). `ests`:
+    one occurrence of each row's op, evaluated."""
     m = microbatches
     idle = schedule.idle_slots(pp, m, phase)
     slots = m + idle
@@ -184,16 +197,18 @@ def step_times(rows: Iterable[tuple[str, float, bool, Estimate]], schedule: Sche
     hidden: list[Num] = []  # communication that overlaps compute
     links: dict[str, list[Num]] = {}
     hides: dict[str, bool] = {}  # per stream: Schedule.hidden, asked once
-    for stream, repeats, per_step, est in rows:
-        repeat = repeats * (1 if per_step else slots)  # with the bubble's slots
+    for row, est in zip(rows, ests, strict=True):
+        per_step = row.per_step
+        repeat = row.count * (1 if per_step else slots)  # with the bubble's slots
         if COMMUNICATION.isdisjoint(est.time_s):  # compute and memory: the op's own bound,
             local = est.t_lower_s  # on the path whatever its stream (nothing to expose)
             critical.append(local if repeat == 1 else repeat * local)  # times_n
             continue
         local, comm, per_link = _split(est)
-        n = repeats * (1 if per_step else m)  # occurrences per step
+        n = row.count * (1 if per_step else m)  # occurrences per step
         for link, t in per_link.items():
             links.setdefault(link, []).append(times_n(n, t))
+        stream = row.stream
         hidden_here = hides.get(stream)
         if hidden_here is None:
             hidden_here = hides[stream] = schedule.hidden(stream)

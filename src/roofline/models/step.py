@@ -193,7 +193,7 @@ class Placement:
             return self._built[key]
         link, domain_size = self.links[group]
         cost = collective(kind, nbytes, ranks, self.algo, link, domain_size,
-                          self.shares.get(group, 1.0), chip=self.chip)
+                          self.shares.get(group, 1.0), self.chip)
         if key is not None:
             self._built[key] = cost
         return cost

@@ -124,8 +124,8 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
     # the bound to the floor: their parts are gathered here, the rest of the floor is summed
     # only when it is read (StepCore.t_floor_s).
     comm: dict[str, list[tuple[float, Any]]] = {}
-    upper: list[tuple[float, Any]] = []  # the idle slots too
-    useful: list[tuple[float, Any]] = []
+    upper: list[Any] = []  # the idle slots too
+    useful: list[Any] = []
     for r in rows:
         cost = r.cost
         e = by_cost.get(id(cost))
@@ -144,14 +144,14 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
             for resource, t in floor_e.time_s.items():
                 if resource in COMMUNICATION:
                     comm.setdefault(resource, []).append((n, t))
-        upper.append((r.count * (1 if r.per_step else slots), e.t_upper_s))
-        useful.append(((r.model_share if r.model_share is not None else r.count) * per,
-                       r.model_flops))
+        k = r.count * (1 if r.per_step else slots)  # n·t made here, add_all sums them
+        upper.append(e.t_upper_s if k == 1 else k * e.t_upper_s)
+        k = (r.model_share if r.model_share is not None else r.count) * per
+        useful.append(r.model_flops if k == 1 else k * r.model_flops)
     comm_floor = functools.reduce(maximum, [scaled_sum(parts) for parts in comm.values()],
                                   0.0)
-    times = step_times([(r.stream, r.count, r.per_step, e) for r, e in zip(rows, ests,
-                                                                           strict=True)],
-                       schedule, m, par.pp, spec.layers / par.pp, par.cp, comm_floor, phase)
+    times = step_times(rows, ests, schedule, m, par.pp, spec.layers / par.pp, par.cp,
+                       comm_floor, phase)
     credited: dict[str, list[Any]] = {}
     for e, lower in zip(ests, times.critical_s, strict=True):
         if type(e.bound_index) is int:  # one point: all to the op's bound
@@ -167,8 +167,8 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
     if any_true(times.not_hidden_s > 0):  # a link busier than the critical path
         credited.setdefault(times.not_hidden_link, []).append(times.not_hidden_s)
     by_resource = {resource: add_all(parts) for resource, parts in credited.items()}
-    return StepCore(m, slots, ests, floors, times, scaled_sum(upper), by_resource,
-                    scaled_sum(useful), comm_floor)
+    return StepCore(m, slots, ests, floors, times, add_all(upper), by_resource,
+                    add_all(useful), comm_floor)
 
 
 def dominant_index(times: dict[str, Any]) -> tuple[tuple[str, ...], Any]:
