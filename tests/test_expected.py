@@ -33,11 +33,24 @@ MISSES: dict[str, str] = {
                         "expected speed (42% median error; the 42 earlier rows 13.5%): one "
                         "sequence's few (KV head x key split) tiles cannot keep the chip's "
                         "memory pipes busy, and the model has no per-SM bandwidth limit for "
-                        "a kernel that does not fill the chip",
+                        "a kernel that does not fill the chip; 19 more that day (TileOPs "
+                        "paged MHA and FP8 decode on H200, PRs #1930 / #2132) run 0.48x in the "
+                        "median (36.4% median error over all 80)",
     "linear_attention": "chunked Gated DeltaNet kernels run at 0.06-0.62 of the bound: one "
                         "long sequence over few value heads leaves most SMs idle (FlashInfer "
                         "PRs #3481 / #3866), and the model has no term for that parallelism, "
-                        "only one fitted fraction per kernel",
+                        "only one fitted fraction per kernel; 94 rows added later that day "
+                        "(TileOPs, FlashQLA, FLA, FlashInfer on H200 / GB200 / RTX 5090) put "
+                        "Mamba-2 SSD at 0.09-0.22x the expected speed, FLA on the RTX 5090 at "
+                        "1.6-1.8x (65% median error over all 114)",
+    "prefill": "17 TTFT rows added 2026-11-30 (SGLang cookbook runs at concurrency 1: the "
+               "mean TTFT of 10-100 requests of 195-4194 tokens, through the HTTP server; "
+               "DeepSeek-R1, Qwen3-235B, Kimi-K2 / K2.5, gpt-oss on B200 / H200) run 0.14-0.6x "
+               "the expected speed, 30-1400 ms slower, while TensorRT-LLM's 130k-token "
+               "Qwen3-30B-A3B TTFT runs 1.5-1.7x faster (34% median error over 52 rows, the "
+               "earlier 35 rows 18.8%): the model has no per-request cost (scheduling, MoE "
+               "prefill of few tokens per expert without CUDA graphs, first-use JIT in a "
+               "mean of few requests) and too low an MoE prefill factor for long prompts",
     "serving": "74 rows added 2026-11-30 (TensorRT-LLM perf-overview offline throughput of "
                "Qwen3 / Llama 4 MoE at FP4 / FP8, GPUStack's vLLM / SGLang lab runs, SGLang "
                "gpt-oss batch 1) run 0.13-1.4x the expected speed (31.5% median error, the "
