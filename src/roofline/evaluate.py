@@ -181,11 +181,13 @@ class Estimate:
         })
 
 
+# What Estimate.__init__ leaves out: no link, no chain (read-only, as a Cost's empty counts)
+Estimate.chain_s = MappingProxyType({})
+
+
 _SCALARS = frozenset({float, int, np.float64})
 _FLOATS = frozenset({float})
 
-
-Estimate.chain_s = MappingProxyType({})  # no link: no chain (what __init__ leaves out)
 
 def max_argmax(values: list[Any]) -> tuple[Any, Any]:
     """Elementwise max and index of the (first) max over a few broadcastable arrays.
