@@ -136,7 +136,7 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
     derate: dict[str, Any] = {}
     applied: dict[str, Num] = {}
     if cost.flops:
-        util = tile_utilization(cost, chip)
+        util = tile_utilization(bound, chip)  # the op's shape: its own derivation's
         attention = attention_kernel(cost)
         linear = cost.name.startswith("linear attention")  # a chunked recurrence, not a GEMM
         kind = "attention_bwd" if attention and "backward" in cost.name else (

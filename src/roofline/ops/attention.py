@@ -21,17 +21,19 @@ Counting conventions (seed 000 §2.4, seed 003 §5):
          into blocks of Br rows and K/V are re-read once per block, up to the keys the block
          can see: Br = M / (s·(d + d_v)) for SRAM size M (the Q tile and the O accumulator stay
          resident), so traffic is Θ(N²d²/M) (FlashAttention IO analysis).
-         With the L2 capacity given (`l2_bytes`), HBM sees the compulsory traffic (Q, O and
-         one K/V pass) and L2 every load; the n_blk − 1 re-reads come from L2 when the K/V
-         working set of one (batch, KV head) pair fits in L2, S_kv <= L2, else they spill
-         to HBM. S_kv = the most keys one query sees (Lkv; W or C with a window or chunk)
-         times the bytes per key. A kernel can run together only as many pairs as fit:
-         FlashAttention-3's persistent kernel schedules the blocks of a "section" of heads
-         whose K/V fit in L2 (Dao-AILab/flash-attention hopper/tile_scheduler.hpp,
-         DynamicPersistentTileScheduler: "32 MB for K & V"). The bound takes that best
-         schedule; running fewer pairs at once can leave SMs idle, which a bound does not
-         charge (charging the spill of all pairs in flight instead made a problem's bound
-         slower than that of a problem twice its size).
+         With the L2 capacity given (`l2_bytes`), the bound's HBM sees the compulsory
+         traffic (Q, O and one K/V pass) and L2 every load: the n_blk − 1 re-reads come from
+         L2. When the K/V working set of one (batch, KV head) pair fits in L2 (S_kv <= L2;
+         S_kv = the most keys one query sees, Lkv, or W / C with a window or chunk, times the
+         bytes per key) a kernel runs together the pairs that fit: FlashAttention-3's
+         persistent kernel schedules a "section" of heads whose K/V fit in L2
+         (Dao-AILab/flash-attention hopper/tile_scheduler.hpp, DynamicPersistentTileScheduler:
+         "32 MB for K & V"). Past that a kernel can still share each K/V load among the
+         query blocks of a pair that run at once, or stream K/V in L2-sized chunks, so the
+         bound charges no re-read to HBM; the expected time (`Cost.runs`) charges the spill
+         of a kernel that runs one pair's re-reads through L2 at a time: all of them once
+         S_kv > L2 (FlashAttention-4 at head dim 256 and 128K keys on B200 ran at 0.86 of
+         the bound that charged them).
   decode K/V read exactly once per KV head (split-KV flash decoding: all query rows of a KV
          head in one tile). Batching does not raise decode intensity: every sequence reads its
          own cache (DESIGN §4 item 3); GQA (G) and multi-token queries (k) do.
@@ -170,6 +172,7 @@ def attention(
     q_and_o = B * Lq * H * (d * s + dv * s_o)
     kv_row = d * s_kv if kv_shared else (d + dv) * s_kv  # bytes per cached token per KV head
     l2: Quantity = None  # flash with the L2 capacity given: the L2 traffic
+    spill: Quantity = None  # and the re-reads a pair-at-a-time kernel sends to HBM
 
     if impl == "naive":
         kv_bytes = B * Lkv * Hkv * kv_row
@@ -194,12 +197,13 @@ def attention(
                                 blocks * visible))
             kv_bytes = B * Hkv * loads * kv_row
             note(terms, "K/V bytes (re-read per Q block)", kv_bytes)
-            if l2_bytes is not None:  # every load passes L2; HBM sees one pass + the spill
+            if l2_bytes is not None:  # every load passes L2; HBM sees one pass (the bound)
                 once = define(terms, "K/V first pass (compulsory: every key once)", "KV_1",
                               B * Hkv * keys * kv_row)
                 l2 = q_and_o + kv_bytes
-                kv_bytes = once + _l2_spill(terms, _keys_seen(Lkv, window, chunk) * kv_row,
-                                            kv_bytes - once, l2_bytes)
+                spill = _l2_spill(terms, _keys_seen(Lkv, window, chunk) * kv_row,
+                                  kv_bytes - once, l2_bytes)
+                kv_bytes = once
         hbm = q_and_o + kv_bytes
 
     if symbolic():  # the total FLOPs: a step of the derivation only (a grid in a sweep)
@@ -216,11 +220,21 @@ def attention(
              sym("naive", naive.bytes["hbm"]) - sym("flash", value(hbm)))
     # The GEMMs run on the tensor cores; the softmax in fp32 on the vector units, its exp on
     # the special-function units (FlashAttention-3 §3.1: the exp rate is a real wall).
-    return Cost(flops={x.peak: value(matmul_flops)},
-                vector_flops={"fp32": value(softmax_flops - exps)},
-                special_ops={"exp": value(exps)},
-                bytes={level: value(e) for level, e in levels.items()},
-                steps=tuple(terms), name=name)
+    arithmetic: dict[str, Any] = dict(flops={x.peak: value(matmul_flops)},
+                                      vector_flops={"fp32": value(softmax_flops - exps)},
+                                      special_ops={"exp": value(exps)}, name=name)
+    return Cost(**arithmetic, bytes={level: value(e) for level, e in levels.items()},
+                steps=tuple(terms), runs=_spilled(arithmetic, levels, spill))
+
+
+def _spilled(arithmetic: dict[str, Any], levels: dict[str, Quantity], spill: Quantity
+             ) -> Cost | None:
+    """What a kernel that streams one (batch, head) pair's re-reads through L2 at a time
+    moves (the expected time's `Cost.runs`): HBM carries the spill too. None without one."""
+    if spill is None or not any_true(value(spill) > 0):
+        return None
+    return Cost(**arithmetic, bytes={"hbm": value(levels["hbm"] + spill),
+                                     **{k: value(v) for k, v in levels.items() if k != "hbm"}})
 
 
 def _keys_read(Lq: Quantity, Lkv: Quantity, window: Any, chunk: Any) -> Quantity:
@@ -248,15 +262,18 @@ def _keys_seen(Lkv: Quantity, window: Any, chunk: Any) -> Quantity:
 
 def _l2_spill(terms: list[Term], working_set: Quantity, rereads: Quantity, l2_bytes: Any,
               what: str = "K/V", heads: str = "KV head") -> Quantity:
-    """The re-reads (of K/V in the forward; of Q, dO, dQ in the backward) that reach HBM:
-    none when the working set of one (batch, head) pair fits in L2 (a kernel can run together
-    as many pairs as fit: module docstring), all of them otherwise."""
+    """The re-reads (of K/V in the forward; of Q, dO, dQ in the backward) that reach HBM in
+    a kernel running one (batch, head) pair's re-reads through L2 at a time: none when its
+    working set fits in L2, all of them otherwise. The expected time charges them
+    (`Cost.runs`); the bound does not: a kernel can run a pair's blocks together, each load
+    from HBM shared through L2, or stream the pair in L2-sized chunks (module docstring)."""
     L2 = size("L2", l2_bytes, "l2_bytes")
     S = define(terms, f"{what} working set per (batch, {heads})", "S_ws", working_set)
     fits = define(terms, "re-reads served by L2 (1 when S_ws <= L2)", "f",
                   call("fits", _at_most_one, S / L2))
     spill = (1 - fits) * rereads
-    note(terms, f"{what} re-reads spilled to HBM", spill)
+    note(terms, f"{what} re-reads a pair-at-a-time kernel spills to HBM (expected time only)",
+         spill)
     return spill
 
 

@@ -34,7 +34,7 @@ from ..derivation import Term, define, derived, note, steps, sym, value
 from ..dtypes import DType
 from ..dtypes import dtype as lookup_dtype
 from ._common import size
-from .attention import _block_rows, _l2_spill, score_pairs
+from .attention import _block_rows, _l2_spill, _spilled, score_pairs
 
 SOFTMAX_BACKWARD_VECTOR_OPS = 4.0  # per score: minus logsumexp, dP - D, times P, scale
 ACCUMULATOR_BYTES = 4.0  # dQ, logsumexp and D are fp32
@@ -69,15 +69,16 @@ def attention_backward(
     row = d * s + dv * s + 2 * d * acc  # Q and dO in, dQ read and written (fp32)
     reread = B * H * pairs / bc * row
     levels: dict[str, Any] = {}
+    spill: Any = None  # the re-reads a pair-at-a-time kernel sends to HBM (expected only)
     if l2_bytes is None:
         hbm = compulsory + reread
         note(terms, "HBM bytes re-read per K/V block (Q, dO, dQ accumulator)", reread)
-    else:  # every load passes L2; HBM sees one query-side pass and the spill
+    else:  # every load passes L2; HBM sees one query-side pass (the spill: expected only)
         once = define(terms, "query side once (Q, dO in; dQ out)", "Q_1",
                       B * H * Lq * (d * s + dv * s + d * acc))
         spill = _l2_spill(terms, Lq * (d * s + dv * s + d * acc), reread - once, l2_bytes,
                           what="query-side", heads="query head")
-        hbm = compulsory + once + spill
+        hbm = compulsory + once
         levels["l2"] = compulsory + reread
         note(terms, "L2 bytes (every load and store)", levels["l2"])
     terms += steps(("FLOPs (5 GEMM-sized products)", gemm),
@@ -86,7 +87,10 @@ def attention_backward(
                    ("FLOPs", gemm + vector + exps),
                    ("HBM bytes compulsory (K, V, dK, dV, O, dO, statistics)", compulsory),
                    ("HBM bytes", hbm))
-    levels = {"hbm": value(hbm), **{k: value(v) for k, v in levels.items()}}
-    return Cost(flops={x.peak: value(gemm)}, vector_flops={"fp32": value(vector)},
-                special_ops={"exp": value(exps)}, bytes=levels,
-                steps=tuple(terms), name="attention backward")
+    levels = {"hbm": hbm, **levels}
+    arithmetic: dict[str, Any] = dict(flops={x.peak: value(gemm)},
+                                      vector_flops={"fp32": value(vector)},
+                                      special_ops={"exp": value(exps)},
+                                      name="attention backward")
+    return Cost(**arithmetic, bytes={k: value(v) for k, v in levels.items()},
+                steps=tuple(terms), runs=_spilled(arithmetic, levels, spill))
