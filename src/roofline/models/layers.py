@@ -35,7 +35,9 @@ TP_REPLICATED = frozenset({"attention norm", "mlp norm", "attention residual", "
                            "router", "q down projection", "kv down projection", "final norm"})
 
 
-@dataclass(frozen=True)
+# not frozen: built once per step, then only read (a frozen dataclass's __init__ sets each
+# field through object.__setattr__: 3% of an analysis over the step's records, issue 15)
+@dataclass(eq=False)
 class Ctx:
     """Everything a layer needs, computed once."""
 

@@ -242,7 +242,9 @@ def _activations(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
 
 
 
-@dataclass(frozen=True)
+# not frozen: built once per step, then only read (a frozen dataclass's __init__ sets each
+# field through object.__setattr__: 3% of an analysis over the step's records, issue 15)
+@dataclass(eq=False)
 class Sizing:
     """One step's per-sequence memory on one chip: the KV cache, recurrent state and
     activations that grow with the batch (and the context)."""

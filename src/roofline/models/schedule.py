@@ -152,7 +152,9 @@ class Row:
     per_step: bool
 
 
-@dataclass(frozen=True)
+# not frozen: built once per step, then only read (a frozen dataclass's __init__ sets each
+# field through object.__setattr__: 3% of an analysis over the step's records, issue 15)
+@dataclass(eq=False)
 class StepTimes:
     t_lower_s: Num
     critical_s: list[Num]  # per row: what it adds to the lower bound (all occurrences)
