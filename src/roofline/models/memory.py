@@ -301,7 +301,7 @@ def footprint(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
     seqs = sizing.seqs
     kv_total = sizing.kv(seqs)
     sizes = (seqs, sizing.context, sizing.tokens_per_seq)
-    if any(type(size) is np.ndarray for size in sizes):  # a view in the phase's shape
+    if np.ndarray in map(type, sizes):  # a view in the phase's shape
         kv_total = np.broadcast_to(kv_total, np.broadcast(*sizes).shape)
     return MemoryFootprint(weights, unwrap(kv_total), float(kv_bytes_per_token(spec, par, prec)),
                            unwrap(sizing.activations(seqs)), optimizer, capacity_bytes, sizing,

@@ -296,6 +296,7 @@ def _at_most_one(v: Any) -> Any:
 
 
 DEFAULT_BLOCK_Q = 128  # FA2 / FA3's query tile, for chips whose file gives no SRAM level
+_SCALAR_OR_NONE = frozenset({type(None), int, float})  # a tiling memoised on the chip
 
 
 def flash_tiling(chip: Chip | None, sram_bytes: Any = None, block_q: Any = None,
@@ -306,7 +307,7 @@ def flash_tiling(chip: Chip | None, sram_bytes: Any = None, block_q: Any = None,
     capacity given, else the chip's l2 level (none: every re-read goes to HBM). The one place these
     defaults are decided: ops, models, levers and measurements all ask here."""
     key = ("flash tiling", sram_bytes, block_q, l2_bytes)
-    scalar = all(v is None or type(v) in (int, float) for v in key[1:])
+    scalar = _SCALAR_OR_NONE.issuperset(map(type, key[1:]))
     if chip is not None and scalar and key in chip.memo:  # asked twice per analysis
         return dict(chip.memo[key])
     tiling = _tiling(chip, sram_bytes, block_q, l2_bytes)

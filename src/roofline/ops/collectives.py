@@ -601,9 +601,15 @@ def _choose(kind: str, nbytes: Any, ranks: Any, chip: Chip, link: str, domain_si
     auto = _per_byte(kind, ranks, chip, link, domain_size, link_share)
     m = value(size("m", nbytes, "bytes"))
     # each link's chain competes on its own (evaluate): the busiest is the time
-    if type(m) is float:  # one size: the same maximum in plain Python
-        times = {a: max([lat + per * m for lat, per in chains], default=0.0)
-                 for a, chains in auto.chains.items()}
+    if type(m) is float:  # one size: the same maximum in plain Python (loops, not
+        times: dict[str, Any] = {}  # comprehensions: each is a call on Python 3.11)
+        for a, chains in auto.chains.items():
+            longest = 0.0
+            for lat, per in chains:
+                t = lat + per * m
+                if t > longest:
+                    longest = t
+            times[a] = longest
     else:
         times = {a: functools.reduce(maximum, [lat + per * m for lat, per in chains], 0.0)
                  for a, chains in auto.chains.items()}
