@@ -37,6 +37,7 @@ PUBLISHED = {
     # MosaicML's cards for the released MPT-7B / 30B (ALiBi, no biases, vocab 50432); the
     # catalog's are llm-foundry's pretraining configs (biases, a position table, vocab 50368)
     "mpt-7b": (6.65e9, None), "mpt-30b": (29.95e9, None),
+    "gpt3-175b": (175.0e9, None),  # GPT-3 paper, Table 2.1 (n_params)
 }
 
 

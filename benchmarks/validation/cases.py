@@ -476,7 +476,7 @@ TRAIN_MODELS = {
     "meta-llama/Llama-4-Scout-17B-16E": "llama-4-scout",
     "meta-llama/Llama-4-Maverick-17B-128E": "llama-4-maverick",
     "mistralai/Mistral-7B-v0.1": "mistral-7b", "google/gemma-3-12b-pt": "gemma-3-12b",
-    "meta-llama/Llama-2-7b-hf": "llama-2-7b",
+    "meta-llama/Llama-2-7b-hf": "llama-2-7b", "GPT3-175B": "gpt3-175b",
     **{f"mpt-{n}b": f"mpt-{n}b" for n in (3, 7, 13, 30, 70)}}  # llm-foundry's yamls
 # torchtitan's Grand Teton H100 (96 GB HBM2e, 2.4 TB/s, 500 W) is slower than the catalog's
 # H100 SXM: the SXM bound is looser there, and still a bound
