@@ -102,8 +102,9 @@ class Ctx:
     def mm(self, m: float, k: float, n: float, name: str) -> Cost:
         """A weight GEMM: activations in, the weights' dtype, the GEMM compute dtype's peak
         (fp8 training runs these in fp8; attention and elementwise stay in bf16)."""
+        # by position: keywords through the op's wrapper cost ~1% of a whole-model estimate
         return matmul(m, k, n, self.prec.activations, self.prec.weights, None,
-                      self.gemm_dtype or self.prec.gemm, name)  # positional: 4 per layer
+                      self.gemm_dtype or self.prec.gemm, name)
 
     def tp_all_reduce(self, block: str, kind: str = "all-reduce") -> list[tuple[str, Cost]]:
         """The TP group's collective closing a block: an all-reduce of partial sums, or an
