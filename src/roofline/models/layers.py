@@ -5,7 +5,7 @@ the TP / CP / EP collectives between them, and the embedding, final norm and LM 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..cost import Cost
@@ -53,37 +53,26 @@ class Ctx:
     l2_bytes: float | None = None  # flash: the L2 that catches K/V re-reads (flash_tiling)
     gemm_dtype: str | None = None  # the weight GEMMs' compute dtype (gemm_dtype())
 
-    @cached_property
-    def seqs(self) -> Any:  # sequences on this chip (an array over a sweep)
-        return self.phase.batch / self.par.dp
+    # the layer's local sizes, worked out once here (an array over a sweep)
+    seqs: Any = field(init=False)  # sequences on this chip
+    q_local: Any = field(init=False)  # query tokens per sequence on this chip (CP splits)
+    chunk_tokens: Any = field(init=False)  # chunked-prefill prompt tokens on this chip
+    chunk_prompts: Any = field(init=False)  # prompts' worth of prefill they are (fractional)
+    tokens: Any = field(init=False)  # tokens through this chip's layers per step
+    act_bytes: float = field(init=False)
+    heads_local: float = field(init=False)
+    kv_heads_local: float = field(init=False)  # fewer KV heads than TP ranks: each keeps one
 
-    @cached_property
-    def q_local(self) -> Any:
-        return self.phase.q_len / self.par.cp
-
-    @cached_property
-    def chunk_tokens(self) -> float:  # chunked-prefill prompt tokens on this chip (decode)
-        return self.phase.prefill_tokens / (self.par.dp * self.par.microbatches)
-
-    @cached_property
-    def chunk_prompts(self) -> float:  # prompts' worth of prefill they are (fractional)
-        return self.chunk_tokens / self.phase.prefill_q_len
-
-    @cached_property
-    def tokens(self) -> float:  # tokens through this chip's layers per step
-        return self.seqs * self.q_local + self.chunk_tokens
-
-    @cached_property
-    def act_bytes(self) -> float:
-        return lookup_dtype(self.prec.activations).bytes
-
-    @cached_property
-    def heads_local(self) -> float:
-        return self.spec.heads / self.par.tp
-
-    @cached_property
-    def kv_heads_local(self) -> float:  # fewer KV heads than TP ranks: each keeps one
-        return max(1.0, self.spec.kv_heads / self.par.tp)
+    def __post_init__(self) -> None:
+        phase, par = self.phase, self.par
+        self.seqs = phase.batch / par.dp
+        self.q_local = phase.q_len / par.cp
+        self.chunk_tokens = phase.prefill_tokens / (par.dp * par.microbatches)
+        self.chunk_prompts = self.chunk_tokens / phase.prefill_q_len
+        self.tokens = self.seqs * self.q_local + self.chunk_tokens
+        self.act_bytes = lookup_dtype(self.prec.activations).bytes
+        self.heads_local = self.spec.heads / par.tp
+        self.kv_heads_local = max(1.0, self.spec.kv_heads / par.tp)
 
     @cached_property
     def model_shares(self) -> dict[str, float]:
