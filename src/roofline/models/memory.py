@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -242,6 +242,22 @@ def _activations(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
 
 
 
+class ChipShare(NamedTuple):
+    """What one chip holds of the model whatever the step's sizes."""
+
+    params: float
+    weight_bytes: float
+    kv_bytes_per_token: float  # per sequence token, all the chip's attention layers
+    state_bytes: float  # per sequence: linear-attention layers' recurrent state
+
+
+@cache  # frozen inputs: one lookup per step for what would be four
+def chip_share(spec: ModelSpec, par: Parallel, prec: Precision) -> ChipShare:
+    return ChipShare(local_params(spec, par), weight_bytes(spec, par, prec),
+                     _kv_whole_context(spec, par, prec)[0],
+                     state_bytes_per_sequence(spec, par, prec))
+
+
 # not frozen: built once per step, then only read (a frozen dataclass's __init__ sets each
 # field through object.__setattr__: 3% of an analysis over the step's records, issue 15)
 @dataclass(eq=False)
@@ -254,6 +270,7 @@ class Sizing:
     par: Parallel
     prec: Precision
     in_flight: float | None  # micro-batches whose activations the first stage holds
+    share: ChipShare
 
     @property
     def seqs(self) -> Any:  # sequences on this chip (its DP replica's share)
@@ -278,8 +295,7 @@ class Sizing:
 
     @property
     def state(self) -> float:  # linear-attention state per sequence (not in training)
-        return 0.0 if self.phase.kind == "train" else \
-            state_bytes_per_sequence(self.spec, self.par, self.prec)
+        return 0.0 if self.phase.kind == "train" else self.share.state_bytes
 
     def activations(self, seqs: Any) -> Any:
         return _activations(self.spec, self.phase, self.par, self.prec, seqs,
@@ -289,21 +305,22 @@ class Sizing:
 def footprint(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
               capacity_bytes: float, in_flight: float | None = None) -> MemoryFootprint:
     """What one chip must hold for this step, and the largest batch / context that fit."""
-    params = local_params(spec, par)
+    share = chip_share(spec, par, prec)
+    params = share.params
     zero = par.zero_stage if phase.kind == "train" else 0
     # ZeRO over dp: 1 shards the optimizer state, 2 the gradients too, 3 the weights too
-    weights = weight_bytes(spec, par, prec) / (par.dp if zero >= 3 else 1)
+    weights = share.weight_bytes / (par.dp if zero >= 3 else 1)
     optimizer = 0.0
     if phase.kind == "train":
         optimizer = params * 12.0 / (par.dp if zero >= 1 else 1) \
             + params * lookup_dtype(prec.grads).bytes / (par.dp if zero >= 2 else 1)
-    sizing = Sizing(spec, phase, par, prec, in_flight)
+    sizing = Sizing(spec, phase, par, prec, in_flight, share)
     seqs = sizing.seqs
     kv_total = sizing.kv(seqs)
     sizes = (seqs, sizing.context, sizing.tokens_per_seq)
     if np.ndarray in map(type, sizes):  # a view in the phase's shape
         kv_total = np.broadcast_to(kv_total, np.broadcast(*sizes).shape)
-    return MemoryFootprint(weights, unwrap(kv_total), float(kv_bytes_per_token(spec, par, prec)),
+    return MemoryFootprint(weights, unwrap(kv_total), float(share.kv_bytes_per_token),
                            unwrap(sizing.activations(seqs)), optimizer, capacity_bytes, sizing,
                            spec.max_context, unwrap(seqs * sizing.state))
 
