@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..cost import Cost
 from ..derivation import Num, add_all, any_true, maximum, scaled_sum
 from ..evaluate import Estimate, evaluate, max_argmax
 from ..hardware import Chip, System, load_chip
@@ -118,7 +119,7 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
     # resource is the sum of the ops' times on it (the evaluator on the summed Cost, without
     # building that Cost). A layer's two norms, adds and TP all-reduces are one Cost each.
     # The floor of a collective is the least of any algorithm, resource by resource.
-    by_cost: dict[int, Estimate] = {}
+    by_cost: dict[Cost, Estimate] = {}  # a Cost hashes as itself (eq=False)
     ests: list[Estimate] = []
     floors: list[tuple[float, Estimate]] = []
     # The critical path already covers each compute unit's and memory level's total (every
@@ -130,17 +131,16 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
     useful: list[Any] = []
     for r in rows:
         cost = r.cost
-        e = by_cost.get(id(cost))
+        e = by_cost.get(cost)
         if e is None:
-            e = by_cost[id(cost)] = evaluate(cost, chip)
+            e = by_cost[cost] = evaluate(cost, chip)
         ests.append(e)
         per = 1 if r.per_step else m  # occurrences per row.count (occurrences())
         n = r.count * per
         floor_e = e
         least = cost.least  # a collective whose algorithm was picked for its time: the
         if least is not None:  # floor takes the least any of its algorithms demands
-            floor_e = by_cost.get(id(least)) or by_cost.setdefault(id(least),
-                                                                   evaluate(least, chip))
+            floor_e = by_cost.get(least) or by_cost.setdefault(least, evaluate(least, chip))
         floors.append((n, floor_e))
         if not COMMUNICATION.isdisjoint(floor_e.time_s):
             for resource, t in floor_e.time_s.items():

@@ -27,9 +27,10 @@ def size(symbol: str, given: Any, what: str | None = None) -> Quantity:
     are checked element by element."""
     # the common cases, one point (a size) or a shape (hidden, head_dim: exact), as
     # sym(symbol, float(given)) without the call
-    if type(given) is float and 0 < given < math.inf:
+    kind = type(given)
+    if kind is float and 0 < given < math.inf:
         return given if formula_mode() == NUMBERS else Sym(symbol, given)
-    if type(given) is int and 0 < given <= 2**53:
+    if kind is int and 0 < given <= 2**53:
         return float(given) if formula_mode() == NUMBERS else Sym(symbol, float(given))
     label = what or symbol
     if type(given) is int:  # a Python int: no numpy round trip
