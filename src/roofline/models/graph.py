@@ -198,7 +198,7 @@ def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chi
                 useful_flops = forward if useful == 1 or name in SPLIT_BACKWARD else \
                     useful * forward  # (n = 1: no pass over a sweep's arrays)
             rows.append(OpCost(group, name, per_stage, _step(cost, phase, name) if train
-                               else cost, useful_flops, stream=_stream(name)))
+                               else cost, useful_flops, False, None, _stream(name)))
     for name, cost in edge_ops(c):  # the last stage holds the LM head: the slowest stage
         rows.append(OpCost("model", name, 1, _step(cost, phase, name),
                            times_n(useful * c.model_shares.get(name, 1.0), cost.total_flops),
