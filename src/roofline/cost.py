@@ -74,17 +74,17 @@ class Cost:
     # Fields not given keep class-level defaults (set below the class: a read-only empty
     # mapping for a count): a whole-model estimate makes dozens of Costs, most with two or
     # three counts.
-    # (a GEMM's four first, so the hottest ops can pass them by position: a class called
-    # with keywords builds a dict of them on Python 3.11, ~2k instructions a Cost)
+    # (an op's own fields first, so the hottest ops can pass them by position: a class
+    # called with keywords builds a dict of them on Python 3.11, ~2k instructions a Cost)
     flops: Mapping[str, Num]  # tensor-core FLOPs per dtype
     bytes: Mapping[str, Num]
     # the derivation, or how to build it on first read (derivation.derived): `terms`
     steps: tuple[Term, ...] | Callable[[], tuple[Term, ...]]
     name: str
-    link_bytes: Mapping[str, Num]
-    link_steps: Mapping[str, Num]
     vector_flops: Mapping[str, Num]  # non-tensor, per dtype
     special_ops: Mapping[str, Num]  # function -> evaluations
+    link_bytes: Mapping[str, Num]
+    link_steps: Mapping[str, Num]
     link_calls: Mapping[str, Num]  # collective calls per link
     algorithm: Any  # a collective's algorithm: a name, or an array of names per point
     # a collective whose algorithm was picked for its time ("auto"): the least each link and
@@ -99,10 +99,10 @@ class Cost:
     def __init__(self, flops: Mapping[str, Num] | None = None,
                  bytes: Mapping[str, Num] | None = None,
                  steps: tuple[Term, ...] | Callable[[], tuple[Term, ...]] = (),
-                 name: str = "", link_bytes: Mapping[str, Num] | None = None,
-                 link_steps: Mapping[str, Num] | None = None,
-                 vector_flops: Mapping[str, Num] | None = None,
+                 name: str = "", vector_flops: Mapping[str, Num] | None = None,
                  special_ops: Mapping[str, Num] | None = None,
+                 link_bytes: Mapping[str, Num] | None = None,
+                 link_steps: Mapping[str, Num] | None = None,
                  link_calls: Mapping[str, Num] | None = None, algorithm: Any = None,
                  least: Cost | None = None, runs: Cost | None = None) -> None:
         # Only what is given is written, straight into the instance dict (set once, here:

@@ -86,14 +86,11 @@ def elementwise(
     special = sym("c_sfu", c_sfu) * N
     hbm = N * (n_in * sym("s_in", x.bytes) + sym("s_out", o.bytes))
     transcendentals = [("of which transcendentals (special-function units)", special)]
-    return Cost(
-        vector_flops={c.peak: value(flops - special)},
-        special_ops={"exp": value(special)} if spec.special else {},
-        bytes={"hbm": value(hbm)},
-        steps=steps(("FLOPs", flops), *(transcendentals if spec.special else []),
-                    ("HBM bytes", hbm)),
-        name=kind,
-    )
+    return Cost(  # by position (flops, bytes, steps, name, vector_flops, special_ops): hot
+        None, {"hbm": value(hbm)},
+        steps(("FLOPs", flops), *(transcendentals if spec.special else []), ("HBM bytes", hbm)),
+        kind, {c.peak: value(flops - special)},
+        {"exp": value(special)} if spec.special else None)
 
 
 def _preset_counts(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
