@@ -220,21 +220,21 @@ def attention(
              sym("naive", naive.bytes["hbm"]) - sym("flash", value(hbm)))
     # The GEMMs run on the tensor cores; the softmax in fp32 on the vector units, its exp on
     # the special-function units (FlashAttention-3 §3.1: the exp rate is a real wall).
-    arithmetic: dict[str, Any] = dict(flops={x.peak: value(matmul_flops)},
-                                      vector_flops={"fp32": value(softmax_flops - exps)},
-                                      special_ops={"exp": value(exps)}, name=name)
-    return Cost(**arithmetic, bytes={level: value(e) for level, e in levels.items()},
-                steps=tuple(terms), runs=_spilled(arithmetic, levels, spill))
+    # by position (flops, bytes, steps, name, vector_flops, special_ops): a hot op
+    cost = Cost({x.peak: value(matmul_flops)}, {level: value(e) for level, e in levels.items()},
+                tuple(terms), name, {"fp32": value(softmax_flops - exps)},
+                {"exp": value(exps)})
+    return _spilled(cost, spill)
 
 
-def _spilled(arithmetic: dict[str, Any], levels: dict[str, Quantity], spill: Quantity
-             ) -> Cost | None:
-    """What a kernel that streams one (batch, head) pair's re-reads through L2 at a time
-    moves (the expected time's `Cost.runs`): HBM carries the spill too. None without one."""
-    if spill is None or not any_true(value(spill) > 0):
-        return None
-    return Cost(**arithmetic, bytes={"hbm": value(levels["hbm"] + spill),
-                                     **{k: value(v) for k, v in levels.items() if k != "hbm"}})
+def _spilled(cost: Cost, spill: Quantity) -> Cost:
+    """`cost` with what a kernel that streams one (batch, head) pair's re-reads through L2 at
+    a time moves (the expected time's `Cost.runs`): HBM carries the spill too."""
+    if spill is not None and any_true(value(spill) > 0):
+        runs = Cost(cost.flops, {**cost.bytes, "hbm": cost.bytes["hbm"] + value(spill)}, (),
+                    cost.name, cost.vector_flops, cost.special_ops)
+        object.__setattr__(cost, "runs", runs)  # made here: set once, as Cost.__init__ would
+    return cost
 
 
 def _keys_read(Lq: Quantity, Lkv: Quantity, window: Any, chunk: Any) -> Quantity:

@@ -88,9 +88,6 @@ def attention_backward(
                    ("HBM bytes compulsory (K, V, dK, dV, O, dO, statistics)", compulsory),
                    ("HBM bytes", hbm))
     levels = {"hbm": hbm, **levels}
-    arithmetic: dict[str, Any] = dict(flops={x.peak: value(gemm)},
-                                      vector_flops={"fp32": value(vector)},
-                                      special_ops={"exp": value(exps)},
-                                      name="attention backward")
-    return Cost(**arithmetic, bytes={k: value(v) for k, v in levels.items()},
-                steps=tuple(terms), runs=_spilled(arithmetic, levels, spill))
+    return _spilled(Cost({x.peak: value(gemm)}, {k: value(v) for k, v in levels.items()},
+                         tuple(terms), "attention backward", {"fp32": value(vector)},
+                         {"exp": value(exps)}), spill)
