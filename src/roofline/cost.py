@@ -133,6 +133,10 @@ class Cost:
         if special_ops:
             fields["special_ops"] = special_ops
             ok = _counts_ok(special_ops) and ok
+        if flops and not vector_flops and not special_ops and len(flops) == 1:
+            # a GEMM's total_flops is its one count: set here (a step reads it per row, and a
+            # lazy property's first read costs two Python calls)
+            fields["total_flops"] = next(iter(flops.values()))
         if steps:
             fields["steps"] = steps
         if name:
@@ -165,12 +169,10 @@ class Cost:
             object.__setattr__(self, "steps", self.steps())
         return cast(tuple[Term, ...], self.steps)
 
-    @cached_property  # a step reads it per row, and its tables again
+    @cached_property  # a step reads it per row, and its tables again (a GEMM's: __init__)
     def total_flops(self) -> Num:
         """All arithmetic: tensor and vector FLOPs, and special-function evaluations (one
         FLOP each), regardless of dtype."""
-        if not self.vector_flops and not self.special_ops and len(self.flops) == 1:
-            return next(iter(self.flops.values()))  # a GEMM: add_all of one value
         return add_all([*self.flops.values(), *self.vector_flops.values(),
                         *self.special_ops.values()])
 
