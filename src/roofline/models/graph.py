@@ -38,7 +38,6 @@ from ..derivation import Sym, Term, any_true, times_n, unwrap
 from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError
 from ..hardware import Chip, System, make_system
-from ..ops.attention import flash_tiling
 from ..ops.collectives import collective
 from ..ops.optimizer import adam_update
 from .layers import (
@@ -163,7 +162,7 @@ def check_layout(spec: ModelSpec, phase: Phase, par: Parallel) -> None:
 
 def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chip | System,
           impl: str = "flash", sram_bytes: float | None = None,
-          block_q: int | None = None) -> list[OpCost]:
+          block_q: int | None = None, l2_bytes: float | None = None) -> list[OpCost]:
     """Every op of one micro-batch (or, `per_step`, of the whole step) on the slowest pipeline
     stage's chip, grouped by layer kind, work factor applied. Each micro-batch streams the
     stage's weights again: the step is (m + pp - 1) micro-batch times (analysis.py)."""
@@ -174,9 +173,8 @@ def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chi
     vector = "fp32" if "fp32" in chip.peaks else prec.activations
     micro = phase if par.microbatches == 1 else replace(phase,
                                                         batch=phase.batch / par.microbatches)
-    l2 = flash_tiling(chip, sram_bytes, block_q) if impl == "flash" else {}
     c = Ctx(spec, micro, par, prec, place(par, system), impl, sram_bytes, block_q, vector,
-             l2.get("l2_bytes"), gemm_dtype(prec, chip))
+             l2_bytes if impl == "flash" else None, gemm_dtype(prec, chip))
     train = phase.kind == "train"
     useful = 3.0 if train else 1.0  # model FLOPs exclude recomputation
     kinds: dict[tuple[bool, str, int | None], int] = {}

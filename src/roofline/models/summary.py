@@ -37,11 +37,13 @@ def load_step(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
     chip = load_chip(hw)  # a System keeps its own domain size for placement below
     par = parallel or Parallel()
     prec = precision or model_precision(spec)  # the checkpoint's own weight dtype
+    l2_bytes = None
     if impl == "flash":  # the tiling given, else the chip's (ops.attention.flash_tiling)
         tiling = flash_tiling(chip, sram_bytes, block_q)
-        sram_bytes, block_q = tiling["sram_bytes"], tiling["block_q"]
+        sram_bytes, block_q, l2_bytes = tiling["sram_bytes"], tiling["block_q"], \
+            tiling["l2_bytes"]
     rows = build(spec, phase, par, prec, hw if isinstance(hw, System) else chip, impl,
-                 sram_bytes, block_q)
+                 sram_bytes, block_q, l2_bytes)
     return spec, chip, par, prec, rows
 
 
