@@ -226,16 +226,21 @@ def steps(*named: tuple[str, Quantity]) -> tuple[Term, ...]:
 
 def derived(op: F) -> F:
     """An op that runs on plain numbers; the Cost it returns re-runs it on symbols the first
-    time its derivation is read (`Cost.terms`). Inside another op it runs as its caller."""
+    time its derivation is read (`Cost.terms`). While a derivation is built it runs as its
+    caller (on symbols)."""
     @functools.wraps(op)
     def run(*args: Any, **kwargs: Any) -> Cost:
-        if _mode() != _SYMBOLS:
+        mode = _mode()
+        if mode == _DERIVING:
             return op(*args, **kwargs)
-        token = _MODE.set(_NUMBERS)
-        try:
+        if mode == _NUMBERS:  # already on numbers (a model's builder, or another op)
             cost = op(*args, **kwargs)
-        finally:
-            _MODE.reset(token)
+        else:
+            token = _MODE.set(_NUMBERS)
+            try:
+                cost = op(*args, **kwargs)
+            finally:
+                _MODE.reset(token)
         # its derivation: this op re-run on symbols when Cost.terms is first read
         cost.__dict__["steps"] = functools.partial(_derivation, run, args, kwargs)
         return cost

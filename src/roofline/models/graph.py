@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import Sym, Term, any_true, times_n, unwrap
+from ..derivation import Sym, Term, any_true, numeric, times_n, unwrap
 from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError
 from ..hardware import Chip, System, make_system
@@ -160,6 +160,7 @@ def check_layout(spec: ModelSpec, phase: Phase, par: Parallel) -> None:
         raise RooflineError(f"prefill_tokens ride in a decode step, not in {phase.kind}")
 
 
+@numeric  # every op on numbers, one switch for the step (each keeps its derivation)
 def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chip | System,
           impl: str = "flash", sram_bytes: float | None = None,
           block_q: int | None = None, l2_bytes: float | None = None) -> list[OpCost]:
