@@ -76,9 +76,10 @@ def elementwise(
     o = lookup_dtype(out_dtype) if out_dtype is not None else x
     c = lookup_dtype(compute_dtype) if compute_dtype is not None else x
     N = size("N", n)
-    ops = size("c", spec.ops_per_element if ops_per_element is None else ops_per_element,
-               "ops per element")
-    n_in = size("n_in", spec.inputs if inputs is None else inputs, "inputs")
+    # a given count is checked; the kind's own (KINDS) are positive already
+    ops = sym("c", float(spec.ops_per_element)) if ops_per_element is None else \
+        size("c", ops_per_element, "ops per element")
+    n_in = sym("n_in", float(spec.inputs)) if inputs is None else size("n_in", inputs, "inputs")
     flops = ops * N
     per_element = value(ops)  # transcendentals: at most all the element's operations
     c_sfu = min(spec.special, per_element) if type(per_element) is float else \
