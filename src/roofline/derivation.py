@@ -248,7 +248,8 @@ def derived(op: F) -> F:
 
 
 def numeric(fn: F) -> F:
-    """A formula helper whose callers want only its number: runs on plain numbers."""
+    """A formula helper (or a builder of ops) whose callers want only numbers: runs on plain
+    numbers; the ops it calls still keep their derivations (`derived`)."""
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
         if _mode() == _NUMBERS:

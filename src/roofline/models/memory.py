@@ -254,7 +254,7 @@ class ChipShare(NamedTuple):
 @cache  # frozen inputs: one lookup per step for what would be four
 def chip_share(spec: ModelSpec, par: Parallel, prec: Precision) -> ChipShare:
     return ChipShare(local_params(spec, par), weight_bytes(spec, par, prec),
-                     _kv_whole_context(spec, par, prec)[0],
+                     kv_bytes_per_token(spec, par, prec),
                      state_bytes_per_sequence(spec, par, prec))
 
 
