@@ -17,20 +17,27 @@ from types import TracebackType
 from typing import Any
 
 from .errors import RooflineError
-from .files import STDOUT, _umask, csv_rows, write_bytes
+from .files import STDOUT, _umask, csv_rows, write_bytes, written_through
 
 
 class CsvStream:
-    """`with CsvStream(path) as out: out.write(columns) ...`"""
+    """`with CsvStream(path) as out: out.write(columns) ...`
+
+    A device, FIFO or a name under /dev or /proc (`files.written_through`) is written
+    through, chunk by chunk, and never replaced."""
 
     def __init__(self, path: str | Path) -> None:
         self.path, self.header = str(path), False
         self._fd, self._tmp = -1, ""
+        self._through = self.path != STDOUT and written_through(self.path)
         if self.path != STDOUT:
             target = Path(os.path.realpath(self.path))
             try:
-                self._fd, self._tmp = tempfile.mkstemp(dir=target.parent,
-                                                       prefix=f".{target.name}.", suffix=".tmp")
+                if self._through:
+                    self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+                else:
+                    self._fd, self._tmp = tempfile.mkstemp(
+                        dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
             except OSError as exc:
                 raise RooflineError(f"cannot write {path}: {exc.strerror or exc}") from None
             self._target = target
@@ -61,6 +68,8 @@ class CsvStream:
         if self._fd < 0:
             return
         os.close(self._fd)
+        if self._through:
+            return
         if exc_type is not None:
             os.unlink(self._tmp)
             return

@@ -24,6 +24,7 @@ from .errors import UNPRINTABLE, RooflineError
 MAX_FILE_BYTES = 64 * 2**20  # configs and chip files are kilobytes; /dev/zero is endless
 MAX_DEPTH = 64  # real configs nest 3 levels; deeper is an attack on a recursive reader
 STDOUT = "-"  # an output path that means standard output
+STDOUT_ALIASES = ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1")  # written as STDOUT
 # the options, on any command, that name an output file (checked all at once before work)
 OUTPUT_OPTIONS = ("csv", "markdown", "html", "output", "plot", "out", "calibration_out")
 _stdout: list[TextIO] = []  # the real stdout while stdout_reserved() holds it
@@ -123,10 +124,10 @@ def check_destinations(paths: Iterable[str | Path | None],
                        inputs: Mapping[str, str] | None = None) -> None:
     """Refuse, before anything is written, any output that could not be written: a missing
     or read-only directory, a directory or read-only file in the way, one file named for
-    two outputs, two outputs sent to stdout, or a file the command reads (`inputs`: option
-    -> path; a model directory's config.json too)."""
+    two outputs, two outputs sent to stdout, or a file the command reads (`inputs`: path ->
+    the option naming it; a model directory's config.json too)."""
     read: dict[str, str] = {}
-    for option, given in (inputs or {}).items():
+    for given, option in (inputs or {}).items():
         for p in (Path(given), Path(given) / "config.json"):
             if p.is_file():
                 read[os.path.realpath(p)] = option
@@ -189,14 +190,25 @@ def write_bytes(path: str | Path, data: bytes) -> None:
             stream.write(data.decode("utf-8", errors="replace"))
         return
     try:
-        target = Path(os.path.realpath(path))  # through a symlink: the link stays a link
-        if target.exists() and not target.is_file():  # /dev/null, a FIFO: nothing to rename
-            with target.open("wb") as f:
+        if written_through(path):
+            with open(path, "ab") as f:
                 f.write(data)
             return
-        _replace(target, data)
+        _replace(Path(os.path.realpath(path)), data)  # a symlink stays a link
     except OSError as exc:
         raise RooflineError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def written_through(path: str | Path) -> bool:
+    """Whether an output is written through its path rather than replaced by a renamed
+    file: a device, FIFO or socket (/dev/null, /dev/full: a rename would put a regular file
+    in place of the device), or any name under /dev or /proc (/dev/stdout redirected to a
+    file: a rename would detach that file from the shell's redirection). Appended, never
+    truncated: what the shell opened stays as it opened it."""
+    if os.path.abspath(path).startswith(("/dev/", "/proc/")):
+        return True
+    target = Path(os.path.realpath(path))
+    return target.exists() and not target.is_file()
 
 
 def _replace(target: Path, data: bytes) -> None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .. import __version__
 from ..errors import RooflineError, one_line
-from ..files import OUTPUT_OPTIONS, STDOUT, check_destinations, stdout_reserved
+from ..files import OUTPUT_OPTIONS, STDOUT, STDOUT_ALIASES, check_destinations, stdout_reserved
 from ._base import LazySubparsers, _Parser, expand
 
 if TYPE_CHECKING:
@@ -90,15 +90,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _inputs(args: argparse.Namespace, given: Sequence[str]) -> dict[str, str]:
-    """The files a command may read (every other option or argument naming one on disk), by
-    how it was given: no output may overwrite them."""
+    """The files a command may read (every other option or argument naming one on disk, each
+    of a repeatable option's), path -> the option as given: no output may overwrite them."""
     found = {}
     for name, value in vars(args).items():
-        if isinstance(value, str) and name not in OUTPUT_OPTIONS and value != STDOUT \
-                and os.path.exists(value):
-            flag = "--" + name.replace("_", "-")
-            found[flag if flag in given else name] = value
+        if name in OUTPUT_OPTIONS:
+            continue
+        # a repeatable option (`--from A --from B`) reads each of its files
+        for one in value if isinstance(value, list) else [value]:
+            if isinstance(one, str) and one != STDOUT and os.path.exists(one):
+                found.setdefault(one, _flag_given(one, name, given))
     return found
+
+
+def _flag_given(value: str, name: str, given: Sequence[str]) -> str:
+    """The option as typed that took `value` (`--from` for dest op_json), else `name` (an
+    argument)."""
+    for i, token in enumerate(given):
+        if token.startswith("--"):
+            flag, _, inline = token.partition("=")
+            if inline == value or (not inline and i + 1 < len(given) and given[i + 1] == value):
+                return flag
+    return name
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -117,6 +130,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 if flag in given else f"{empty}: empty value")
         # every output checked before any work or any write: a bad second path must not
         # leave the first one already overwritten
+        for name in OUTPUT_OPTIONS:  # stdout by another name: the summary goes to stderr
+            if getattr(args, name, None) in STDOUT_ALIASES:
+                setattr(args, name, STDOUT)
         outputs = [getattr(args, name, None) for name in OUTPUT_OPTIONS]
         check_destinations(outputs, _inputs(args, sys.argv[1:] if argv is None else argv))
         import numpy as np  # every command computes with it; --help and bad options exit above
