@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _inputs(args: argparse.Namespace, given: Sequence[str]) -> dict[str, str]:
     """The files a command may read (every other option or argument naming one on disk, each
     of a repeatable option's), path -> the option as given: no output may overwrite them."""
-    found = {}
+    found: dict[str, str] = {}
     for name, value in vars(args).items():
         if name in OUTPUT_OPTIONS:
             continue
