@@ -104,13 +104,14 @@ def test_hand_written_inits_set_every_field():
     from roofline import evaluate
     from roofline.evaluate import Estimate
     from roofline.models.graph import OpCost
+    from roofline.opid import EMBEDDING
 
     # (with a link: an Estimate leaves out an empty chain_s, as a Cost its empty counts)
     est = evaluate(Cost(flops={"bf16": 1e9}, link_bytes={"scale-up": 1e6}), "h100")
     counts = {k: {"x": 1.0} for k in ("flops", "bytes", "link_bytes", "link_steps",
                                       "vector_flops", "special_ops", "link_calls")}
     full = Cost(**counts, steps=(Term("t", 1.0),), name="n", algorithm="ring", least=Cost(),
-                runs=Cost())  # every field given: every field written
+                runs=Cost(), op=EMBEDDING)  # every field given: every field written
     for obj in (full, est, OpCost("g", "n", 1.0, Cost())):
         cls = type(obj)
         names = [f.name for f in dataclasses.fields(cls)]

@@ -243,13 +243,11 @@ def test_weight_only_gemms_stream_at_the_dequant_fraction() -> None:
     # fp8 weights in fp8 GEMMs and bf16 weights dequantize nothing; the lm head stays bf16
     from roofline.expect.step import weight_only
 
-    assert weight_only(int8.precision, qkv) == "int8"
-    assert weight_only(int8.precision, next(o for o in int8.ops if o.name == "lm head")) \
-        is None
+    assert weight_only(qkv.cost) == "int8"
+    assert weight_only(next(o for o in int8.ops if o.name == "lm head").cost) is None
     fp8 = analyze("llama-2-7b", "h100", decode(1, 100), Parallel(),
                   Precision(weights="fp8", activations="fp8"))
-    assert weight_only(fp8.precision, next(o for o in fp8.ops if o.name == "qkv projection")) \
-        is None
+    assert weight_only(next(o for o in fp8.ops if o.name == "qkv projection").cost) is None
 
 
 def test_collectives_in_a_cuda_graph_cost_one_launch() -> None:
@@ -272,6 +270,34 @@ def test_attention_output_is_a_gemm_not_the_attention_kernel() -> None:
     names = {op.cost.name: attention_kernel(op.cost) for op in a.ops}
     assert names["attention output"] is False
     assert names["attention"] is True and names["attention backward"] is True
+
+
+def test_the_forecast_reads_the_typed_record_not_the_name() -> None:
+    """Renaming an op or dropping its derivation changes nothing; changing its record does."""
+    import dataclasses
+
+    from roofline.cost import Cost
+    from roofline.opid import Attention, Gemm, OpKind, Plain
+    from roofline.ops.attention import attention
+
+    gemm = matmul(1280, 16384, 1280)  # compute-bound: 100 tiles over 132 SMs
+    att = attention(4, 1024, 1024, 32, 8, 128, sram_bytes=228 * 2**10)
+    assert isinstance(gemm.op, Gemm) and (gemm.op.m, gemm.op.n, gemm.op.k) == (1280, 1280, 16384)
+    assert isinstance(att.op, Attention) and att.op.passes == "forward"
+    for cost in (gemm, att):
+        t = float(expected(cost, "h100").t_s)
+        for renamed in (dataclasses.replace(cost, name="attention output"),
+                        dataclasses.replace(cost, name="linear attention", steps=())):
+            assert float(expected(renamed, "h100").t_s) == t
+    # the same counts typed as an elementwise kernel: no tensor-core efficiency or tile waves
+    plain = dataclasses.replace(gemm, op=Plain(OpKind.ELEMENTWISE))
+    assert float(expected(plain, "h100").t_s) != float(expected(gemm, "h100").t_s)
+    # forward + backward is one attention record with both passes (the backward's fraction)
+    from roofline.ops.attention_backward import attention_backward
+
+    both = att + attention_backward(4, 1024, 1024, 32, 8, 128, sram_bytes=228 * 2**10)
+    assert isinstance(both.op, Attention) and both.op.passes == "forward + backward"
+    assert both.op.backward and (att + gemm).op is None and (Cost() + att).op == att.op
 
 
 def test_the_split_is_fixed_and_even() -> None:

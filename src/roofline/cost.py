@@ -23,6 +23,7 @@ import numpy as np
 from .derivation import Num, Sym, Term, add_all
 from .errors import RooflineError, brief
 from .lazy import cached_property
+from .opid import OpId, summed
 
 MEMORY_LEVELS = ("hbm", "l2", "sram")  # outermost first; `hbm` is the chip's main memory
 LINKS = ("scale-up", "scale-out")
@@ -95,6 +96,9 @@ class Cost:
     # every (token, expert) copy where an EP all-to-all's bound sends one per node (the
     # measured dispatch kernels run at that volume's pace)
     runs: Cost | None
+    # what the op is (a GEMM of M x N x K, an attention call, ...): set where it is built, read
+    # by the forecast (roofline.expect) instead of the name; None for a mix of kernels
+    op: OpId | None
 
     def __init__(self, flops: Mapping[str, Num] | None = None,
                  bytes: Mapping[str, Num] | None = None,
@@ -104,7 +108,8 @@ class Cost:
                  link_bytes: Mapping[str, Num] | None = None,
                  link_steps: Mapping[str, Num] | None = None,
                  link_calls: Mapping[str, Num] | None = None, algorithm: Any = None,
-                 least: Cost | None = None, runs: Cost | None = None) -> None:
+                 least: Cost | None = None, runs: Cost | None = None,
+                 op: OpId | None = None) -> None:
         # Only what is given is written, straight into the instance dict (set once, here:
         # the record stays frozen; a frozen dataclass's generated __init__ costs ~1 us more).
         # nan, inf (an overflowing size) or a negative count would become a time that looks
@@ -147,6 +152,8 @@ class Cost:
             fields["least"] = least
         if runs is not None:
             fields["runs"] = runs
+        if op is not None:
+            fields["op"] = op
         if not ok:
             self._refuse()
 
@@ -177,6 +184,11 @@ class Cost:
                         *self.special_ops.values()])
 
     @property
+    def empty(self) -> bool:
+        """No counts at all (`Cost()`, the start of a sum)."""
+        return not any(getattr(self, k) for k in COUNTS)
+
+    @property
     def has_arithmetic(self) -> bool:
         return bool(self.flops or self.vector_flops or self.special_ops)
 
@@ -187,7 +199,8 @@ class Cost:
         merged: dict[str, Any] = {k: _merge(getattr(self, k), getattr(other, k)) for k in COUNTS}
         both = () if self.steps == () == other.steps else functools.partial(
             _concatenated, self, other)
-        return Cost(**merged, steps=both, name=name)
+        op = other.op if self.empty else self.op if other.empty else summed(self.op, other.op)
+        return Cost(**merged, steps=both, name=name, op=op)
 
     def __radd__(self, other: Any) -> Cost:
         if isinstance(other, (int, float)) and other == 0:  # lets sum(costs) work
@@ -210,7 +223,8 @@ class Cost:
         return Cost(**{k: _scale(getattr(self, k), factor) for k in COUNTS}, steps=repeated,
                     name=self.name, algorithm=self.algorithm,
                     least=None if self.least is None else self.least.scaled(factor, symbol),
-                    runs=None if self.runs is None else self.runs.scaled(factor, symbol))
+                    runs=None if self.runs is None else self.runs.scaled(factor, symbol),
+                    op=self.op)
 
     __rmul__ = __mul__
 
@@ -221,7 +235,7 @@ class Cost:
 
 # What Cost.__init__ leaves out: a count not given is read-only and empty
 for _field, _default in {**dict.fromkeys(COUNTS, _NONE), "steps": (), "name": "",
-                         "algorithm": None, "least": None, "runs": None}.items():
+                         "algorithm": None, "least": None, "runs": None, "op": None}.items():
     setattr(Cost, _field, _default)
 
 

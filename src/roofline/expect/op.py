@@ -24,6 +24,7 @@ from ..dtypes import dtype as lookup_dtype
 from ..evaluate import COMPUTE, SFU, VECTOR, Estimate, evaluate
 from ..hardware import Chip, System, load_chip
 from ..hardware.model import Efficiency
+from ..opid import Attention, LinearAttention
 from ..ops.collectives import GRAPH_KERNELS
 from ..serialize import jsonable
 from .physics import attention_kernel, tile_utilization
@@ -90,7 +91,7 @@ def dequant_family(weights: Any, cost: Cost) -> str | None:
     """The weight dtype family of a weight-only-quantized GEMM (int8 / int4 / fp4 weights
     dequantized into bf16 / fp16 math, as gpt-fast, torchao, Marlin and AWQ kernels do), or
     None: no weights named, not a GEMM, or weights already in the compute dtype's family."""
-    if weights is None or not cost.flops or attention_kernel(cost):
+    if weights is None or not cost.flops or isinstance(cost.op, Attention | LinearAttention):
         return None
     family = lookup_dtype(weights).peak
     computes = {lookup_dtype(dt).peak for dt in cost.flops}
@@ -136,10 +137,11 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
     derate: dict[str, Any] = {}
     applied: dict[str, Num] = {}
     if cost.flops:
-        util = tile_utilization(bound, chip)  # the op's shape: its own derivation's
-        attention = attention_kernel(cost)
-        linear = cost.name.startswith("linear attention")  # a chunked recurrence, not a GEMM
-        kind = "attention_bwd" if attention and "backward" in cost.name else (
+        util = tile_utilization(bound, chip)  # the op's shape: its typed record's
+        op = cost.op
+        attention = isinstance(op, Attention)
+        linear = isinstance(op, LinearAttention)  # a chunked recurrence, not a GEMM
+        kind = "attention_bwd" if isinstance(op, Attention) and op.backward else (
             "attention" if attention else "linear_attention" if linear else "matmul")
         for dt in cost.flops:
             peak = lookup_dtype(dt).peak

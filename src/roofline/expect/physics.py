@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import Expr, Sym
 from ..hardware import Chip
+from ..opid import Attention, Gemm
 
 GEMM_TILES = ((128, 128), (128, 256), (256, 128), (64, 128))  # CUTLASS / cuBLAS Hopper tiles
 ATTENTION_BLOCK_Q = 128  # FA2 / FA3 query rows per tile (FA3 d <= 128; d = 256 uses 128 too)
@@ -59,57 +59,35 @@ def units(chip: Chip) -> int | None:
     return None
 
 
-def symbols(cost: Cost) -> dict[str, Any]:
-    """The named quantities of a Cost's derivation (M, N, K; B, H, Lq, ...): first seen."""
-    found: dict[str, Any] = {}
-
-    def walk(e: Expr) -> None:
-        if isinstance(e, Sym):
-            found.setdefault(e.name, e.value)
-        for child in ("left", "right", "arg"):
-            if hasattr(e, child):
-                walk(getattr(e, child))
-
-    for term in cost.terms:
-        walk(term.expr)
-    return found
-
-
-ATTENTION_KERNELS = ("attention", "attention backward", "attention forward + backward",
-                     "mla attention", "mla")  # "mla (absorbed)": MLA decode over its latents
-
-
 def attention_kernel(cost: Cost) -> bool:
     """An attention kernel (flash / naive / decode, MHA or MLA, forward or backward), not the
-    output projection that shares its prefix ("attention output" is a weight GEMM)."""
-    return cost.name.split("(")[0].strip() in ATTENTION_KERNELS
+    output projection beside it (a weight GEMM)."""
+    return isinstance(cost.op, Attention)
 
 
 def tile_utilization(cost: Cost, chip: Chip) -> Any:
     """Wave utilization of the op's tiles on the chip's SMs (1 where it has no tile shape:
-    not a GEMM or attention, or a chip that does not count its units)."""
+    not a GEMM or attention, a grouped MoE GEMM, or a chip that does not count its units)."""
     n_units = units(chip)
-    sym = symbols(cost)
+    op = cost.op
     if not n_units or not cost.flops:
         return 1.0
-    if {"M", "N", "K"} <= set(sym):  # a (grouped / batched / repeated) GEMM
-        m, n, k = (np.asarray(sym[x], dtype=float) for x in "MNK")
+    if isinstance(op, Gemm) and not op.grouped:  # a (batched / repeated) GEMM
+        m, n, k = (np.asarray(x, dtype=float) for x in (op.m, op.n, op.k))
         total = sum(np.asarray(f, dtype=float) for f in cost.flops.values())
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore"):  # repeats run as one batch
             batch = np.where(m * n * k > 0, total / (2 * m * n * k), 1.0)
         return gemm_utilization(m, n, n_units, np.maximum(np.round(batch), 1.0))
-    if attention_kernel(cost) and {"B", "H", "Lq"} <= set(sym):
+    if isinstance(op, Attention):
         # a query block's rows beyond the last query are waste (Lq = 129 runs two blocks);
         # fewer queries than a block (decode) run one block each, their rows packed
-        heads = np.asarray(sym["B"]) * np.asarray(sym["H"])
-        blocks = np.asarray(sym["Lq"], dtype=float) / ATTENTION_BLOCK_Q
+        heads = np.asarray(op.batch) * np.asarray(op.heads)
+        blocks = np.asarray(op.q_len, dtype=float) / ATTENTION_BLOCK_Q
         slots = waves(heads * np.ceil(blocks), n_units) * n_units
         whole = heads * np.maximum(blocks, 1.0) / slots
-        if "Lkv" not in sym:
-            return whole
         # one query block per head (decode): the kernels split the keys over more tiles to
         # fill the machine (FlashDecoding, FlashInfer, FlashMLA, vLLM's paged attention v2)
-        return np.where(blocks <= 1.0, split_kv_utilization(heads, sym["Lkv"], n_units),
+        return np.where(blocks <= 1.0, split_kv_utilization(heads, op.kv_len, n_units),
                         whole)
     return 1.0
 

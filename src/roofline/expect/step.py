@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..cost import LINKS
+from ..cost import LINKS, Cost
 from ..derivation import Num, unwrap
 from ..hardware import Chip, System, load_chip
-from ..models import ModelAnalysis, Precision, StepOp
+from ..models import ModelAnalysis
 from ..models.schedule import NOT_HIDDEN
+from ..opid import Gemm
 from ..serialize import jsonable
 from .op import dequant_family, expected, source
 from .table import engine, figures, lookup, lookup_framework
@@ -102,7 +103,7 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
             total = total + np.asarray(op.t_lower_s) / fig.value
             continue
         one = expected(op.cost, chip, calibration, cuda_graphs=graphs,
-                       dequant=weight_only(a.precision, op))
+                       dequant=weight_only(op.cost))
         sources.update(one.sources)
         bound_one = np.asarray(one.bound.t_lower_s, dtype=float)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -127,12 +128,9 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
     return ExpectedStep(a, unwrap(t), unwrap(overhead), efficiency, sources)
 
 
-def weight_only(prec: Precision, op: StepOp) -> str | None:
+def weight_only(cost: Cost) -> str | None:
     """The weight dtype family of a weight-only-quantized GEMM (int8 / int4 / fp4 weights
     dequantized into bf16 / fp16 math, as gpt-fast, torchao, Marlin and AWQ kernels do), or
-    None: not a weight GEMM, or weights already in the compute dtype's family (fp8 x fp8)."""
-    if op.name in ("lm head", "embedding") and not prec.quantize_embeddings:
-        return None
-    weights = prec.expert_weights if prec.expert_weights and "expert" in op.name \
-        else prec.weights
-    return dequant_family(weights, op.cost)
+    None: not a GEMM, or weights already in the compute dtype's family (fp8 x fp8). The GEMM's
+    typed record carries its weights' dtype (the LM head's is the tables')."""
+    return dequant_family(cost.op.weight_dtype, cost) if isinstance(cost.op, Gemm) else None

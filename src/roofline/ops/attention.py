@@ -66,6 +66,7 @@ from ..dtypes import DType
 from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError
 from ..hardware import Chip
+from ..opid import Attention
 from ._common import size
 
 IMPLEMENTATIONS = ("naive", "flash", "decode")
@@ -128,6 +129,7 @@ def attention(
     name: str = "attention",
     chunk: Any = None,
     l2_bytes: Any = None,
+    mla: bool = False,
 ) -> Cost:
     """Attention cost; every size may be a numpy array (a sweep is one call).
 
@@ -223,7 +225,8 @@ def attention(
     # by position (flops, bytes, steps, name, vector_flops, special_ops): a hot op
     cost = Cost({x.peak: value(matmul_flops)}, {level: value(e) for level, e in levels.items()},
                 tuple(terms), name, {"fp32": value(softmax_flops - exps)},
-                {"exp": value(exps)})
+                {"exp": value(exps)},
+                op=Attention(value(B), value(H), value(Lq), value(Lkv), value(d), impl, mla=mla))
     return _spilled(cost, spill)
 
 
@@ -232,7 +235,7 @@ def _spilled(cost: Cost, spill: Quantity) -> Cost:
     a time moves (the expected time's `Cost.runs`): HBM carries the spill too."""
     if spill is not None and any_true(value(spill) > 0):
         runs = Cost(cost.flops, {**cost.bytes, "hbm": cost.bytes["hbm"] + value(spill)}, (),
-                    cost.name, cost.vector_flops, cost.special_ops)
+                    cost.name, cost.vector_flops, cost.special_ops, op=cost.op)
         object.__setattr__(cost, "runs", runs)  # made here: set once, as Cost.__init__ would
     return cost
 

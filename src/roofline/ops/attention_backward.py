@@ -33,6 +33,7 @@ from ..cost import Cost
 from ..derivation import Term, define, derived, note, steps, sym, value
 from ..dtypes import DType
 from ..dtypes import dtype as lookup_dtype
+from ..opid import Attention
 from ._common import size
 from .attention import _block_rows, _l2_spill, _spilled, score_pairs
 
@@ -90,4 +91,6 @@ def attention_backward(
     levels = {"hbm": hbm, **levels}
     return _spilled(Cost({x.peak: value(gemm)}, {k: value(v) for k, v in levels.items()},
                          tuple(terms), "attention backward", {"fp32": value(vector)},
-                         {"exp": value(exps)}), spill)
+                         {"exp": value(exps)},
+                         op=Attention(value(B), value(H), value(Lq), value(Lkv), value(d),
+                                      "flash", "backward")), spill)

@@ -22,6 +22,7 @@ from ..dtypes import DType
 from ..dtypes import dtype as lookup_dtype
 from ..errors import unknown
 from ..hardware import Chip
+from ..opid import OpKind, Plain
 from ._common import size
 from .params import OpDecl, Param, dtype_params
 
@@ -91,7 +92,7 @@ def elementwise(
         None, {"hbm": value(hbm)},
         steps(("FLOPs", flops), *(transcendentals if spec.special else []), ("HBM bytes", hbm)),
         kind, {c.peak: value(flops - special)},
-        {"exp": value(special)} if spec.special else None)
+        {"exp": value(special)} if spec.special else None, op=Plain(OpKind.ELEMENTWISE, kind))
 
 
 def _preset_counts(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from ..cost import Cost
 from ..derivation import derived, steps, sym, value
 from ..dtypes import DType
 from ..dtypes import dtype as lookup_dtype
+from ..opid import EMBEDDING
 from ._common import size
 
 
@@ -21,4 +22,5 @@ def embedding_lookup(tokens: Any, hidden: Any, weight_dtype: str | DType = "bf16
     T, h = size("T", tokens, "tokens"), size("h", hidden, "hidden")
     hbm = T * h * (sym("s_w", lookup_dtype(weight_dtype).bytes) + sym("s_x", lookup_dtype(
         dtype).bytes))
-    return Cost(None, {"hbm": value(hbm)}, steps(("HBM bytes", hbm)), "embedding")  # by position
+    return Cost(None, {"hbm": value(hbm)}, steps(("HBM bytes", hbm)), "embedding",
+                op=EMBEDDING)  # by position

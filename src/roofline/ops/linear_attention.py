@@ -35,6 +35,7 @@ from ..derivation import Num, Quantity, Term, call, define, derived, numeric, st
 from ..dtypes import DType
 from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError, unknown
+from ..opid import LinearAttention
 from ._common import size
 from .params import OpDecl, Param, dtype_params
 
@@ -133,7 +134,8 @@ def linear_attention(
                    ("intra-chunk FLOPs", intra_flops), ("convolution FLOPs", conv_flops),
                    ("FLOPs", flops), ("input/output bytes", io), ("HBM bytes", hbm))
     return Cost(flops={x.peak: _value(flops)}, bytes={"hbm": _value(hbm)}, steps=tuple(terms),
-                name=name if name != "linear attention" else f"linear attention ({kind})")
+                name=name if name != "linear attention" else f"linear attention ({kind})",
+                op=LinearAttention(value(B), value(H), value(Lq), kind))
 
 
 def _value(e: Quantity) -> Num:

@@ -23,6 +23,7 @@ from ..derivation import call, derived, maximum, steps, sym, value
 from ..dtypes import DType, operand_dtypes
 from ..errors import RooflineError
 from ..hardware import Chip
+from ..opid import Gemm
 from ..units import parse_bytes
 from ._common import size
 from .params import OpDecl, Param, dtype_params
@@ -52,9 +53,10 @@ def matmul(
     sx, sw, so = sym("s_x", x.bytes), sym("s_w", w.bytes), sym("s_o", o.bytes)
     flops = 2 * M * N * K
     hbm = M * K * sx + K * N * sw + M * N * so
+    op = Gemm(value(M), value(N), value(K), w.name)
     if warm_l2_bytes is None:
         return Cost({c.peak: value(flops)}, {"hbm": value(hbm)},  # flops, bytes, steps, name
-                    steps(("FLOPs", flops), ("HBM bytes", hbm)), name)
+                    steps(("FLOPs", flops), ("HBM bytes", hbm)), name, op=op)
     operands = hbm  # every operand byte once, through L2; what L2 cannot hold from HBM
     beyond = call("at_least_0", lambda v: maximum(v, 0.0),
                   operands - size("L2", warm_l2_bytes, "warm_l2"))
@@ -62,7 +64,7 @@ def matmul(
                 bytes={"hbm": value(beyond), "l2": value(operands)},
                 steps=steps(("FLOPs", flops), ("operand bytes (L2)", operands),
                             ("HBM bytes beyond what L2 keeps warm", beyond)),
-                name=name)
+                name=name, op=op)
 
 
 def gemv(k: object, n: object, dtype: str | DType = "bf16",

@@ -50,13 +50,14 @@ def mla_attention(
         rope = size("rope", qk_rope_dim, "qk_rope_dim")
         return attention(batch, q_len, kv_len, heads, 1, value(r) + value(rope), value(r), causal,
                          None, kernel, dtype, kv_dtype, out_dtype, sram_bytes,
-                         block_q, kv_shared=True, name="mla (absorbed)", l2_bytes=l2_bytes)
+                         block_q, kv_shared=True, name="mla (absorbed)", l2_bytes=l2_bytes,
+                         mla=True)
     if form == "expanded":
         nope = size("nope", qk_nope_dim, "qk_nope_dim")
         rope = size("rope", qk_rope_dim, "qk_rope_dim")
         return attention(batch, q_len, kv_len, heads, heads, value(nope) + value(rope),
                          v_head_dim, causal, None, kernel, dtype, kv_dtype, out_dtype,
-                         sram_bytes, block_q, name="mla (expanded)", l2_bytes=l2_bytes)
+                         sram_bytes, block_q, name="mla (expanded)", l2_bytes=l2_bytes, mla=True)
     raise RooflineError(f"unknown MLA form {form!r} (allowed: absorbed, expanded)")
 
 

@@ -39,6 +39,7 @@ from ..cost import Cost
 from ..derivation import Quantity, derived, steps, sym, value
 from ..dtypes import DType, operand_dtypes
 from ..errors import RooflineError
+from ..opid import Gemm
 from ._common import shown, size, whole
 from .params import OpDecl, Param, dtype_params
 
@@ -71,6 +72,7 @@ def batched_matmul(
         bytes={"hbm": value(hbm)},
         steps=steps(("FLOPs", flops), ("HBM bytes", hbm)),
         name="batched_matmul",
+        op=Gemm(value(M), value(N), value(K), w.name, value(B)),
     )
 
 
@@ -163,6 +165,8 @@ def grouped_matmul(
         bytes={"hbm": value(hbm)},
         steps=steps(("FLOPs", flops), ("touched experts", touched_term), ("HBM bytes", hbm)),
         name="grouped_matmul",
+        # one GEMM per touched expert, over the tokens it was routed (on average)
+        op=Gemm(value(T * TOPK / E_t), value(N), value(K), w.name, value(E_t), grouped=True),
     )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from ..cost import Cost
 from ..derivation import derived, steps, sym, value
 from ..dtypes import dtype as lookup_dtype
+from ..opid import OpKind, Plain
 from ._common import size
 
 ADAM_FLOPS_PER_PARAM = 12.0
@@ -35,4 +36,5 @@ def adam_update(params: Any, state_dtype: str = "fp32", grad_dtype: str = "bf16"
     # the vector units, and one square root per parameter on the special-function units
     return Cost(vector_flops={peak: value(flops - P)}, special_ops={"sqrt": value(P)},
                 bytes={"hbm": value(hbm)},
-                steps=steps(("FLOPs", flops), ("HBM bytes", hbm)), name="adam update")
+                steps=steps(("FLOPs", flops), ("HBM bytes", hbm)), name="adam update",
+                op=Plain(OpKind.OPTIMIZER, "adam"))

@@ -40,6 +40,7 @@ from ..cost import Cost
 from ..derivation import Quantity, call, derived, steps, sym, value
 from ..dtypes import DType, operand_dtypes
 from ..errors import RooflineError
+from ..opid import Gemm
 from ._common import shown, size
 from .params import OpDecl, Param, dtype_params
 
@@ -127,6 +128,7 @@ def tiled_matmul(
         steps=steps(("FLOPs", flops), *compulsory, (f"{label} bytes", tiles),
                     ("SRAM bytes", sram)),
         name="tiled_matmul",
+        op=Gemm(value(M), value(N), value(K), w.name),
     )
 
 

@@ -1,0 +1,98 @@
+"""What an op is, typed: a record set where the op builds its Cost (`Cost.op`) and read by the
+forecast (`roofline.expect`), which never parses an op's display name or its derivation.
+
+One record per kind of kernel the forecast treats apart (a collective is known by its
+`Cost.algorithm` and links). Shape fields are per call (one GEMM
+of a grouped or batched product, one attention call) and may hold numpy arrays, as the Cost's
+counts do; a Cost repeated (`Cost.scaled`) keeps its record, a sum of two Costs keeps the
+first's only where both carry the same kind of kernel (`summed`), and a sum with an empty
+Cost (`sum(costs, Cost())`) keeps the other's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class OpKind(StrEnum):
+    GEMM = "gemm"  # a dense, batched or grouped (MoE) matrix product
+    ATTENTION = "attention"  # a softmax attention kernel: flash, naive or decode; MHA/GQA/MLA
+    LINEAR_ATTENTION = "linear_attention"  # a chunked recurrence (Gated DeltaNet, Mamba-2)
+    ELEMENTWISE = "elementwise"  # norms, activations, residual adds, rotary, softmax
+    EMBEDDING = "embedding"  # a table lookup
+    OPTIMIZER = "optimizer"  # a parameter update
+
+
+@dataclass(frozen=True, slots=True)
+class Gemm:
+    """One product X[M,K] x W[K,N] (`groups`: products in one call, e.g. a batched matmul's
+    batch; a grouped MoE GEMM's M is the routed tokens over all its experts)."""
+
+    m: Any
+    n: Any
+    k: Any
+    weight_dtype: str  # the W operand's dtype: a narrower one than the math is dequantized
+    groups: Any = 1.0
+    grouped: bool = False  # an MoE grouped GEMM: `groups` experts, M tokens each on average
+
+    kind = OpKind.GEMM
+
+
+@dataclass(frozen=True, slots=True)
+class Attention:
+    """One attention call over `batch` sequences of `heads` query heads: `q_len` new queries
+    against `kv_len` keys. `passes`: "forward", "backward" or "forward + backward"; `impl`:
+    flash, naive or decode; `mla`: multi-head latent attention (DeepSeek)."""
+
+    batch: Any
+    heads: Any
+    q_len: Any
+    kv_len: Any
+    head_dim: Any
+    impl: str
+    passes: str = "forward"
+    mla: bool = False
+
+    kind = OpKind.ATTENTION
+
+    @property
+    def backward(self) -> bool:
+        return self.passes != "forward"
+
+
+@dataclass(frozen=True, slots=True)
+class LinearAttention:
+    """A chunked linear-attention mixer (`mixer`: gated_deltanet, mamba2, ...)."""
+
+    batch: Any
+    heads: Any
+    q_len: Any
+    mixer: str
+
+    kind = OpKind.LINEAR_ATTENTION
+
+
+@dataclass(frozen=True, slots=True)
+class Plain:
+    """A kernel the forecast times by its roofs alone: elementwise, embedding, optimizer."""
+
+    kind: OpKind
+    what: str = ""  # its own name (rmsnorm, swiglu, adam, ...)
+
+
+OpId = Gemm | Attention | LinearAttention | Plain
+EMBEDDING = Plain(OpKind.EMBEDDING, "embedding")
+
+
+def summed(a: OpId | None, b: OpId | None) -> OpId | None:
+    """The record of two calls of one kind of kernel run one after another (packed sequences
+    of different lengths, attention forward then backward): the first call's, the passes
+    joined; two kinds of kernel are no single kernel (None)."""
+    if type(a) is not type(b) or a is None:
+        return None
+    if isinstance(a, Attention) and isinstance(b, Attention) and a.passes != b.passes:
+        return Attention(a.batch, a.heads, a.q_len, a.kv_len, a.head_dim, a.impl,
+                         f"{a.passes} + {b.passes}", a.mla)
+    return a
