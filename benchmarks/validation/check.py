@@ -4,9 +4,12 @@
     python benchmarks/validation/check.py --rows   # every row
     python benchmarks/validation/check.py --fit    # per kind and chip: the median measured /
                                                    # bound on the fit half (the figures fitted)
+    python benchmarks/validation/check.py --intervals  # write the forecast's 80% bands
+                                                   # (src/roofline/expect/intervals.json)
 
 Per kind: rows, median |measured/expected − 1| over all rows, over the fit half and over the
-held-out half, and the largest measured/bound (a bound a measurement beats is a bug: it must
+held-out half, how often the forecast's 80% interval held on the held-out half, and the
+largest measured/bound (a bound a measurement beats is a bug: it must
 stay <= 1.03). Measured/expected is measured speed over expected speed. The halves are a fixed
 split by a hash of the row id (`held_out`): the fitted figures were fitted on the fit half
 only, so the held-out error is what a new measurement should expect.
@@ -16,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
+import math
 import statistics
 import sys
 from collections.abc import Iterable
@@ -42,25 +47,89 @@ def median(values: Iterable[float]) -> float:
     return statistics.median(v) if v else float("nan")
 
 
-def summary(scored: list[cases.Scored]) -> list[tuple[str, int, float, float, float, float]]:
-    """Per kind (then 'all'): rows, median error (all, fit half, held out), max measured/bound."""
+def summary(scored: list[cases.Scored]
+            ) -> list[tuple[str, int, float, float, float, float, float]]:
+    """Per kind (then 'all'): rows, median error (all, fit half, held out), the held-out
+    coverage of the 80% interval, max measured/bound."""
     kinds = list(dict.fromkeys(r.kind for r in scored))
+    bands = intervals(scored)
     out = []
     for kind in [*kinds, "all"]:
         rs = [r for r in scored if kind in ("all", r.kind)]
         out.append((kind, len(rs), median(map(error, rs)),
                     median(error(r) for r in rs if not held_out(r.id)),
                     median(error(r) for r in rs if held_out(r.id)),
+                    bands[kind]["held_out_coverage"] if kind in bands else
+                    coverage([r for r in rs if held_out(r.id)], bands),
                     max(r.bound for r in rs)))
     return out
 
 
 def table(scored: list[cases.Scored]) -> str:
     lines = ["| kind | rows | median \\|measured/expected − 1\\| | fit half | held-out half "
-             "| max measured/bound |", "|---|---:|---:|---:|---:|---:|"]
-    lines += [f"| {k} | {n} | {100 * e:.1f}% | {100 * f:.1f}% | {100 * h:.1f}% | {b:.2f} |"
-              for k, n, e, f, h, b in summary(scored)]
+             "| 80% interval held (held-out) | max measured/bound |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    lines += [f"| {k} | {n} | {100 * e:.1f}% | {100 * f:.1f}% | {100 * h:.1f}% | "
+              f"{100 * c:.0f}% | {b:.2f} |" for k, n, e, f, h, c, b in summary(scored)]
     return "\n".join(lines)
+
+
+# --- the forecast's 80% interval (roofline.expect.interval) ----------------------------------
+
+FEWEST = 9  # rows a kind needs for its own band: ranks 1 and 9 of 9 bound the 10th-90th
+
+
+def log_ratio(r: cases.Scored) -> float:
+    """log(measured time / expected time): r.expected is measured over expected speed."""
+    return -math.log(r.expected)
+
+
+def band(ratios: list[float]) -> tuple[float, float] | None:
+    """The split-conformal 10th and 90th percentile of log ratios: the ⌊0.1(n+1)⌋-th and
+    ⌈0.9(n+1)⌉-th smallest (None: too few rows for both ranks)."""
+    ordered, n = sorted(ratios), len(ratios)
+    lo, hi = math.floor(0.1 * (n + 1)), math.ceil(0.9 * (n + 1))
+    return (ordered[lo - 1], ordered[hi - 1]) if lo >= 1 and hi <= n else None
+
+
+def coverage(rows: list[cases.Scored], bands: dict[str, dict[str, float]]) -> float:
+    """The share of `rows` whose measured time falls inside their kind's band."""
+    if not rows:
+        return float("nan")
+    inside = 0
+    for r in rows:
+        b = bands.get(r.kind, bands["all"])
+        inside += math.log(b["p10_ratio"]) <= log_ratio(r) <= math.log(b["p90_ratio"])
+    return inside / len(rows)
+
+
+def intervals(scored: list[cases.Scored]) -> dict[str, dict[str, float]]:
+    """Per kind with enough fit-half rows (and 'all'): the band as ratios of measured /
+    expected time, its fit-half rows and its coverage of the kind's held-out half."""
+    out: dict[str, dict[str, float]] = {}
+    kinds = [*dict.fromkeys(r.kind for r in scored), "all"]
+    for kind in kinds:
+        rs = [r for r in scored if kind in ("all", r.kind)]
+        b = band([log_ratio(r) for r in rs if not held_out(r.id)])
+        if b is None:
+            continue
+        held = [r for r in rs if held_out(r.id)]
+        inside = [b[0] <= log_ratio(r) <= b[1] for r in held]
+        out[kind] = {"p10_ratio": math.exp(b[0]), "p90_ratio": math.exp(b[1]),
+                     "rows": sum(not held_out(r.id) for r in rs),
+                     "held_out_coverage": sum(inside) / len(inside) if inside else float("nan")}
+    return out
+
+
+def write_intervals(scored: list[cases.Scored]) -> Path:
+    path = Path(__file__).resolve().parents[2] / "src/roofline/expect/intervals.json"
+    data = {"about": "80% bands of the expected time: measured / expected time, split-conformal "
+                     "10th and 90th percentile over the fit half of benchmarks/validation; "
+                     "written by `python benchmarks/validation/check.py --intervals`",
+            "kinds": {k: {key: round(v, 6) for key, v in b.items()}
+                      for k, b in intervals(scored).items()}}
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,8 +137,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", action="store_true", help="print every row")
     parser.add_argument("--fit", action="store_true", help="median measured/bound of the fit "
                         "half per kind and chip")
+    parser.add_argument("--intervals", action="store_true", help="write the 80%% bands of the "
+                        "expected time (src/roofline/expect/intervals.json)")
     args = parser.parse_args(argv)
     scored, skipped = cases.scored()
+    if args.intervals:
+        print(f"wrote {write_intervals(scored)}")
     if args.rows:
         for r in sorted(scored, key=lambda r: (r.kind, r.id)):
             half = "held-out" if held_out(r.id) else "fit"

@@ -38,12 +38,14 @@ CHUNK_POINTS = 1 << 17  # points per vectorized call: 1 MB per full-grid array k
 EXPECT_CHUNK_POINTS = 1 << 14  # with `expect`: the per-op arrays of ~40 ops per point
 CONFIG_COLUMNS = ("hardware", "tp", "pp", "dp", "ep", "chips", "weight_dtype", "kv_dtype")
 POINT_COLUMNS = ("t_lower_s", "t_upper_s", "tokens_per_s", "mfu", "memory_bytes", "fits")
-EXPECTED_COLUMNS = ("expected_t_s", "expected_tokens_per_s", "expected_mfu")
+EXPECTED_COLUMNS = ("expected_t_s", "expected_t_s_p10", "expected_t_s_p90",
+                    "expected_tokens_per_s", "expected_mfu")
 ORDER = [*CONFIG_COLUMNS, "batch", "length", "t_lower_s", "t_upper_s", "tokens_per_s",
          "bound", "mfu", "memory_bytes", "fits"]
 EXPECTED_ORDER = [*CONFIG_COLUMNS, "batch", "length", "t_lower_s", "expected_t_s",
-                  "t_upper_s", "tokens_per_s", "expected_tokens_per_s", "bound", "mfu",
-                  "expected_mfu", "memory_bytes", "fits"]  # each expected beside its bound
+                  "expected_t_s_p10", "expected_t_s_p90", "t_upper_s", "tokens_per_s",
+                  "expected_tokens_per_s", "bound", "mfu", "expected_mfu", "memory_bytes",
+                  "fits"]  # each expected beside its bound
 
 
 def configurations(hardware: Sequence[str], tp: Sequence[int] = (1,), pp: Sequence[int] = (1,),
@@ -100,9 +102,12 @@ class Piece:
         values = {"t_lower_s": s.t_lower_s, "t_upper_s": s.t_upper_s,
                   "tokens_per_s": s.tokens_per_s, "mfu": s.mfu,
                   "memory_bytes": s.memory_bytes, "fits": s.fits}
-        if e is not None:
-            values.update({"expected_t_s": e.t_s, "expected_tokens_per_s": e.tokens_per_s,
-                           "expected_mfu": e.mfu})
+        if e is not None:  # with its 80% interval (roofline.expect.interval)
+            f = e.figures()
+            values.update({"expected_t_s": f["t_s"], "expected_t_s_p10": f["t_s_p10"],
+                           "expected_t_s_p90": f["t_s_p90"],
+                           "expected_tokens_per_s": f["tokens_per_s"],
+                           "expected_mfu": f["mfu"]})
         return values
 
 

@@ -56,9 +56,8 @@ def op_expected(cost: Any, chip: Chip, args: argparse.Namespace, extra: dict[str
     e = expected(cost, chip, calibration(args), kernel=kernel,
                  dequant=dequant_family(getattr(args, "weight_dtype", None), cost))
     rates = {k: v for k, v in extra.items() if k in ("algbw_Bps", "busbw_Bps") and v}
-    data = e.to_dict()
-    data.update({k: v / float(e.slowdown) for k, v in rates.items()})
-    return data, expected_text(e, rates)
+    data = e.to_dict(rates)
+    return data, expected_text(e, data, rates)
 
 
 def step_expected(analysis: Any, chip: Chip, args: argparse.Namespace
@@ -67,4 +66,5 @@ def step_expected(analysis: Any, chip: Chip, args: argparse.Namespace
     from ..render.model import expected_lines
 
     e = expected_step(analysis, chip, calibration(args))
-    return e.to_dict(), "\n".join(expected_lines(e))
+    data = e.to_dict()
+    return data, "\n".join(expected_lines(e, data))

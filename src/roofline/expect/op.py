@@ -27,6 +27,7 @@ from ..hardware.model import Efficiency
 from ..opid import Attention, LinearAttention
 from ..ops.collectives import GRAPH_KERNELS
 from ..serialize import jsonable
+from .interval import op_kind, spread
 from .physics import attention_kernel, tile_utilization
 from .table import figures, lookup
 
@@ -61,14 +62,37 @@ class Expected:
             b = np.asarray(self.bound.t_lower_s, dtype=float)
             return unwrap(np.where(b > 0, np.asarray(self.t_s) / b, 1.0))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, rates: Mapping[str, Num] | None = None) -> dict[str, Any]:
+        """The JSON block, each figure with its 80% interval (`rates`: the op's own rates at
+        the bound, such as a collective's algbw_Bps and busbw_Bps, given at the expected
+        pace too)."""
         data: dict[str, Any] = {"t_s": self.t_s, "bound_t_s": self.bound.t_lower_s,
                                 "overhead_s": self.overhead_s,
                                 "efficiency": dict(self.efficiency),
                                 "sources": dict(self.sources), "bound": self.derated.bound}
         if self.bound.cost.has_arithmetic:
             data["flops_per_s"] = self.flops_per_s
-        return dict(jsonable(data))
+        for key, value in (rates or {}).items():
+            data[key] = unwrap(np.asarray(value) / np.asarray(self.slowdown))
+        return dict(jsonable(spread(data, self.bound.t_lower_s, self.kind)))
+
+    @property
+    def kind(self) -> str:
+        """The kind of published rows whose spread around their forecasts gives the 80%
+        interval (interval.op_kind)."""
+        return op_kind(self.bound.cost)
+
+    def interval(self, figure: str = "t_s") -> tuple[Num, Num]:
+        """The 10th and 90th percentile of what `figure` (t_s, flops_per_s) will measure.
+
+        >>> from roofline.ops.matmul import matmul
+        >>> e = expected(matmul(4096, 4096, 4096), "h100")
+        >>> lo, hi = e.interval()
+        >>> bool(e.bound.t_lower_s <= lo <= e.t_s <= hi)
+        True
+        """
+        data = self.to_dict()
+        return data[f"{figure}_p10"], data[f"{figure}_p90"]
 
 
 def describe(sources: Mapping[str, str]) -> str:

@@ -22,6 +22,7 @@ from ..models import ModelAnalysis
 from ..models.schedule import NOT_HIDDEN
 from ..opid import Gemm
 from ..serialize import jsonable
+from .interval import STEP_KINDS, spread
 from .op import dequant_family, expected, source
 from .table import engine, figures, lookup, lookup_framework
 
@@ -63,12 +64,37 @@ class ExpectedStep:
         a = self.analysis
         return unwrap(np.asarray(a.mfu) * np.asarray(a.t_lower_s) / np.asarray(self.t_s))
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(jsonable({
+    @property
+    def kind(self) -> str:
+        """The kind of published rows whose spread gives the 80% interval (train, decode,
+        prefill; a continuous-batching iteration: serving)."""
+        return STEP_KINDS[self.analysis.phase.kind]
+
+    def figures(self) -> dict[str, Any]:
+        """Every expected figure with its 80% interval (`X_p10`, `X_p90`), as numbers or
+        arrays (a sweep's)."""
+        return spread({
             "t_s": self.t_s, "bound_t_s": self.analysis.t_lower_s, "ttft_s": self.ttft_s,
             "tpot_s": self.tpot_s, "tokens_per_s": self.tokens_per_s,
             "flops_per_s": self.flops_per_s, "mfu": self.mfu, "overhead_s": self.launch_s,
-            "efficiency": self.efficiency, "sources": self.sources}))
+            "efficiency": self.efficiency, "sources": self.sources},
+            self.analysis.t_lower_s, self.kind)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(jsonable(self.figures()))
+
+    def interval(self, figure: str = "t_s") -> tuple[Num, Num]:
+        """The 10th and 90th percentile of what `figure` (t_s, tpot_s, tokens_per_s, ...)
+        will measure.
+
+        >>> from roofline.models import analyze, decode
+        >>> e = expected_step(analyze("llama-3-8b", "h100", decode(batch=8, context=4096)))
+        >>> lo, hi = e.interval("tpot_s")
+        >>> bool(e.analysis.t_lower_s <= lo <= e.tpot_s <= hi)
+        True
+        """
+        data = self.figures()
+        return data[f"{figure}_p10"], data[f"{figure}_p90"]
 
 
 def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,

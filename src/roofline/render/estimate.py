@@ -265,19 +265,35 @@ def derivation_lines(r: OpPoint) -> list[str]:
             f"{bound_kind(r.bound)}); t_upper = sum = {format_time(r.t_upper_s)}"]
 
 
-def expected_text(e: Any, extra: dict[str, Any] | None = None) -> str:
-    """The bound and the expected time side by side (roofline.expect.Expected); `extra` the
-    op's own rates (algbw / busbw) at the bound, shown at both."""
+def expected_text(e: Any, data: dict[str, Any], extra: dict[str, Any] | None = None) -> str:
+    """The bound and the expected time side by side (roofline.expect.Expected), with the
+    expected figures' 80% interval (`data`: its JSON block); `extra` the op's own rates
+    (algbw / busbw) at the bound, shown at both."""
     from ..expect import WHAT, describe
 
-    rows = [["time", seconds(e.bound.t_lower_s), seconds(e.t_s)]]
+    def expected(key: str, show: Any) -> list[str]:
+        return [show(data[key]), f"{show(data[key + '_p10'])} – {show(data[key + '_p90'])}"]
+
+    rows = [["time", seconds(e.bound.t_lower_s), *expected("t_s", seconds)]]
     if e.bound.cost.has_arithmetic:
         rows.append(["FLOP/s", _num(e.bound.attainable_flops_per_s, "FLOP/s"),
-                     _num(e.flops_per_s, "FLOP/s")])
+                     *expected("flops_per_s", lambda v: _num(v, "FLOP/s"))])
     for key, value in (extra or {}).items():
-        rows.append([key, _num(value, "B/s"), _num(value / float(e.slowdown), "B/s")])
+        rows.append([key, _num(value, "B/s"), *expected(key, lambda v: _num(v, "B/s"))])
     effs = ", ".join(f"{k} {100 * float(v):.1f}%" for k, v in e.efficiency.items())
     return "\n".join([f"bound and expected ({WHAT} {describe(e.sources)})",
-                      text.table(["", "bound", "expected"], rows),
+                      text.table(["", "bound", "expected", "80% interval"], rows),
+                      interval_note(data["interval"]),
                       f"efficiency applied: {effs or 'none'}; overhead "
                       f"{seconds(e.overhead_s)} (launch, collective calls)"])
+
+
+def interval_note(band: dict[str, Any]) -> str:
+    """Where the 80% interval came from, in one line."""
+    kind = band["kind"]
+    rows = f"{band['rows']} published {kind} rows" if kind != "all" else \
+        f"{band['rows']} published rows of every kind (too few of this one)"
+    return (f"80% interval: measured/expected time of {rows} spans "
+            f"{band['p10_ratio']:.2f}-{band['p90_ratio']:.2f}x (held on "
+            f"{100 * band['held_out_coverage']:.0f}% of the held-out half); never below the "
+            "bound")

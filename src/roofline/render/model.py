@@ -219,19 +219,28 @@ def mfu_text(r: MFUResult) -> str:
 
 
 
-def expected_lines(e: Any) -> list[str]:
-    """The step's bound and expected time side by side (roofline.expect.ExpectedStep)."""
+def expected_lines(e: Any, data: dict[str, Any]) -> list[str]:
+    """The step's bound and expected time side by side (roofline.expect.ExpectedStep), with
+    the expected figures' 80% interval (`data`: its JSON block)."""
     from ..expect import WHAT, describe
+    from .estimate import interval_note
 
     a = e.analysis
-    rows = [["step time", seconds(a.t_lower_s), seconds(e.t_s)],
-            ["tokens/s", si()(a.tokens_per_s), si()(e.tokens_per_s)],
-            ["MFU", f"{100 * float(a.mfu):.1f}%", f"{100 * float(e.mfu):.1f}%"]]
+    percent = lambda v: f"{100 * float(v):.1f}%"  # noqa: E731
+
+    def row(label: str, bound: Any, key: str, show: Any) -> list[str]:
+        return [label, show(bound), show(data[key]),
+                f"{show(data[key + '_p10'])} – {show(data[key + '_p90'])}"]
+
+    rows = [row("step time", a.t_lower_s, "t_s", seconds),
+            row("tokens/s", a.tokens_per_s, "tokens_per_s", si()),
+            row("MFU", a.mfu, "mfu", percent)]
     if e.ttft_s is not None:
-        rows.append(["TTFT", seconds(a.ttft_s), seconds(e.ttft_s)])
+        rows.append(row("TTFT", a.ttft_s, "ttft_s", seconds))
     if e.tpot_s is not None:
-        rows.append(["TPOT", seconds(a.tpot_s), seconds(e.tpot_s)])
+        rows.append(row("TPOT", a.tpot_s, "tpot_s", seconds))
     effs = ", ".join(f"{k} {100 * float(np.mean(v)):.1f}%" for k, v in e.efficiency.items())
     return [f"bound and expected ({WHAT} {describe(e.sources)})",
-            text.table(["", "bound", "expected"], rows),
+            text.table(["", "bound", "expected", "80% interval"], rows),
+            interval_note(data["interval"]),
             f"efficiency (time-weighted over the step): {effs}"]

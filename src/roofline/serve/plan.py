@@ -210,6 +210,12 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
     columns = {k: np.concatenate([g.get(k, np.zeros(g["running"].size)) for g in groups])
                for k in keys}
     _derive(columns, workload, prices or {}, engines)
+    if expect:  # the 80% interval of each expected figure: TTFT as prefill steps measured,
+        # the rest as serving runs (roofline.expect.interval)
+        from ..expect.interval import columns as intervals
+
+        columns.update(intervals(columns, {"ttft_s": "prefill", "tpot_s": "serving",
+                                           "output_tokens_per_s": "serving"}))
     shown = set(columns["hardware"].tolist())
     tdp = {e.chip.id: {"tdp_w": e.chip.tdp_w, "source": e.chip.tdp_source,
                        "estimated": e.chip.tdp_estimated} for e, _ in engines
