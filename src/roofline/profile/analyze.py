@@ -9,6 +9,7 @@ its own row. Every mapped row is bounded by the one evaluator and forecast by
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from .mapping import OP_CLASSES, Unmapped, Work, compute_dtype, map_kernel
 from .result import ClassRow, Gap, KernelRow, Profile, Summary
 from .sources import trace_file
 from .timeline import length, merged, overlap
+from ..units import format_time
 
 TOP_GAPS = 10
 FUSED = ELEMENTWISE_LEVERS[0]  # the lever that needs only the Cost
@@ -151,7 +153,8 @@ def _levers(work: Work, cost: Cost, chip: Chip) -> tuple[str, ...]:
         rows = what_if(fn, kwargs, chip, levers, evaluate(cost, chip))
     except RooflineError:
         return ()
-    return tuple(f"{r.label}: bound {r.t_lower_s:.3g} s ({r.speedup:.3g}x)"
+    return tuple(f"{r.label}: bound {format_time(r.t_lower_s)}"
+                 + (f" ({r.speedup:.3g}x)" if math.isfinite(r.speedup) else "")
                  for r in rows if r.speedup > 1.001)
 
 
