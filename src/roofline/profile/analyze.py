@@ -122,8 +122,10 @@ def _row(group: list[Kernel], chip: Chip, on: Chip | None, cache: _Cache
     except RooflineError as exc:  # e.g. a collective on a chip without that link
         return KernelRow(op=mapped.label, op_class="unmapped", bound_s=None, expected_s=None,
                          bound="", flops=None, bytes=None, reason=str(exc), **common), None, None
+    # what the op moves: a collective's buffer; else its operands' and outputs' bytes (all
+    # pass L2 in `through_l2`, only part cross HBM)
     moved = mapped.link_bytes if mapped.link_bytes is not None else \
-        float(sum(float(b) for b in cost.bytes.values()))
+        max((float(b) for b in cost.bytes.values()), default=0.0)
     return KernelRow(op=mapped.label, op_class=mapped.op_class, bound_s=bound,
                      expected_s=forecast, bound=resource, flops=_flops(cost), bytes=moved,
                      on_bound_s=on_figures[0], on_expected_s=on_figures[1], note=mapped.note,

@@ -203,8 +203,11 @@ def read_kineto(path: str | Path) -> KinetoTrace:
     gpu = [e for e in events if e[0] == "gpu"]
     runtime = {e[1]: e for e in events if e[0] == "runtime"}
     cpu = [e for e in events if e[0] == "cpu"]
-    steps = sorted((Step(e[1], e[2] * 1e-6, (e[2] + e[3]) * 1e-6) for e in events
-                    if e[0] == "step"), key=lambda s: s.start_s)
+    # times from the first GPU activity: absolute microsecond clocks (~1e15) in seconds would
+    # keep too few digits for a kernel's microseconds
+    base = min((e[3] for e in gpu), default=0.0)
+    steps = sorted((Step(e[1], (e[2] - base) * 1e-6, (e[2] + e[3] - base) * 1e-6)
+                    for e in events if e[0] == "step"), key=lambda s: s.start_s)
     del events
     launcher = _launchers(cpu, runtime)
     ops: dict[int, CpuOp] = {}
@@ -220,8 +223,8 @@ def read_kineto(path: str | Path) -> KinetoTrace:
                 c = cpu[op_index]
                 op = ops[op_index] = CpuOp(op_index, c[1], c[6], c[7], c[8])
         comm = comm or (op.comm if op is not None else None)
-        kernels.append(Kernel(name, category, start * 1e-6, dur * 1e-6, stream, device,
-                              (launch[2] if launch else start) * 1e-6, op,
+        kernels.append(Kernel(name, category, (start - base) * 1e-6, dur * 1e-6, stream, device,
+                              ((launch[2] if launch else start) - base) * 1e-6, op,
                               comm if isinstance(comm, Comm) else None, nbytes))
     kernels.sort(key=lambda k: k.start_s)
     devices = {k.device for k in kernels}
