@@ -297,7 +297,7 @@ def test_cpu_only_trace_recorded_with_torch(tmp_path: Path) -> None:
         (a @ a).relu().sum()
     path = tmp_path / "cpu.json"
     prof.export_chrome_trace(str(path))
-    with pytest.raises(RooflineError, match="no GPU kernels.*CPU-only"):
+    with pytest.raises(RooflineError, match=r"no GPU kernels.*CPU-only"):
         profile(path, hw="h100")
 
 

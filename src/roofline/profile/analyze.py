@@ -23,6 +23,7 @@ from ..levers import ELEMENTWISE_LEVERS, levers_for, what_if
 from ..ops.attention import attention
 from ..ops.collectives import collective
 from ..ops.matmul import matmul
+from ..units import format_time
 from .devices import chip_for_device
 from .events import Kernel
 from .kineto import KinetoTrace, read_kineto
@@ -30,7 +31,6 @@ from .mapping import OP_CLASSES, Unmapped, Work, compute_dtype, map_kernel
 from .result import ClassRow, Gap, KernelRow, Profile, Summary
 from .sources import trace_file
 from .timeline import length, merged, overlap
-from ..units import format_time
 
 TOP_GAPS = 10
 FUSED = ELEMENTWISE_LEVERS[0]  # the lever that needs only the Cost
@@ -106,22 +106,23 @@ class _Cache:
 
 
 def _row(group: list[Kernel], chip: Chip, on: Chip | None, cache: _Cache
-         ) -> tuple[KernelRow, Work | None, Cost | None]:
+         ) -> tuple[KernelRow, Work | None, Cost | None, tuple[Any, ...]]:
     first = group[0]
     measured = sum(k.dur_s for k in group)
     key, mapped = cache.map(first)
-    common = dict(name=first.name, kernels=len(group), stream=first.stream,
-                  start_s=first.start_s, measured_s=measured)
+    common: dict[str, Any] = dict(name=first.name, kernels=len(group), stream=first.stream,
+                                  start_s=first.start_s, measured_s=measured)
     if isinstance(mapped, Unmapped):
         op = first.op.name if first.op is not None else first.category
         return KernelRow(op=op, op_class="unmapped", bound_s=None, expected_s=None, bound="",
-                         flops=None, bytes=None, reason=mapped.reason, **common), None, None
+                         flops=None, bytes=None, reason=mapped.reason, **common), None, None, key
     try:
         cost, bound, forecast, resource = cache.cost(key, mapped, chip)
         on_figures = cache.cost(key, mapped, on)[1:3] if on is not None else (None, None)
     except RooflineError as exc:  # e.g. a collective on a chip without that link
         return KernelRow(op=mapped.label, op_class="unmapped", bound_s=None, expected_s=None,
-                         bound="", flops=None, bytes=None, reason=str(exc), **common), None, None
+                         bound="", flops=None, bytes=None, reason=str(exc), **common), None, None, \
+            key
     # what the op moves: a collective's buffer; else its operands' and outputs' bytes (all
     # pass L2 in `through_l2`, only part cross HBM)
     moved = mapped.link_bytes if mapped.link_bytes is not None else \
@@ -129,7 +130,7 @@ def _row(group: list[Kernel], chip: Chip, on: Chip | None, cache: _Cache
     return KernelRow(op=mapped.label, op_class=mapped.op_class, bound_s=bound,
                      expected_s=forecast, bound=resource, flops=_flops(cost), bytes=moved,
                      on_bound_s=on_figures[0], on_expected_s=on_figures[1], note=mapped.note,
-                     **common), mapped, cost
+                     **common), mapped, cost, key
 
 
 def _flops(cost: Cost) -> float:
@@ -175,8 +176,20 @@ def _gap_levers(row: KernelRow) -> str:
            "FlashAttention version)"
 
 
-def _summary(kernels: list[Kernel], rows: list[KernelRow], costs: list[Cost], chip: Chip,
-             on: Chip | None) -> Summary:
+def _floor(counts: dict[tuple[Any, ...], tuple[int, Work]], cache: _Cache, chip: Chip
+           ) -> float:
+    """The mapped work's Costs added (each distinct one times how often it ran; adding
+    thousands one by one would also concatenate their derivations), every resource
+    overlapped: the step's floor on `chip`."""
+    total: Cost | None = None
+    for key, (n, work) in counts.items():
+        part = n * cache.cost(key, work, chip)[0]
+        total = part if total is None else total + part
+    return float(evaluate(total, chip).t_lower_s) if total is not None else 0.0
+
+
+def _summary(kernels: list[Kernel], rows: list[KernelRow], floor: float,
+             on_floor: float | None, on: Chip | None) -> Summary:
     busy = merged([k.start_s for k in kernels], [k.end_s for k in kernels])
     comm = merged([k.start_s for k in kernels if k.is_comm],
                   [k.end_s for k in kernels if k.is_comm])
@@ -186,7 +199,6 @@ def _summary(kernels: list[Kernel], rows: list[KernelRow], costs: list[Cost], ch
         else 0.0
     total = sum(k.dur_s for k in kernels)
     mapped = [r for r in rows if r.mapped]
-    floor = float(evaluate(sum(costs[1:], costs[0]), chip).t_lower_s) if costs else 0.0
 
     def side(attr: str, comm_side: bool) -> float:
         return sum(getattr(r, attr) or 0.0 for r in mapped
@@ -195,8 +207,6 @@ def _summary(kernels: list[Kernel], rows: list[KernelRow], costs: list[Cost], ch
     def forecast(attr: str) -> float:
         return max(side(attr, False), side(attr, True))
 
-    on_floor = float(evaluate(sum(costs[1:], costs[0]), on).t_lower_s) \
-        if on is not None and costs else None
     return Summary(
         window_s=window, measured_s=length(busy), idle_s=max(window - length(busy), 0.0),
         exposed_comm_s=length(comm) - overlap(comm, other), kernel_time_s=total,
@@ -252,14 +262,14 @@ def profile(path: str | Path, hw: Chip | str | None = None, on: Chip | str | Non
         notes.append(f"the trace has kernels on devices {sorted(devices)}; device {keep}'s "
                      "are profiled")
     rows: list[KernelRow] = []
-    costs: list[Cost] = []
+    counts: dict[tuple[Any, ...], tuple[int, Work]] = {}
     works: list[tuple[KernelRow, Work, Cost]] = []
     cache = _Cache()
     for group in _groups(kernels):
-        row, work, cost = _row(group, chip, other, cache)
+        row, work, cost, key = _row(group, chip, other, cache)
         rows.append(row)
         if work is not None and cost is not None:
-            costs.append(cost)
+            counts[key] = (counts.get(key, (0, work))[0] + 1, work)
             works.append((row, work, cost))
     ranked = sorted(works, key=lambda w: -(w[0].measured_s - (w[0].bound_s or 0.0)))
     gaps = [Gap(r.op, r.name, r.measured_s, r.bound_s or 0.0,
@@ -267,5 +277,7 @@ def profile(path: str | Path, hw: Chip | str | None = None, on: Chip | str | Non
                 (_gap_levers(r), *_levers(w, c, chip))) for r, w, c in ranked[:TOP_GAPS]]
     return Profile(str(file), chip.id, trace.device_name, step_name,
                    [s.name for s in trace.steps], trace.rank, rows, _by_class(rows),
-                   _summary(kernels, rows, costs, chip, other), gaps,
+                   _summary(kernels, rows, _floor(counts, cache, chip),
+                            _floor(counts, cache, other) if other is not None else None,
+                            other), gaps,
                    other.id if other is not None else None, notes)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import sys
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -107,6 +108,7 @@ class _Slimmer:
         name = obj.get("name")
         if obj.get("ph") != "X" or not isinstance(name, str):
             return None
+        name = sys.intern(name)  # a step repeats its kernels' (long, templated) names
         args = obj.get("args")
         args = args if isinstance(args, dict) else {}
         if cat in GPU_CATEGORIES:
@@ -132,7 +134,8 @@ class _Slimmer:
 
 def _bytes(args: dict[str, Any]) -> float | None:
     value = args.get("bytes")
-    if type(value) in (int, float) and math.isfinite(value) and 0 <= value < 2**60:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and math.isfinite(value) and 0 <= value < 2**60:
         return float(value)
     return None
 

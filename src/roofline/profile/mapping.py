@@ -161,7 +161,7 @@ def _gemm(kind: str, dims: tuple[tuple[int, ...] | None, ...], dt: str) -> Work 
         return Unmapped(f"{kind} of shapes {a} x {b}: no GEMM rule for them")
     if min(m, k, n, batch) <= 0:
         return Unmapped(f"{kind} with an empty operand")
-    label = f"{kind} {'%dx' % batch if batch > 1 else ''}{m}x{k}x{n} {dt}"
+    label = f"{kind} {f'{batch}x' if batch > 1 else ''}{m}x{k}x{n} {dt}"
 
     def build(chip: Chip) -> Cost:
         c, _ = compute_dtype(dt, chip)
@@ -175,7 +175,7 @@ def _gemm(kind: str, dims: tuple[tuple[int, ...] | None, ...], dt: str) -> Work 
 
 
 def _attention(kind: str, dims: tuple[tuple[int, ...] | None, ...], dt: str) -> Work | Unmapped:
-    q, k, v = (dims + (None, None, None))[:3]
+    q, k, v = (*dims, None, None, None)[:3]
     if q is None or k is None or v is None or len(q) != 4 or len(k) != 4:
         return Unmapped(f"{kind}: query / key / value shapes not recorded as 4-D")
     seq_first = kind.startswith(("_flash_attention", "_efficient_attention"))

@@ -4,8 +4,6 @@ from their bound they ran, and the kernels on the roofline chart."""
 
 from __future__ import annotations
 
-from collections import Counter
-
 from ..hardware import load_chip
 from ..render import html
 from ..render.safe import xml_attr, xml_text
@@ -72,10 +70,11 @@ def summary_lines(p: Profile) -> list[str]:
 
 
 def unmapped_lines(p: Profile, top: int = 5) -> list[str]:
-    why: Counter[str] = Counter()
+    why: dict[str, float] = {}
     for r in p.unmapped:
-        why[r.reason] += r.measured_s
-    return [f"  {format_time(t)}: {reason}" for reason, t in why.most_common(top)]
+        why[r.reason] = why.get(r.reason, 0.0) + r.measured_s
+    largest = sorted(why.items(), key=lambda kv: -kv[1])[:top]
+    return [f"  {format_time(t)}: {reason}" for reason, t in largest]
 
 
 def profile_text(p: Profile, top: int = 10) -> str:
