@@ -51,6 +51,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "against their bound, collectives"),
     "trace": ("roofline.trace.cli", "run a PyTorch function and place its ops on the "
               "roofline"),
+    "profile": ("roofline.profile.cli", "place a PyTorch profiler trace's kernels on their "
+                "roofline bounds"),
 }
 
 # names this package exports from modules it does not import at start-up
