@@ -19,6 +19,7 @@ from roofline.models import (
     train,
 )
 from roofline.models.mfu import mfu
+from roofline.models.schedule import Schedule
 from roofline.render.model import model_text
 
 H100 = load_chip("h100")
@@ -174,10 +175,13 @@ def test_moe_counts_active_experts_for_flops():
 
 
 def test_pipeline_bubble():
+    one_f_one_b = Schedule("1f1b")  # named: none named, training takes zero-bubble
     base = analyze("llama-3-70b", "h100", train(64, 4096), Parallel(tp=8, pp=4, dp=2,
-                                                                     microbatches=32))
+                                                                     microbatches=32),
+                   schedule=one_f_one_b)
     fewer = analyze("llama-3-70b", "h100", train(64, 4096), Parallel(tp=8, pp=4, dp=2,
-                                                                      microbatches=4))
+                                                                      microbatches=4),
+                    schedule=one_f_one_b)
     ratio = fewer.t_lower_s / base.t_lower_s
     bubble = ((4 + 3) / 4) / ((32 + 3) / 32)
     assert ratio == pytest.approx(bubble, rel=0.05)
@@ -490,7 +494,7 @@ def test_pipelined_decode_keeps_the_pipeline_full():
     one = analyze("llama-3.1-70b", "h100", decode(64, 2048), Parallel(tp=2, pp=2), prec)
     assert two.t_lower_s < one.t_lower_s  # smaller micro-batches, the same two slots
     # a training step still fills and drains the pipeline
-    step = analyze("llama-3.1-70b", "h100", train(2, 2048), par2)
+    step = analyze("llama-3.1-70b", "h100", train(2, 2048), par2, schedule=Schedule("1f1b"))
     assert step.bubble_fraction == 0.5
     # a prefill does not: its prompts' chunks follow one another through the stages
     # (SGLang's chunked pipeline parallelism), so one prompt over 2 stages is bounded by one
