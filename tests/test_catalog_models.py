@@ -385,3 +385,20 @@ def test_a_bad_mpt_config_names_its_field(edit, needle):
             "vocab_size": 1000}
     with pytest.raises(RooflineError, match=needle):
         parse_config({**base, **edit}, "m", "c.json")
+
+
+def test_deepseek_group_limited_routing_is_read_from_the_config():
+    # DeepSeek-V3 routes each token to at most topk_group = 4 of n_group = 8 groups
+    v3 = load_model("deepseek-v3").moe
+    assert (v3.groups, v3.topk_groups) == (8, 4)
+    kimi = load_model("kimi-k2").moe  # n_group 1: unrestricted
+    assert (kimi.groups, kimi.topk_groups) == (1, 1)
+    greedy = parse_config({**_catalog("deepseek-v3"), "topk_method": "greedy"}, "x", "x.json")
+    assert (greedy.moe.groups, greedy.moe.topk_groups) == (1, 1)  # greedy ignores groups
+    with pytest.raises(RooflineError, match=r"'topk_group': 9: between 1 and n_group \(8\)"):
+        parse_config({**_catalog("deepseek-v3"), "topk_group": 9}, "x", "x.json")
+    with pytest.raises(RooflineError, match=r"'n_group': 7 groups do not split the 256"):
+        parse_config({**_catalog("deepseek-v3"), "n_group": 7}, "x", "x.json")
+    # 1 of 64 groups holds 4 experts, fewer than the 8 a token takes
+    with pytest.raises(RooflineError, match=r"'topk_group': 1 of 64 groups hold 4 experts"):
+        parse_config({**_catalog("deepseek-v3"), "n_group": 64, "topk_group": 1}, "x", "x.json")

@@ -93,14 +93,19 @@ def test_model_levers_re_analyse_the_step():
 def test_model_levers_fit_the_phase():
     from roofline.levers import model_what_if
     from roofline.models import Parallel, Precision, train
+    from roofline.models.schedule import COMMON
 
-    labels = {r.label for r in model_what_if("llama-3-8b", H100, train(8, 4096), Parallel(tp=8),
-                                             Precision())}
-    # no KV cache, no int4; fp8 training runs fp8 GEMMs on bf16 master weights
-    assert labels == {"2x batch", "fp8 GEMMs (--matmul-dtype fp8)",
-                      "2x tensor parallelism (twice the chips)",
-                      "tp 4 x pp 2 (the same chips; 2 micro-batches)",
-                      "TP collectives overlapped with their GEMMs (--tp-overlap)"}
+    def labels(schedule=None):
+        return {r.label for r in model_what_if("llama-3-8b", H100, train(8, 4096),
+                                               Parallel(tp=8), Precision(), schedule=schedule)}
+
+    # no KV cache, no int4; fp8 training runs fp8 GEMMs on bf16 master weights; the TP
+    # overlap is a lever of the common schedule (named), the headline already has it
+    levers = {"2x batch", "fp8 GEMMs (--matmul-dtype fp8)",
+              "2x tensor parallelism (twice the chips)",
+              "tp 4 x pp 2 (the same chips; 2 micro-batches)"}
+    assert labels(COMMON) == {*levers, "TP collectives overlapped with their GEMMs (--tp-overlap)"}
+    assert labels() == levers
 
 
 def test_model_levers_for_a_step_its_links_hold_back():

@@ -19,6 +19,7 @@ from roofline.models import (
     train,
 )
 from roofline.models.mfu import mfu
+from roofline.models.schedule import Schedule
 from roofline.render.model import model_text
 
 H100 = load_chip("h100")
@@ -174,10 +175,13 @@ def test_moe_counts_active_experts_for_flops():
 
 
 def test_pipeline_bubble():
+    one_f_one_b = Schedule("1f1b")  # named: none named, training takes zero-bubble
     base = analyze("llama-3-70b", "h100", train(64, 4096), Parallel(tp=8, pp=4, dp=2,
-                                                                     microbatches=32))
+                                                                     microbatches=32),
+                   schedule=one_f_one_b)
     fewer = analyze("llama-3-70b", "h100", train(64, 4096), Parallel(tp=8, pp=4, dp=2,
-                                                                      microbatches=4))
+                                                                      microbatches=4),
+                    schedule=one_f_one_b)
     ratio = fewer.t_lower_s / base.t_lower_s
     bubble = ((4 + 3) / 4) / ((32 + 3) / 32)
     assert ratio == pytest.approx(bubble, rel=0.05)
@@ -490,7 +494,7 @@ def test_pipelined_decode_keeps_the_pipeline_full():
     one = analyze("llama-3.1-70b", "h100", decode(64, 2048), Parallel(tp=2, pp=2), prec)
     assert two.t_lower_s < one.t_lower_s  # smaller micro-batches, the same two slots
     # a training step still fills and drains the pipeline
-    step = analyze("llama-3.1-70b", "h100", train(2, 2048), par2)
+    step = analyze("llama-3.1-70b", "h100", train(2, 2048), par2, schedule=Schedule("1f1b"))
     assert step.bubble_fraction == 0.5
     # a prefill does not: its prompts' chunks follow one another through the stages
     # (SGLang's chunked pipeline parallelism), so one prompt over 2 stages is bounded by one
@@ -605,16 +609,23 @@ def test_model_flops_do_not_depend_on_the_layout(name):
 
 
 def test_ep_sends_a_token_once_per_destination_rank_and_node():
-    # DeepSeek-V3, EP 32 over 4 8-GPU nodes: a token's 8 experts sit on ~3.6 of the 4 nodes,
-    # ~2.7 of them remote (P(node hit) = 1 - C(192, 8)/C(256, 8)); the network carries one
-    # copy per remote node (DeepEP), not one per remote expert (8 x 24/32 = 6). Megatron-
-    # Bridge's DeepSeek-V3 on 256 B200 beat the per-expert bound by 1.35x
+    # DeepSeek-V3, EP 32 over 4 8-GPU nodes: the network carries one copy per remote node
+    # holding one of a token's experts (DeepEP), not one per remote expert (8 x 24/32 = 6).
+    # Its router picks 4 of 8 groups of 32 experts (n_group, topk_group), then 8 experts in
+    # them: a node holds 2 groups, j of them chosen (hypergeometric: 15, 40, 15 of 70 for
+    # j = 0, 1, 2), and is hit with P = sum_j P(j)·(1 - C(128 - 32j, 8)/C(128, 8)).
+    # Megatron-Bridge's DeepSeek-V3 on 256 B200 beat the per-expert bound by 1.35x
     import math
 
     phase, par = train(4096, 4096), Parallel(pp=8, dp=32, ep=32, microbatches=128)
     a = analyze("deepseek-v3", "b200", phase, par)
     dispatch = next(op for op in a.ops if op.name == "ep dispatch all-to-all")
-    hit = 1 - math.comb(192, 8) / math.comb(256, 8)
+
+    def miss(left: int) -> float:
+        return math.comb(left, 8) / math.comb(128, 8)
+
+    hit = (40 * (1 - miss(96)) + 15 * (1 - miss(64))) / 70
+    assert 3 * hit == pytest.approx(2.196, abs=1e-3)  # not 2.7 as unrestricted routing
     per_copy = dispatch.cost.link_bytes["scale-out"] / (3 * hit)
     inside = analyze("deepseek-v3", "b200", phase, Parallel(pp=8, dp=32, ep=8,
                                                             microbatches=128))
@@ -624,13 +635,14 @@ def test_ep_sends_a_token_once_per_destination_rank_and_node():
     # every copy of which the expected time keeps)
     message = flat.cost.runs.link_bytes["scale-up"] / (7 / 8)
     assert per_copy == pytest.approx(message / 8, rel=1e-9)
-    # inside one node one copy per destination rank: 7·P(rank hit) of the 8·7/8 copies (4.6,
-    # not 7: DeepEP's intranode dispatch on H200 moves 5.3 copies a token, its own self-copy
-    # included); across nodes the ranks inside each node likewise, 31·P(rank hit) of 8·31/32
-    rank_hit = 1 - math.comb(224, 8) / math.comb(256, 8)
+    # inside one node one copy per destination rank: a rank of EP 8 holds one group, chosen
+    # with P = 4/8, then hit with 1 - C(96, 8)/C(128, 8): 7·P = 3.2 of the 8·7/8 copies (4.6
+    # under unrestricted routing); across nodes a rank holds a quarter of a group, 31·P(rank
+    # hit) of 8·31/32
+    rank_hit = 0.5 * (1 - miss(96))
     assert flat.cost.link_bytes["scale-up"] == pytest.approx(
-        flat.cost.runs.link_bytes["scale-up"] * rank_hit, rel=1e-12)
-    of_32 = 1 - math.comb(248, 8) / math.comb(256, 8)
+        flat.cost.runs.link_bytes["scale-up"] * 7 * rank_hit / 7, rel=1e-12)
+    of_32 = 0.5 * (1 - miss(120))
     assert dispatch.cost.link_bytes["scale-up"] == pytest.approx(
         dispatch.cost.runs.link_bytes["scale-up"] * 31 * of_32 / (8 * 31 / 32), rel=1e-12)
     assert "one copy per destination" in dispatch.cost.name
@@ -668,3 +680,32 @@ def test_an_ep_that_does_not_divide_the_experts_spreads_them_evenly():
     assert weights(32) > weights(48) > weights(64)
     with pytest.raises(RooflineError, match="needs an MoE model"):
         analyze("llama-3-8b", "h100", decode(8, 128), Parallel(dp=8, ep=8))
+
+
+def test_ep_dispatch_goes_out_in_fp8_where_the_experts_take_fp8():
+    # DeepSeek-V3 quantizes the tokens to FP8 before the MoE up-projections and dispatches
+    # them so, combining in BF16 (arXiv:2412.19437 §3.3.2; DeepEP sends FP8 dispatch, BF16
+    # combine): with its fp8 checkpoint the dispatch moves half the combine's bytes
+    from dataclasses import replace
+
+    from roofline.models import model_precision
+
+    def ep_bytes(model, prec=None):
+        a = analyze(model, "h800", decode(256, 4096), Parallel(dp=16, ep=16), prec)
+        return [sum(op.cost.link_bytes.values()) for name in ("dispatch", "combine")
+                for op in a.ops if op.name == f"ep {name} all-to-all"]
+
+    spec = load_model("deepseek-v3")
+    assert model_precision(spec).ep_dispatch == "fp8"
+    dispatch, combine = ep_bytes("deepseek-v3")
+    assert dispatch == pytest.approx(combine / 2, rel=1e-12)
+    # bf16 experts and GEMMs: the activation dtype both ways; fp8 GEMMs (training) or a
+    # dtype named: that one
+    bf16 = model_precision(spec, "bf16")
+    assert bf16.ep_dispatch == "bf16"
+    assert replace(bf16, matmul="fp8").ep_dispatch == "fp8"
+    assert replace(bf16, matmul="mxfp8").ep_dispatch == "mxfp8"
+    assert replace(bf16, dispatch="bf16", matmul="fp8").ep_dispatch == "bf16"
+    assert replace(bf16, weights="int8").ep_dispatch == "bf16"  # W8A16: tokens stay bf16
+    dispatch, combine = ep_bytes("deepseek-v3", bf16)
+    assert dispatch == pytest.approx(combine, rel=1e-12)

@@ -261,3 +261,47 @@ def test_an_ep_dispatch_inside_a_node_sends_one_copy_per_destination_rank():
     assert limit.link_bytes["scale-up"] == pytest.approx(
         4096 * 7168 * 2.0 * 7 * (1 - (7 / 8) ** 8))
     assert limit.link_bytes["scale-up"] <= once.link_bytes["scale-up"]
+
+
+def test_group_limited_routing_reaches_fewer_nodes():
+    # DeepSeek-V3 over 8 nodes (one group of 32 experts each): a token picks 4 of the 8
+    # groups, then 8 of their 128 experts. A node is hit when its group is chosen (4/8) and
+    # one of the 8 lands in it: 1 - C(96, 8)/C(128, 8) = 0.9073; 7 other nodes x 0.5 x 0.9073
+    # = 3.17 remote copies, not 4.63 as unrestricted routing gives, and never more than 4
+    import math
+
+    from roofline.ops.moe import remote_domain_copies
+
+    hit = 1 - math.comb(96, 8) / math.comb(128, 8)
+    assert hit == pytest.approx(0.9073, abs=1e-4)
+    limited = remote_domain_copies(8, 8, 256, groups=8, topk_groups=4)
+    assert limited == pytest.approx(7 * 0.5 * hit) == pytest.approx(3.175, abs=1e-3)
+    assert limited < remote_domain_copies(8, 8, 256) == pytest.approx(4.633, abs=1e-3)
+    # the many-experts limit: each of the 8 lands in one of the 4 chosen groups, never more
+    limit = remote_domain_copies(8, 8, None, groups=8, topk_groups=4)
+    assert limit == pytest.approx(7 * 0.5 * (1 - 0.75**8)) and limit <= limited
+    # every group allowed: unrestricted routing
+    assert remote_domain_copies(8, 8, 256, 8, 8) == remote_domain_copies(8, 8, 256)
+    # a node holding 2 groups (4 nodes): j of its groups chosen, hypergeometric 15/40/15 of 70
+    two = (40 * (1 - math.comb(96, 8) / math.comb(128, 8))
+           + 15 * (1 - math.comb(64, 8) / math.comb(128, 8))) / 70
+    assert remote_domain_copies(8, 4, 256, 8, 4) == pytest.approx(3 * two)
+    with pytest.raises(RooflineError, match="topk_group"):
+        remote_domain_copies(8, 8, 256, groups=8, topk_groups=9)
+
+
+@pytest.mark.parametrize(("domains", "experts"), [(8, 256), (4, 256), (16, 256), (64, 256)])
+def test_group_limited_copies_match_drawn_routing(domains, experts):
+    # an independent reference: draw 4 of 8 groups uniformly, then 8 distinct experts among
+    # their 128 uniformly, and count the domains hit (seeded; standard error < 0.02)
+    from roofline.ops.moe import domain_hit
+
+    rng = np.random.default_rng(0)
+    n, per_group = 20000, experts // 8
+    groups = np.argsort(rng.random((n, 8)), axis=1)[:, :4]
+    pick = np.argsort(rng.random((n, 4 * per_group)), axis=1)[:, :8]
+    expert = groups[np.arange(n)[:, None], pick // per_group] * per_group + pick % per_group
+    hit = np.zeros((n, domains), dtype=bool)
+    np.put_along_axis(hit, expert // (experts // domains), True, axis=1)
+    drawn = hit.mean()
+    assert domain_hit(8, domains, experts, 8, 4) == pytest.approx(drawn, abs=0.01)

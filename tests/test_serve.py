@@ -263,6 +263,19 @@ def test_a_rate_sizes_whole_instances_and_latency_is_taken_at_the_load_they_carr
     assert best["tpot_s"] <= 0.03 and best["requests_per_s"] == pytest.approx(3 * top)
 
 
+def test_a_pinned_batch_with_a_rate_is_refused_the_load_sets_the_batch():
+    # an open loop keeps rate x decode time sequences running (Little's law): a batch of 64
+    # pinned under a load that keeps 5 in flight reported 64's TPOT (30.3 ms, not 11.5 ms)
+    pin = Space(tp=(1,), kv_dtypes=("fp8",), weight_dtypes=("fp8",), chunks=(4096,),
+                batch=(64,))
+    with pytest.raises(RooflineError, match=r"--batch pins the running batch, --rate sets it"):
+        plan("llama-3.1-8b", ["h100"], W, space=pin, load=Load(rate=1.0))
+    plan("llama-3.1-8b", ["h100"], W, space=pin)  # the capacity at that batch: fine
+    grid = Space(tp=(1,), kv_dtypes=("fp8",), weight_dtypes=("fp8",), chunks=(4096,),
+                 batch=(1, 8, 64))  # a grid: the load picks from it
+    plan("llama-3.1-8b", ["h100"], W, space=grid, load=Load(rate=1.0))
+
+
 def test_mixed_request_lengths_enter_through_their_weighted_means():
     w = Workload.from_lengths([1000, 3000], [101, 301])
     assert w.input_len == 2000 and w.output_len == 201

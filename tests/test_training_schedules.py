@@ -15,7 +15,7 @@ from roofline.models.schedule import Schedule
 
 def test_bubbles_by_hand_llama_3_70b_pp8_16_microbatches(run_cli):
     par = Parallel(tp=8, pp=8, dp=1, microbatches=16)
-    one = analyze("llama-3-70b", "h100", train(16, 4096), par)
+    one = analyze("llama-3-70b", "h100", train(16, 4096), par, schedule=Schedule("1f1b"))
     assert one.bubble_fraction == 7 / 16 == 0.4375
     inter = analyze("llama-3-70b", "h100", train(16, 4096), par,
                     schedule=Schedule("interleaved", vpp=4))
@@ -82,7 +82,7 @@ def test_dp_gradients_hidden_but_the_last_bucket():
 
 def test_tp_overlap_hides_the_tp_collectives():
     par = Parallel(tp=8)
-    plain = analyze("llama-3-70b", "h100", train(8, 4096), par)
+    plain = analyze("llama-3-70b", "h100", train(8, 4096), par, schedule=Schedule())
     hidden = analyze("llama-3-70b", "h100", train(8, 4096), par,
                      schedule=Schedule(tp_overlap=True))
     assert hidden.t_lower_s < plain.t_lower_s
@@ -129,3 +129,77 @@ def test_schedule_errors_are_one_line(run_cli):
     assert code == 2 and "gpipe" in err
     code, _, err = run_cli("model", "llama-3-8b", "--zero", "1")
     assert code == 2 and "--zero applies to --phase train" in err
+
+
+# --- no schedule named: the best published one, the common one beside it ------------------
+
+
+def test_no_schedule_named_bounds_training_under_the_best_published_schedule():
+    from roofline.models.schedule import COMMON, best_schedule
+
+    par = Parallel(tp=8, pp=8, dp=2, microbatches=16)
+    phase = train(32, 4096)
+    head = analyze("llama-3-70b", "h100", phase, par)
+    assert head.schedule == best_schedule(par) == Schedule("zero-bubble", tp_overlap=True,
+                                                           ep_overlap=True)
+    assert not head.schedule_named and head.bubble_fraction == 0  # m = 16 >= p = 8
+    common = analyze("llama-3-70b", "h100", phase, par, schedule=COMMON)
+    assert head.common_t_lower_s == pytest.approx(float(common.t_lower_s), rel=1e-12)
+    assert head.common_tokens_per_s == pytest.approx(float(common.tokens_per_s), rel=1e-12)
+    # 1F1B: 16 + 7 slots against 16, the TP collectives in series besides
+    assert float(common.t_lower_s) > float(head.t_lower_s) * 23 / 16
+    # the headline is no slower than any schedule named, and the relations hold
+    for s in [Schedule(p, 2 if p == "interleaved" else 1, tp, ep) for p in
+              ("gpipe", "1f1b", "interleaved", "zero-bubble") for tp in (False, True)
+              for ep in (False, True)]:
+        named = analyze("llama-3-70b", "h100", phase, par, schedule=s)
+        assert named.schedule_named and named.common_t_lower_s is None
+        assert float(named.t_lower_s) >= float(head.t_lower_s) * (1 - 1e-12)
+    assert head.t_floor_s <= head.t_lower_s <= head.t_upper_s
+    # inference keeps the common schedule and shows nothing beside it
+    from roofline.models import decode
+
+    serve = analyze("llama-3-70b", "h100", decode(8, 4096), Parallel(tp=8))
+    assert serve.schedule == COMMON and serve.common_t_lower_s is None
+
+
+def test_the_headline_says_any_schedule_and_prints_1f1b_beside_it(run_cli):
+    args = ("model", "llama-3-70b", "--hw", "h100", "--phase", "train", "--batch", "32",
+            "--seq-len", "4096", "--tp", "8", "--pp", "8", "--dp", "2", "--microbatches", "16")
+    code, out, _ = run_cli(*args)
+    assert code == 0 and "tokens/s, any schedule; 1F1B: " in out
+    assert "pipeline: zero-bubble" in out
+    code, out, _ = run_cli(*args, "--json")
+    data = json.loads(out)
+    assert data["schedule"]["pipeline"] == "zero-bubble" and data["schedule_named"] is False
+    common = data["common_schedule"]
+    assert common["tokens_per_s"] < data["tokens_per_s"]
+    assert "TP collectives" in common["schedule"] and common["schedule"].startswith("1f1b")
+    # a named schedule bounds that schedule: nothing beside it
+    code, out, _ = run_cli(*args, "--pp-schedule", "1f1b")
+    assert code == 0 and "any schedule" not in out and "pipeline: 1f1b" in out
+    code, out, _ = run_cli(*args, "--tp-overlap", "--json")
+    data = json.loads(out)
+    assert data["schedule"]["pipeline"] == "1f1b" and data["common_schedule"] is None
+
+
+def test_zero_bubble_keeps_the_slots_no_schedule_can_fill():
+    # pp 8, one micro-batch: its chain is 8 forwards and 8 input gradients in order, then
+    # the first stage's weight gradient, each a third of a slot: (2·8 + 1)/3 = 17/3 slots,
+    # not the 1 a bubble-free pipeline would charge (MFU 61.9% there, 5.5x the chain allows)
+    par = Parallel(tp=8, pp=8, microbatches=1)
+    zb = analyze("llama-3-70b", "h100", train(1, 4096), par, schedule=Schedule("zero-bubble"))
+    assert zb.bubble_fraction == pytest.approx(2 * 7 / 3)
+    full = analyze("llama-3-70b", "h100", train(8, 4096), Parallel(tp=8, pp=8, microbatches=8),
+                   schedule=Schedule("zero-bubble"))
+    assert full.bubble_fraction == 0  # m >= p: none
+    # one slot of work per stage stretched to 17/3: the per-micro-batch time is the same
+    per_slot = float(full.t_lower_s) / 8
+    assert float(zb.t_lower_s) == pytest.approx(per_slot * 17 / 3, rel=0.05)
+    # never slower than 1F1B's (p - 1) idle slots, and fewer micro-batches never faster
+    one_f = analyze("llama-3-70b", "h100", train(1, 4096), par, schedule=Schedule("1f1b"))
+    assert zb.t_lower_s < one_f.t_lower_s
+    ms = [analyze("llama-3-70b", "h100", train(m, 4096), Parallel(tp=8, pp=8, microbatches=m),
+                  schedule=Schedule("zero-bubble")) for m in (1, 2, 4, 8)]
+    per_seq = [float(a.t_lower_s) / m for a, m in zip(ms, (1, 2, 4, 8), strict=True)]
+    assert per_seq == sorted(per_seq, reverse=True)

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import deepep  # benchmarks/validation: DeepEP's own byte count
+
 from roofline import RooflineError, evaluate, load_chip
 from roofline.cost import Cost
 from roofline.dtypes import dtype
@@ -380,7 +382,11 @@ BEATEN: dict[str, str] = {
         "pplx-garden's table gives pplx's own CX7 kernels an EP16 prefill combine of 1062.2 us, "
         "faster than its EP8 (1405.1) in the same table and 4.4x DeepEP's 1863.9 at EP16: it "
         "would need 55 GB/s per 50 GB/s NIC even with one copy per destination node (1.11); "
-        "most likely a misprint in the source, kept as a known miss until clarified"),
+        "most likely a misprint in the source, kept as a known miss until clarified: the same "
+        "table's EP8 pplx-CX7 dispatch (5071.1 us) is 4.8x pplx-EFA's (1052.4) and matches "
+        "DeepEP-CX7's EP64 dispatch (5071.6) to 0.5 us, so cells look shifted; pplx's bench "
+        "routes without group limits (benchmarks/bench_all_to_all.py L29-36: top-8 of |N| + "
+        "1 scores), so no routing restriction lowers the bound"),
 }
 COLLECTIVE_OP = {"allreduce": "all-reduce", "allgather": "all-gather",
                  "reducescatter": "reduce-scatter", "alltoall": "all-to-all",
@@ -422,6 +428,10 @@ def collective_case(row: Row) -> Collective:
         return replace(base, skip="message size not published")
     else:
         nbytes, algo = float(p["bytes"]), p.get("algo", "auto")
+    # a bandwidth printed by DeepEP's test (UCCL-EP's copy too) counts its own bytes
+    measured_bytes = deepep.counted_bytes(
+        int(p["tokens"]), int(p["hidden"]), int(p["experts"]), int(p["topk"]), base.ranks,
+        base.nodes, p["op"], p["dtype"]) if p.get("count") == "deepep" else nbytes
     placed = {"domain_size": base.ranks // base.nodes} if base.nodes > 1 else {}
     crossed = ("scale-up", "scale-out") if base.nodes > 1 else ("scale-up",)
     # a part without a link the row crosses cannot have run it (a PCIe card across nodes)
@@ -437,9 +447,10 @@ def collective_case(row: Row) -> Collective:
             cost = one_copy_per_destination(cost, int(p["topk"]), base.ranks,
                                             base.ranks / base.nodes if base.nodes > 1
                                             else None,
-                                            int(p["experts"]) if "experts" in p else None)
-        readings.append((_collective_ratio(base, nbytes, float(evaluate(cost, chip).t_lower_s)),
-                         cost, chip))
+                                            int(p["experts"]) if "experts" in p else None,
+                                            *_routing_groups(p))
+        readings.append((_collective_ratio(base, measured_bytes,
+                                           float(evaluate(cost, chip).t_lower_s)), cost, chip))
     first_cost, first_chip = readings[0][1], readings[0][2]
     # an engine's custom all-reduce (SGLang, vLLM / aiter, PCIe one-shot) timed on its own:
     # its kernel, no NCCL call
@@ -447,8 +458,14 @@ def collective_case(row: Row) -> Collective:
                                 p.get("impl", "")).t_s)
     ratio, cost, _ = min(readings, key=lambda r: r[0])
     return replace(base, nbytes=nbytes, algo=algo, ratio=ratio,
-                   expected_ratio=_collective_ratio(base, nbytes, t_expected),
+                   expected_ratio=_collective_ratio(base, measured_bytes, t_expected),
                    bound_name=cost.name)
+
+
+def _routing_groups(p: dict[str, str]) -> tuple[int, int]:
+    """(n_group, topk_group) of the row's router; (1, 1): unrestricted."""
+    groups = int(p.get("groups", 1))
+    return groups, int(p.get("topk_groups", groups))
 
 
 def _collective_ratio(case: Collective, nbytes: float, t_predicted: float) -> float:
@@ -498,6 +515,16 @@ def _pint(p: dict[str, str], key: str, default: int) -> int:
     return int(value) if value.isdigit() else default
 
 
+def _named_schedule(p: dict[str, str], layout: Any) -> Any:
+    """The schedule a row's bound takes: its layout's interleaved pipeline (vpp > 1) or the
+    1F1B it names, with TP and EP overlap; DualPipe and the zero-bubble schedules (a bubble
+    no smaller than none: models.schedule.best_schedule); none named: None, the headline."""
+    named = p.get("schedule", "").lower()
+    if named in ("dualpipe", "interleavedzerobubble"):
+        return replace(layout, pipeline="zero-bubble", vpp=1)
+    return layout if named or layout.vpp > 1 else None
+
+
 def training_case(row: Row) -> Training:
     from roofline.models import Parallel, analyze, load_model, model_precision, param_counts, train
     from roofline.models.schedule import Schedule
@@ -537,14 +564,20 @@ def training_case(row: Row) -> Training:
     elif dt == "int8":  # int8 GEMMs (MaxText's AQT): the int8 peak, twice bf16's on TPUs
         prec = replace(prec, matmul="int8")
     par = Parallel(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, microbatches=m, fsdp=p.get("fsdp") == "1")
+    # the forecast's schedule: the layout's pipeline with every overlap the frameworks offer
     schedule = Schedule("interleaved" if vpp > 1 and pp > 1 else "1f1b", vpp if pp > 1 else 1,
                         tp_overlap=True, ep_overlap=True)
     recompute = p.get("recompute", "").startswith("full")
     try:
         a = analyze(spec, chip, train(batch, seq, recompute), par, prec, schedule=schedule)
+        # the bound: the schedule the row names, else the headline (the best published
+        # schedule for the layout, which must hold for every implementation)
+        named = _named_schedule(p, schedule)
+        headline = a if named == schedule else analyze(spec, chip, train(batch, seq, recompute),
+                                                       par, prec, schedule=named)
     except RooflineError as exc:
         return replace(base, skip=f"layout not analysable: {exc}")
-    bound = float(a.tokens_per_s) / par.chips  # tokens/s per GPU at the lower bound
+    bound = float(headline.tokens_per_s) / par.chips  # tokens/s per GPU at the lower bound
     forecast = float(expected_step(a, chip).tokens_per_s) / par.chips
     if row.metric == "tokens_per_s_per_gpu":
         measured = row.value

@@ -256,7 +256,7 @@ def model_what_if(model: Any, chip: Chip, phase: Any, parallel: Any, precision: 
                         precision))
     # the step's own collectives overlapped with compute, where its schedule keeps them apart
     # (after --no-overlap, on top of the default overlaps: the TP / EP ones need them)
-    sched = schedule or Schedule()
+    sched = base.schedule  # the one the step was bounded under (named or the default)
     streams = set(base.comm_streams)
     scheduled: list[tuple[str, Schedule]] = []
     overlapping = sched

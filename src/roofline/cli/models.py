@@ -139,8 +139,11 @@ def model_analysis(args: argparse.Namespace) -> Any:
 
     if args.matmul_dtype:
         prec = replace(prec, matmul=args.matmul_dtype)
-    schedule = Schedule(args.pp_schedule, args.vpp, args.tp_overlap, args.ep_overlap,
-                        not args.no_overlap)
+    named = (args.pp_schedule is not None or args.vpp != 1 or args.tp_overlap
+             or args.ep_overlap or args.no_overlap)
+    # none named: training takes the best published schedule, 1F1B's figure beside it
+    schedule = Schedule(args.pp_schedule or "1f1b", args.vpp, args.tp_overlap,
+                        args.ep_overlap, not args.no_overlap) if named else None
     budget = MemoryBudget(args.mem_util, args.reserve or 0.0)
     result = analyze(spec, chip_from(args), phase, par, prec, impl=args.impl,
                      budget=budget, schedule=schedule)
@@ -177,7 +180,7 @@ def check_phase_options(args: argparse.Namespace) -> None:
                                 f"contradicts {' and '.join(both)}")
     if getattr(args, "fsdp", False) and getattr(args, "zero", None) not in (None, 3):
         raise RooflineError(f"--fsdp is ZeRO stage 3; it contradicts --zero {args.zero}")
-    given = getattr(args, "pp_schedule", "1f1b")
+    given = getattr(args, "pp_schedule", None) or "1f1b"
     if given != "1f1b" and given in SCHEDULES and getattr(args, "pp", 1) == 1:
         raise RooflineError(f"--pp-schedule {args.pp_schedule} schedules a pipeline: it needs "
                             "--pp > 1")
@@ -205,10 +208,12 @@ def add_model_args(mp: argparse.ArgumentParser) -> None:
         mp.add_argument(f"--{name}", type=count, default=1, help=f"{text} parallel")
     mp.add_argument("--microbatches", type=count, default=1,
                     help="pipeline micro-batches (training also accumulates them)")
-    mp.add_argument("--pp-schedule", default="1f1b",
+    mp.add_argument("--pp-schedule", default=None,
                     help="pipeline schedule gpipe | 1f1b | interleaved | zero-bubble: bubble "
-                    "(pp - 1)/m for gpipe and 1f1b, "
-                    "(pp - 1)/(vpp·m) interleaved, none zero-bubble (default 1f1b)")
+                    "(pp - 1)/m for gpipe and 1f1b, (pp - 1)/(vpp·m) interleaved, "
+                    "zero-bubble none while m >= pp. Default (no schedule option): training "
+                    "is bounded under the best published schedule (zero-bubble, TP and EP "
+                    "collectives overlapped), 1F1B's figure beside it; inference 1f1b")
     mp.add_argument("--vpp", type=count, default=1,
                     help="virtual pipeline stages per rank (interleaved only)")
     mp.add_argument("--zero", type=int, choices=[0, 1, 2, 3], default=None,

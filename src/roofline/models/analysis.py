@@ -32,12 +32,11 @@ from ..units import format_si, format_time
 from .graph import OpCost, gemm_dtype
 from .memory import MemoryFootprint, footprint
 from .params import param_counts
-from .schedule import NOT_HIDDEN, Schedule, check_schedule
+from .schedule import COMMON, NOT_HIDDEN, Schedule, resolve_schedule, step_times
 from .spec import ModelSpec
 from .step import MemoryBudget, Parallel, Phase, Precision, context_warning
 from .summary import (
     ALL_MEMORY,
-    DEFAULT_SCHEDULE,
     StepCore,
     dominant_index,
     load_step,
@@ -131,6 +130,7 @@ class ModelAnalysis:
     # whose dense peak MFU and HFU divide by: the weight GEMMs' compute dtype (fp8 weights
     # run fp8 GEMMs, and against the bf16 peak their MFU passed 100%)
     mfu_dtype: str = "bf16"
+    schedule_named: bool = True  # False: none named, `schedule` is the best published one
 
     # The step's secondary figures, summed from its op rows on first read (the headline
     # ones above do not need them): what `to_dict` writes besides the fields.
@@ -201,6 +201,24 @@ class ModelAnalysis:
         `bound` names the largest of."""
         return {k: unwrap(v) for k, v in self.parts.core.by_resource.items()}
 
+    @cached_property
+    def common_t_lower_s(self) -> Num | None:
+        """A training step bounded under no named schedule: its lower bound under the
+        common schedule (schedule.COMMON: 1F1B, TP and EP collectives in series), shown
+        beside the headline; None otherwise (a schedule named, or inference)."""
+        if self.schedule_named or self.phase.kind != "train" or self.schedule == COMMON:
+            return None
+        core, par = self.parts.core, self.parallel
+        return unwrap(step_times(self.parts.rows, core.ests, COMMON, core.m, par.pp,
+                                 self.parts.layers_per_stage, par.cp, core.comm_floor_s,
+                                 self.phase.kind).t_lower_s)
+
+    @property
+    def common_tokens_per_s(self) -> Num | None:
+        """Tokens/s at `common_t_lower_s` (None where that is)."""
+        t = self.common_t_lower_s
+        return None if t is None else unwrap(self.phase.batch * self.phase.q_len / t)
+
     @property
     def pipeline(self) -> dict[str, Any]:
         return {"schedule": self.schedule.pipeline, "vpp": self.schedule.vpp,
@@ -246,6 +264,9 @@ class ModelAnalysis:
         data["schedule"] = {**asdict(self.schedule),
                             "overlaps": self.schedule.describe(self.comm_streams)}
         data["pipeline"] = self.pipeline
+        data["common_schedule"] = None if self.common_t_lower_s is None else {
+            "schedule": "1f1b; " + COMMON.describe(self.comm_streams),
+            "t_lower_s": self.common_t_lower_s, "tokens_per_s": self.common_tokens_per_s}
         data["ops"] = [{f.name: getattr(op, f.name) for f in fields(op) if f.name != "cost"}
                        for op in self.ops]
         data["layers"] = [asdict(layer) for layer in self.layers]
@@ -286,12 +307,13 @@ def analyze(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
     """
     spec, chip, par, prec, rows = load_step(model, hw, phase, parallel, precision, impl,
                                             sram_bytes, block_q)
-    return _summarise(spec, chip, phase, par, prec, rows, budget or ALL_MEMORY,
-                      check_schedule(schedule or DEFAULT_SCHEDULE, par))
+    sched, named = resolve_schedule(schedule, par, phase.kind)
+    return _summarise(spec, chip, phase, par, prec, rows, budget or ALL_MEMORY, sched, named)
 
 
 def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: Precision,
-               rows: list[OpCost], budget: MemoryBudget, schedule: Schedule) -> ModelAnalysis:
+               rows: list[OpCost], budget: MemoryBudget, schedule: Schedule,
+               named: bool = True) -> ModelAnalysis:
     core = step_core(spec, chip, par, rows, schedule, phase.kind)  # models/summary.py
     m, times = core.m, core.times
     t_lower: Any = times.t_lower_s
@@ -307,7 +329,7 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
     return ModelAnalysis(
         model=spec.name, hardware=chip.id, model_source=spec.source, phase=phase, parallel=par,
         precision=prec, params_total=counts.total, params_active=counts.active,
-        parts=StepParts(rows, core, peak, chip.level("hbm").bandwidth_Bps),
+        parts=StepParts(rows, core, peak, chip.level("hbm").bandwidth_Bps, spec.layers / par.pp),
         model_flops=unwrap(model_flops),
         t_lower_s=unwrap(t_lower),
         t_upper_s=unwrap(core.t_upper_s),
@@ -319,7 +341,7 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
         decode_compute_bound_batch=unwrap(critical * par.dp),
         decode_expert_compute_bound_batch=unwrap(
             critical * par.dp * spec.moe.experts / spec.moe.top_k) if spec.moe else None,
-        schedule=schedule,
+        schedule=schedule, schedule_named=named,
         exposed_comm_s=in_shape(times.exposed_comm_s, shape),
         hidden_comm_s=in_shape(times.hidden_comm_s, shape),
         bubble_fraction=times.bubble_fraction,
@@ -337,6 +359,7 @@ class StepParts:
     core: StepCore
     peak: float  # FLOP/s of the MFU dtype
     hbm_Bps: float  # the chip's HBM bandwidth
+    layers_per_stage: float = 1.0
 
 
 def _tables(rows: list[OpCost], core: StepCore

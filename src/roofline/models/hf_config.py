@@ -356,11 +356,32 @@ def _moe(c: _Config, model_type: str) -> MoE | None:
         first, freq = _first_dense(c), c.integer("moe_layer_freq", default=1)
         # MoE where i >= first_k_dense_replace and i % moe_layer_freq == 0
         layers = c.integer("num_hidden_layers")
-        return MoE(*_routed(c, "n_routed_experts", "num_experts_per_tok"),
+        experts, top_k = _routed(c, "n_routed_experts", "num_experts_per_tok")
+        return MoE(experts, top_k,
                    c.integer("moe_intermediate_size"), shared, c.integer("moe_intermediate_size"),
                    first_dense_layers=first,
-                   dense_layers=frozenset(i for i in range(first, layers) if i % freq))
+                   dense_layers=frozenset(i for i in range(first, layers) if i % freq),
+                   **_groups(c, experts, top_k))
     return None
+
+
+def _groups(c: _Config, experts: int, top_k: int) -> dict[str, int]:
+    """DeepSeek's group-limited routing (modeling_deepseek.py MoEGate: topk_method
+    "group_limited_greedy" / "noaux_tc" pick topk_group of n_group groups, then top_k experts
+    among them); absent or one group: unrestricted."""
+    groups = c.integer("n_group", default=1)
+    chosen = c.integer("topk_group", default=groups)
+    if groups == 1 or c.data.get("topk_method") == "greedy":  # greedy: every group
+        return {}
+    if experts % groups:
+        raise c.error("n_group", f"{groups} groups do not split the {experts} experts "
+                      "(n_routed_experts) evenly")
+    if not 1 <= chosen <= groups:
+        raise c.error("topk_group", f"{chosen}: between 1 and n_group ({groups})")
+    if top_k > chosen * experts // groups:
+        raise c.error("topk_group", f"{chosen} of {groups} groups hold "
+                      f"{chosen * experts // groups} experts, fewer than the {top_k} per token")
+    return {"groups": groups, "topk_groups": chosen}
 
 
 def _layer_list(c: _Config, key: str) -> frozenset[int]:

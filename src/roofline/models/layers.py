@@ -252,7 +252,8 @@ def _mlp_ops(c: Ctx, moe_layer: bool) -> list[tuple[str, Cost]]:
     # them; TP ranks hold the same tokens, so each dispatches 1/tp of them.
     f = m.expert_ffn / (tp if ep == 1 else 1)
     group_tokens = T if ep == 1 else T * ep / tp
-    dispatch = T / tp * m.top_k * s.hidden * c.act_bytes
+    tokens_out = T / tp * m.top_k * s.hidden  # elements each way: every (token, expert)
+    dispatch = tokens_out * lookup_dtype(c.prec.ep_dispatch).bytes
     ops: list[tuple[str, Cost]] = [("router", c.mm(T, s.hidden, m.experts, "router"))]
     if ep > 1:
         ops.append(("ep dispatch all-to-all", _ep_all_to_all(c, dispatch)))
@@ -266,7 +267,7 @@ def _mlp_ops(c: Ctx, moe_layer: bool) -> list[tuple[str, Cost]]:
             1 / ep, "1/ep")),
     ]
     if ep > 1:
-        ops.append(("ep combine all-to-all", _ep_all_to_all(c, dispatch)))
+        ops.append(("ep combine all-to-all", _ep_all_to_all(c, tokens_out * c.act_bytes)))
     if m.shared_experts:
         fs = m.shared_experts * m.shared_ffn / c.par.tp
         ops += [("shared experts up/gate", c.mm(T, s.hidden, gate * fs, "shared up/gate")),
@@ -278,13 +279,15 @@ def _mlp_ops(c: Ctx, moe_layer: bool) -> list[tuple[str, Cost]]:
 def _ep_all_to_all(c: Ctx, nbytes: Any) -> Cost:
     """The EP group's dispatch (or combine) of `nbytes` (every token once per routed expert),
     as the expert kernels send it: one copy per destination rank, and across scale-up
-    domains one per destination domain (`one_copy_per_destination`)."""
+    domains one per destination domain (`one_copy_per_destination`), under the model's
+    group-limited routing where it has one."""
     cost = c.place.comm("all-to-all", nbytes, "ep", c.par.ep)
     _, in_domain = c.place.links["ep"]
     moe = c.spec.moe
     if moe is None:
         return cost
-    return one_copy_per_destination(cost, moe.top_k, c.par.ep, in_domain, moe.experts)
+    return one_copy_per_destination(cost, moe.top_k, c.par.ep, in_domain, moe.experts,
+                                    moe.groups, moe.topk_groups)
 
 
 def layer_ops(c: Ctx, moe_layer: bool, window: int | None, kind: str = "window"

@@ -17,11 +17,16 @@ The schedule (defaults follow Megatron-Core, torchtitan and DeepSpeed):
   exchanges of each layer is exposed);
 - a pipeline of m micro-batches over p stages adds a bubble of (p − 1) micro-batch slots
   (GPipe, 1F1B), (p − 1)/v with v virtual stages per rank (interleaved 1F1B), none for
-  zero-bubble schedules (ZB-V; the bound stays a bound);
+  zero-bubble schedules (ZB-V; the bound stays a bound) while m >= p; with m < p the slots
+  no schedule can fill stay (`idle_slots`);
 - hidden communication still needs its links: every link carries all its traffic within the
   step, so the step is at least the busiest link's total time; when that exceeds the critical
   path, the difference is the "communication not hidden" line.
 `overlap=False` puts every collective in series (the old serial sum).
+
+Where the user names no schedule, a training step's headline bound is the best any published
+schedule reaches (`best_schedule`: it must hold for every implementation) and the common
+schedule's figure (`COMMON`: 1F1B, TP and EP collectives in series) is shown beside it.
 
 The lower bound is max(critical path + exposed communication, busiest link, floor).
 """
@@ -77,6 +82,8 @@ class Schedule:
             return float(max(pp - microbatches, 0))
         if phase == "prefill":
             return 0.0
+        if self.pipeline == "zero-bubble" and microbatches < pp:
+            return unfillable_slots(pp, microbatches)
         return self.bubble_slots(pp)
 
     def in_flight(self, pp: int, microbatches: int) -> float:
@@ -114,6 +121,40 @@ class Schedule:
             return False
         flag = SERIAL_UNLESS_FLAGGED.get(stream)
         return bool(getattr(self, flag)) if flag else stream in HIDDEN
+
+
+def unfillable_slots(pp: int, microbatches: int) -> float:
+    """Idle micro-batch slots of a training step that no schedule can fill when fewer
+    micro-batches than stages: the last micro-batch's chain. A slot is a micro-batch's
+    forward F, input-gradient B and weight-gradient W on one stage, a third each (the
+    backward's two GEMMs per forward GEMM; recomputation adds a forward to B, which only
+    lengthens the chain). The last micro-batch leaves the first stage after the m - 1 before
+    it, passes p forwards and p input gradients in order, then its first stage's W:
+    (m - 1 + 2p + 1)/3 slots, so (2p + m)/3 - m = 2(p - m)/3 idle (none once m >= p, as
+    zero-bubble schedules claim: Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024)."""
+    return 2.0 * max(pp - microbatches, 0) / 3.0
+
+
+COMMON = Schedule()  # 1F1B, TP and EP collectives in series: the common schedule
+
+
+def best_schedule(par: Parallel) -> Schedule:
+    """The fastest any published schedule runs a training layout: a zero-bubble pipeline
+    (ZB-V; DualPipe's bubble (p/2 - 1)(F&B + B - 3W), DeepSeek-V3 report arXiv:2412.19437
+    Table 2, is no smaller with F = B = W), EP all-to-alls hidden behind compute (DualPipe,
+    §3.2.1; DeepEP's hook-based overlap) and TP collectives overlapped with their GEMMs
+    (Transformer Engine userbuffers, Megatron-LM --tp-comm-overlap; PyTorch async TP)."""
+    return Schedule("zero-bubble" if par.pp > 1 else "1f1b", tp_overlap=True,
+                    ep_overlap=True)
+
+
+def resolve_schedule(schedule: Schedule | None, par: Parallel, phase: str
+                     ) -> tuple[Schedule, bool]:
+    """(the schedule a step is bounded under, whether the user named it): none named, a
+    training step takes `best_schedule`, inference the common one."""
+    if schedule is not None:
+        return check_schedule(schedule, par), True
+    return (best_schedule(par) if phase == "train" else COMMON), False
 
 
 def check_schedule(schedule: Schedule, par: Parallel) -> Schedule:

@@ -20,6 +20,10 @@ class MoE:
     first_dense_layers: int = 0  # DeepSeek: the first k layers keep a dense MLP
     every: int = 1  # an MoE layer every `every` layers (after the dense ones)
     dense_layers: frozenset[int] = frozenset()  # any others that keep a dense MLP
+    # group-limited routing (DeepSeek-V3/R1: n_group 8, topk_group 4): a token's experts lie
+    # in at most `topk_groups` of `groups` consecutive blocks of experts; 1, 1: unrestricted
+    groups: int = 1
+    topk_groups: int = 1
 
 
 @dataclass(frozen=True)

@@ -117,6 +117,7 @@ class Precision:
     matmul: str | None = None  # the weight GEMMs' compute dtype (fp8 training); default:
     # activations. Attention and elementwise work stay in the activation dtype (torchtitan
     # Float8, Transformer Engine)
+    dispatch: str | None = None  # the EP dispatch's dtype; default: `ep_dispatch`
 
     @property
     def kv(self) -> str:
@@ -129,6 +130,20 @@ class Precision:
     @property
     def experts(self) -> str:
         return self.expert_weights or self.weights
+
+    @property
+    def ep_dispatch(self) -> str:
+        """The EP dispatch's dtype: where the expert GEMMs take 8-bit (or narrower) float
+        operands, the tokens go out already quantized, in the narrowest such dtype (DeepSeek-
+        V3 quantizes the activations before the MoE up-projections to FP8 and dispatches
+        them so, combining in BF16: arXiv:2412.19437 §3.3.2; DeepEP's normal and low-latency
+        dispatch send FP8, docs/legacy.md); else the activation dtype. The combine returns
+        activations."""
+        if self.dispatch:
+            return self.dispatch
+        narrow = [name for name in (self.gemm, self.experts)
+                  if lookup_dtype(name).peak in ("fp8", "fp6", "fp4")]
+        return min(narrow, key=lambda n: lookup_dtype(n).bits) if narrow else self.activations
 
     @property
     def tables(self) -> str:

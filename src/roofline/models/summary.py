@@ -23,7 +23,7 @@ from ..ops.attention import flash_tiling
 from .catalog import load_model
 from .graph import OpCost, build, gemm_dtype
 from .memory import footprint
-from .schedule import COMMUNICATION, Schedule, StepTimes, check_schedule, step_times
+from .schedule import COMMUNICATION, Schedule, StepTimes, resolve_schedule, step_times
 from .spec import ModelSpec
 from .step import MemoryBudget, Parallel, Phase, Precision, model_precision
 
@@ -47,7 +47,7 @@ def load_step(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
     return spec, chip, par, prec, rows
 
 
-ALL_MEMORY, DEFAULT_SCHEDULE = MemoryBudget(), Schedule()  # frozen: shared by every step
+ALL_MEMORY = MemoryBudget()  # frozen: shared by every step
 
 
 def credit(est: Estimate, time: Any) -> dict[str, Any]:
@@ -202,7 +202,7 @@ def step_summary(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
     """`analyze` without its per-op and per-layer tables."""
     spec, chip, par, prec, rows = load_step(model, hw, phase, parallel, precision, impl,
                                             None, None)
-    sched = check_schedule(schedule or DEFAULT_SCHEDULE, par)
+    sched, _ = resolve_schedule(schedule, par, phase.kind)
     core = step_core(spec, chip, par, rows, sched, phase.kind)
     t_lower: Any = core.times.t_lower_s
     device = chip.memory[0].capacity_bytes or 0.0

@@ -677,23 +677,26 @@ def latency_crossover_bytes(cost: Cost, nbytes: Any, latency_s: float,
 
 def one_copy_per_destination(cost: Cost, top_k: int, ranks: float,
                              in_domain: float | None = None,
-                             experts: int | None = None) -> Cost:
+                             experts: int | None = None, groups: int = 1,
+                             topk_groups: int = 1) -> Cost:
     """An expert-parallel all-to-all of every (token, expert) pair (`cost`: top_k copies of a
     token, the other ranks' share of them on the links) as the expert kernels send it: one
     copy per destination rank holding any of its experts (the rank runs all of them: DeepEP,
     pplx-kernels, MORI) and, across scale-up domains (`in_domain` ranks each), one per
     destination domain, fanned out there (DeepEP internode, HybridEP, MORI). Copies under
-    uniform routing: `moe.remote_domain_copies`. DeepSeek-V3 over EP 8: 4.6 copies, not 7;
-    over 4 8-GPU nodes 2.7 across, not 6. The expected time keeps the per-copy volume
-    (`Cost.runs`): DeepEP's, HybridEP's and MORI's measured times follow it (13% median
-    error against 27% with the deduplicated bytes)."""
-    shares = dict.fromkeys(cost.link_bytes, _copy_share(top_k, ranks, experts))
+    uniform routing: `moe.remote_domain_copies`, group-limited where the model routes so
+    (`groups`, `topk_groups`: its config's n_group, topk_group). DeepSeek-V3 over EP 8: 4.6
+    copies, not 7 (3.2 with its 4-of-8 groups); over 8 8-GPU nodes 3.2 across, not 7. The
+    expected time keeps the per-copy volume (`Cost.runs`): DeepEP's, HybridEP's and MORI's
+    measured times follow it (13% median error against 27% with the deduplicated bytes)."""
+    route = (experts, groups, topk_groups)
+    shares = dict.fromkeys(cost.link_bytes, _copy_share(top_k, ranks, *route))
     across = False  # one copy per destination domain on the scale-out link
     if in_domain is not None and ranks > in_domain and "scale-out" in shares:
         across = True
         # the group spread evenly over the fewest domains that hold it, as `_hierarchical`
         # splits it: (n - n/b)/n of every copy crosses
-        shares["scale-out"] = _copy_share(top_k, math.ceil(ranks / in_domain), experts)
+        shares["scale-out"] = _copy_share(top_k, math.ceil(ranks / in_domain), *route)
     if all(share >= 1.0 for share in shares.values()):
         return cost
     return Cost(link_bytes={link: nbytes * shares[link]
@@ -704,12 +707,13 @@ def one_copy_per_destination(cost: Cost, top_k: int, ranks: float,
                 runs=cost)
 
 
-def _copy_share(top_k: int, destinations: float, experts: int | None) -> float:
+def _copy_share(top_k: int, destinations: float, experts: int | None, groups: int = 1,
+                topk_groups: int = 1) -> float:
     """The share of a token's copies to other destinations that one copy per destination
     sends: remote copies over top_k·(1 - 1/d); never more than every copy."""
     if destinations <= 1:
         return 1.0
-    return min(1.0, remote_domain_copies(top_k, destinations, experts) / (
+    return min(1.0, remote_domain_copies(top_k, destinations, experts, groups, topk_groups) / (
         top_k * (1.0 - 1.0 / destinations)))
 
 

@@ -90,7 +90,7 @@ def key_figures(a: ModelAnalysis) -> list[tuple[str, str, str]]:
                     "sequence"))
     else:
         out.append(("step (lower bound)", seconds(a.t_lower_s), "one training step"))
-    out.append(("tokens/s (upper bound)", si()(a.tokens_per_s),
+    out.append(("tokens/s (upper bound)", si()(a.tokens_per_s) + common_schedule(a),
                 f"across all {a.parallel.chips} chip(s)"))
     out.append(("bound", str(a.bound), "the resource holding most of the step's time"))
     out.append(("memory per chip", f"{nbytes(m.total_bytes)} of "
@@ -101,6 +101,16 @@ def key_figures(a: ModelAnalysis) -> list[tuple[str, str, str]]:
                 f"{seconds(a.t_upper_s)}",
                 "all overlapped / as the schedule overlaps / nothing overlapped"))
     return out
+
+
+def common_schedule(a: ModelAnalysis) -> str:
+    """", any schedule; 1F1B: Y" where no schedule was named and the common one (1F1B, TP
+    and EP collectives in series) is slower than the headline; else nothing."""
+    common = a.common_tokens_per_s
+    if common is None or not np.any(np.asarray(common) < np.asarray(a.tokens_per_s)
+                                    * (1 - 1e-9)):
+        return ""
+    return f", any schedule; 1F1B: {si()(common)}"
 
 
 def summary_lines(a: ModelAnalysis) -> list[str]:
@@ -132,7 +142,8 @@ def summary_lines(a: ModelAnalysis) -> list[str]:
                      f"across the batch; dense weight GEMMs turn compute-bound at batch "
                      f"{a.decode_compute_bound_batch:.4g}{experts}")
     else:
-        lines.append(f"step >= {seconds(a.t_lower_s)}; <= {si()(a.tokens_per_s)} tokens/s")
+        lines.append(f"step >= {seconds(a.t_lower_s)}; <= {si()(a.tokens_per_s)} tokens/s"
+                     + common_schedule(a))
     lines.append(f"at the bound: MFU {100 * a.mfu:.1f}%, HFU {100 * a.hfu:.1f}% of the "
                  f"{a.mfu_dtype} peak, HBM bandwidth {100 * a.hbm_utilization:.1f}% "
                  "(causal attention counted as half the scores)")

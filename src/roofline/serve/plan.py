@@ -173,6 +173,11 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
             raise RooflineError(f"unknown mode {mode!r} (allowed: {', '.join(MODES)})")
     if load.rate is not None and load.concurrency is not None:
         raise RooflineError("give --rate (open loop) or --concurrency (closed loop), not both")
+    if load.rate is not None and space.batch is not None and len(space.batch) == 1:
+        # an open loop's running batch is what the load keeps in flight (Little's law:
+        # rate x time in decode); a pinned one it cannot sustain reported a TPOT no run sees
+        raise RooflineError("--batch pins the running batch, --rate sets it (Little's law: "
+                            "rate x decode time): give one, or a --batch grid to pick from")
     engines, skipped = _engines(spec, hardware, space, budget, expect, framework)
     groups: list[dict[str, np.ndarray[Any, Any]]] = []
 
