@@ -385,3 +385,19 @@ def test_the_kernel_option_picks_its_figure_or_says_which_exist(run_cli) -> None
     assert json.loads(fla)["expected"]["t_s"] > 2 * json.loads(out)["expected"]["t_s"]
     code, _, err = run_cli(*base, "--kernel", "nosuch")
     assert code == 2 and "(it has: fla)" in err
+
+
+def test_training_forecast_times_what_frameworks_run_not_the_headline_schedule() -> None:
+    """No schedule named: the bound is the best published schedule (zero-bubble, every
+    overlap); the forecast times 1F1B with the frameworks' overlaps (schedule.RUN), the
+    schedule its training factor was fitted under."""
+    from roofline.models.schedule import COMMON, RUN
+
+    par = Parallel(tp=8, pp=4, dp=2, microbatches=16)
+    a = analyze("llama-3-70b", "h100", train(batch=64, seq_len=4096), par)
+    run = a.under(RUN)
+    assert not a.schedule_named and a.schedule.pipeline == "zero-bubble"
+    assert a.t_lower_s < run.t_lower_s < a.under(COMMON).t_lower_s  # the 3/16 bubble back
+    e = expected_step(a)
+    assert float(e.t_s) == pytest.approx(float(expected_step(run).t_s))
+    assert e.analysis is a and float(e.t_s) >= float(a.t_lower_s)

@@ -15,8 +15,9 @@ bubble. These are bounds, not forecasts: no kernel launch overhead, no efficienc
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,7 @@ from ..units import format_si, format_time
 from .graph import OpCost, gemm_dtype
 from .memory import MemoryFootprint, footprint
 from .params import param_counts
-from .schedule import COMMON, NOT_HIDDEN, Schedule, resolve_schedule, step_times
+from .schedule import COMMON, NOT_HIDDEN, Schedule, check_schedule, resolve_schedule, step_times
 from .spec import ModelSpec
 from .step import MemoryBudget, Parallel, Phase, Precision, context_warning
 from .summary import (
@@ -213,6 +214,20 @@ class ModelAnalysis:
                                  self.parts.layers_per_stage, par.cp, core.comm_floor_s,
                                  self.phase.kind).t_lower_s)
 
+    def under(self, schedule: Schedule) -> ModelAnalysis:
+        """The same step bounded under `schedule` (a named one), its ops unchanged.
+
+        >>> from roofline.models import train
+        >>> from roofline.models.schedule import COMMON
+        >>> a = analyze("llama-3-8b", "h100", train(batch=8, seq_len=2048), Parallel(tp=2))
+        >>> bool(a.under(COMMON).t_lower_s >= a.t_lower_s)
+        True
+        """
+        if schedule == self.schedule and self.schedule_named:
+            return self
+        assert self.parts.resummarise is not None
+        return self.parts.resummarise(check_schedule(schedule, self.parallel))
+
     @property
     def common_tokens_per_s(self) -> Num | None:
         """Tokens/s at `common_t_lower_s` (None where that is)."""
@@ -329,7 +344,8 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
     return ModelAnalysis(
         model=spec.name, hardware=chip.id, model_source=spec.source, phase=phase, parallel=par,
         precision=prec, params_total=counts.total, params_active=counts.active,
-        parts=StepParts(rows, core, peak, chip.level("hbm").bandwidth_Bps, spec.layers / par.pp),
+        parts=StepParts(rows, core, peak, chip.level("hbm").bandwidth_Bps, spec.layers / par.pp,
+                        partial(_summarise, spec, chip, phase, par, prec, rows, budget)),
         model_flops=unwrap(model_flops),
         t_lower_s=unwrap(t_lower),
         t_upper_s=unwrap(core.t_upper_s),
@@ -360,6 +376,8 @@ class StepParts:
     peak: float  # FLOP/s of the MFU dtype
     hbm_Bps: float  # the chip's HBM bandwidth
     layers_per_stage: float = 1.0
+    # the same rows summarised under another (named) schedule: ModelAnalysis.under
+    resummarise: Callable[[Schedule], ModelAnalysis] | None = None
 
 
 def _tables(rows: list[OpCost], core: StepCore

@@ -136,6 +136,10 @@ def unfillable_slots(pp: int, microbatches: int) -> float:
 
 
 COMMON = Schedule()  # 1F1B, TP and EP collectives in series: the common schedule
+# what the training frameworks run where none is named, which the forecast (roofline.expect)
+# times and was fitted under (benchmarks/validation: training rows without an interleaved
+# layout): 1F1B with every overlap Megatron-LM / NeMo offer (--tp-comm-overlap, EP overlap)
+RUN = Schedule(tp_overlap=True, ep_overlap=True)
 
 
 def best_schedule(par: Parallel) -> Schedule:
