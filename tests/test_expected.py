@@ -384,7 +384,42 @@ def test_the_kernel_option_picks_its_figure_or_says_which_exist(run_cli) -> None
     _, fla, _ = run_cli(*base, "--kernel", "fla")
     assert json.loads(fla)["expected"]["t_s"] > 2 * json.loads(out)["expected"]["t_s"]
     code, _, err = run_cli(*base, "--kernel", "nosuch")
-    assert code == 2 and "(it has: fla)" in err
+    assert code == 2 and "(it has: fa2, fa3, fla)" in err
+
+
+def test_kernels_are_named_per_architecture(run_cli) -> None:
+    """FlashAttention-2 on Hopper runs at its own (FA3 paper: ~35% of peak) fraction, not at
+    the Hopper default's (FA3); each architecture names its default kernel too."""
+    from roofline.expect.kernels import architecture
+    from roofline.expect.table import figures
+
+    assert figures(load_chip("h100"))["attention.fa2"].value == pytest.approx(0.38)
+    assert figures(load_chip("a100-sxm-80gb"))["attention.fa2"].value == pytest.approx(0.70)
+    assert figures(load_chip("h100"))["attention.fa3"] == figures(load_chip("h100"))["attention"]
+    assert architecture(load_chip("h200")) == "hopper" and architecture(load_chip("v100")) is None
+    base = ["op", "attention", "--batch", "4", "--q-len", "4096", "--kv-len", "4096",
+            "--heads", "32", "--hw", "h100", "--expect", "--json"]
+    fa2, fa3 = (json.loads(run_cli(*base, "--kernel", k)[1])["expected"]["t_s"]
+                for k in ("fa2", "fa3"))
+    assert fa2 > 1.4 * fa3  # 0.38 against 0.60 of the tensor peak, softmax beside it
+
+
+def test_the_engine_option_takes_its_factor_and_is_echoed(run_cli) -> None:
+    base = ["model", "llama-3-70b", "--hw", "h100", "--tp", "4", "--phase", "decode",
+            "--batch", "64", "--json"]
+    plain = json.loads(run_cli(*base, "--expect")[1])["expected"]
+    vllm = json.loads(run_cli(*base, "--engine", "vllm")[1])["expected"]  # implies --expect
+    trt = json.loads(run_cli(*base, "--engine", "trtllm")[1])["expected"]
+    assert plain["engine"] is None and vllm["engine"] == "vllm" and trt["engine"] == "tensorrt-llm"
+    assert "framework.decode.vllm" in vllm["sources"] and vllm["t_s"] != plain["t_s"]
+    code, _, err = run_cli(*base, "--engine", "nosuch")
+    assert code == 2 and err.count("\n") == 1 and "allowed: gpt-fast, vllm" in err
+    code, out, _ = run_cli("serve", "llama-3.1-8b", "--hw", "h100", "--engine", "sglang",
+                           "--json")
+    assert json.loads(out)["engine"] == "sglang" and json.loads(out)["expected"] is True
+    code, out, _ = run_cli("sweep", "model", "llama-3-8b", "--hw", "h100", "--batch", "1,8",
+                           "--engine", "vllm", "--json")
+    assert json.loads(out)["frontier"]["engine"] == "vllm"
 
 
 def test_training_forecast_times_what_frameworks_run_not_the_headline_schedule() -> None:

@@ -122,9 +122,11 @@ class ModelSweep:
                  weight_dtypes: Sequence[str] = ("bf16",),
                  kv_dtypes: Sequence[str] = ("bf16",), dtype: str = "bf16", k: int = 1,
                  microbatches: int = 1, batch_per_replica: bool = False,
-                 chunk_points: int = CHUNK_POINTS, expect: bool = False) -> None:
+                 chunk_points: int = CHUNK_POINTS, expect: bool = False,
+                 engine: str | None = None) -> None:
         self.spec = load_model(model)
-        self.expect = expect
+        self.expect = expect or engine is not None
+        self.engine = engine  # the serving engine whose fitted factors the forecast takes
         if expect:
             chunk_points = min(chunk_points, EXPECT_CHUNK_POINTS)
         self.length = np.asarray(length, dtype=float).ravel()
@@ -208,7 +210,8 @@ class ModelSweep:
                         from .expect import expected_step
 
                         expected = expected_step(analyze(self.spec, cfg.chip, phase, cfg.par,
-                                                         cfg.prec), cfg.chip)
+                                                         cfg.prec), cfg.chip,
+                                                 framework=self.engine)
                         self.expected_sources.update(expected.sources)
                     bound = self._codes(s.bound_names)[s.bound_index]
                     grid = np.broadcast_to(bound, (b.shape[0], n.shape[1]))

@@ -13,9 +13,16 @@ EXPECT_HELP = ("also give the expected time beside the bound: a forecast with ef
                "defaults where it has none; --calibrated FILE overrides them)")
 
 
+ENGINE_HELP = ("the serving / generation engine whose fitted factors the expected time takes "
+               "(vllm, sglang, tensorrt-llm, gpt-fast, llama.cpp; implies --expect; echoed "
+               "in the output and the JSON); default: the generic factors")
+
+
 def add_expect_option(parser: argparse.ArgumentParser, calibrated: bool = False,
-                      kernel: bool = False) -> None:
+                      kernel: bool = False, engine: bool = False) -> None:
     parser.add_argument("--expect", action="store_true", help=EXPECT_HELP)
+    if engine:
+        parser.add_argument("--engine", metavar="NAME", help=ENGINE_HELP)
     if kernel:
         parser.add_argument("--kernel", metavar="NAME", help="with --expect: the kernel whose "
                             "measured fraction the expected time takes (attention: fa2, fa3, "
@@ -45,11 +52,11 @@ def op_expected(cost: Any, chip: Chip, args: argparse.Namespace, extra: dict[str
     kernel = getattr(args, "kernel", None)
     if kernel:  # a name no figure carries would fall back silently: say which exist
         from ..errors import RooflineError
+        from ..expect.kernels import kernel_names
         from ..expect.table import figures
 
-        named = sorted({k.split(".", 1)[1] for k in figures(chip, calibration(args))
-                        if k.split(".")[0] in ("attention", "attention_bwd", "linear_attention")
-                        and "." in k})
+        named = kernel_names(figures(chip, calibration(args)),
+                             ("attention", "attention_bwd", "linear_attention"))
         if kernel not in named:
             raise RooflineError(f"--kernel: no figure for {kernel!r} on {chip.id} (it has: "
                                 f"{', '.join(named) or 'none'})")
@@ -60,11 +67,22 @@ def op_expected(cost: Any, chip: Chip, args: argparse.Namespace, extra: dict[str
     return data, expected_text(e, data, rates)
 
 
+def engine(args: argparse.Namespace) -> str | None:
+    """The engine `--engine` names (checked), or None; naming one implies --expect."""
+    name = getattr(args, "engine", None)
+    if name is None:
+        return None
+    from ..expect.table import check_engine
+
+    args.expect = True
+    return check_engine(name)
+
+
 def step_expected(analysis: Any, chip: Chip, args: argparse.Namespace
                   ) -> tuple[dict[str, Any], str]:
     from ..expect import expected_step
     from ..render.model import expected_lines
 
-    e = expected_step(analysis, chip, calibration(args))
+    e = expected_step(analysis, chip, calibration(args), framework=engine(args))
     data = e.to_dict()
     return data, "\n".join(expected_lines(e, data))

@@ -97,7 +97,7 @@ def _model_step(args: argparse.Namespace) -> None:
                                 MemoryBudget(args.mem_util, args.reserve or 0.0),
                                 result.schedule)
     more = ""
-    if args.expect or args.calibrated:  # beside the bound, never in place of it
+    if args.expect or args.calibrated or args.engine:  # beside the bound, never instead
         data["expected"], more = step_expected(result, chip_from(args), args)
     if args.csv or args.markdown or args.html:
         from ..render import pages
@@ -294,7 +294,7 @@ def register(sub: Any) -> None:
     mp.add_argument("--csv", help="write the per-op table to this CSV file")
     mp.add_argument("--markdown", help="write the per-op table to this Markdown file")
     mp.add_argument("--html", help="write the step as a standalone HTML report")
-    add_expect_option(mp, calibrated=True)
+    add_expect_option(mp, calibrated=True, engine=True)
     mp.set_defaults(func=_cmd_model, step_defaults={  # what `model list` / `export` refuse
         a.dest: a.default for a in mp._actions if a.option_strings and a.dest != "help"})
 

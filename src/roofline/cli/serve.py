@@ -8,6 +8,7 @@ from typing import Any
 from ..argtypes import bytes_arg, count_arg, emit, typed
 from ..errors import RooflineError
 from ..units import parse_number
+from .expect import ENGINE_HELP, engine
 from .sweeps import duration_with_unit
 
 
@@ -45,6 +46,7 @@ def build_plan(args: argparse.Namespace) -> Any:
         ins, outs = read_lengths(args.lengths)
     else:
         ins, outs = args.input_len or 2048, args.output_len or 256
+    name = engine(args)  # naming one implies --expect
     if args.accept is not None and not args.spec_k:
         raise RooflineError("--accept needs --spec-k (the drafts per step)")
     w = Workload.from_lengths(ins, outs, args.prefix_hit, args.spec_k or 0, args.accept or 0.0)
@@ -65,7 +67,7 @@ def build_plan(args: argparse.Namespace) -> Any:
     return plan(args.model, parse_list(args.hw, "--hw"), w, Targets(args.ttft, args.tpot),
                 space, Load(args.rate, args.concurrency),
                 MemoryBudget(args.mem_util, args.reserve or 0.0), _prices(args.price),
-                expect=args.expect)
+                expect=args.expect, framework=name)
 
 
 def plan_data(p: Any, every_point: bool = False) -> dict[str, Any]:
@@ -83,7 +85,8 @@ def plan_data(p: Any, every_point: bool = False) -> dict[str, Any]:
         "best": best,
         "frontier_tpot": {hw: [p.row(i) for i in p.frontier("tpot_s", hw)] for hw in hws},
         "frontier_ttft": {hw: [p.row(i) for i in p.frontier("ttft_s", hw)] for hw in hws},
-        "skipped": p.skipped, "expected": p.expected, "notes": notes(p.expected, p.tdp)}
+        "skipped": p.skipped, "expected": p.expected, "engine": p.engine,
+        "notes": notes(p.expected, p.tdp)}
     # per chip, the source of every catalog figure the plan divides by: the TDP behind
     # tokens_per_joule (its watts are each row's tdp_w), and with --expect the efficiencies
     data["sources"] = {hw: {"tdp_w": tdp_source(p.tdp[hw])} for hw in hws
@@ -183,6 +186,7 @@ def register(sub: Any) -> None:
     s.add_argument("--expect", action="store_true",
                    help="plan with expected step times (a forecast with sourced efficiencies, "
                    "roofline.expect) instead of the bounds")
+    s.add_argument("--engine", metavar="NAME", help=ENGINE_HELP)
     s.add_argument("--all", action="store_true", help="with --json: every point too")
     s.add_argument("--csv", help="write every operating point to this CSV file")
     s.add_argument("--plot", help="draw the frontiers with the targets (PNG / SVG / PDF)")

@@ -22,7 +22,7 @@ from ..units import (
     parse_number,
 )
 from ._base import LazySubparsers, _Parser
-from .expect import add_expect_option
+from .expect import add_expect_option, engine
 from .models import check_phase_options
 from .ops import OPS
 
@@ -44,7 +44,7 @@ def _cmd_sweep_model(args: argparse.Namespace) -> None:
         kv_dtypes=parse_list(args.kv_dtype or args.dtype, "--kv-dtype"), dtype=args.dtype,
         k=args.k or 1,
         microbatches=args.microbatches, batch_per_replica=args.batch_per_replica is not None,
-        expect=args.expect)
+        engine=engine(args), expect=args.expect)
     limit = args.max_latency
     if args.plot or (args.json and args.all):  # these read every point: keep them
         from ..sweep import _check_points
@@ -62,6 +62,7 @@ def _cmd_sweep_model(args: argparse.Namespace) -> None:
         frontier = _streamed(sweep, Frontier(limit, args.expect), args.csv)
     if args.expect:
         frontier["expected_sources"] = dict(sweep.expected_sources)
+        frontier["engine"] = sweep.engine
     if sweep.skipped:  # configurations of the grid the model cannot run: said, not dropped
         frontier["skipped"] = list(sweep.skipped)
         for why in sweep.skipped:
@@ -203,7 +204,7 @@ def register(sub: Any) -> None:
     sm.add_argument("--plot", help="chart tokens/s against batch (PNG / SVG / PDF)")
     sm.add_argument("--json", action="store_true", help="print the frontier as JSON")
     sm.add_argument("--all", action="store_true", help="with --json: every point too")
-    add_expect_option(sm)
+    add_expect_option(sm, engine=True)
     sm.set_defaults(func=_cmd_sweep_model)
 
     so = sw_sub.add_parser("op", help="sweep one op's arguments (lists / ranges) and chips")

@@ -39,6 +39,7 @@ class ExpectedStep:
     launch_s: Num  # overheads on the critical path (launches, collective calls)
     efficiency: dict[str, Num]  # resource -> achievable / roof (time-weighted over the step)
     sources: dict[str, str]
+    engine: str | None = None  # the serving / generation engine whose factors it took
 
     @property
     def ttft_s(self) -> Num | None:
@@ -77,7 +78,7 @@ class ExpectedStep:
             "t_s": self.t_s, "bound_t_s": self.analysis.t_lower_s, "ttft_s": self.ttft_s,
             "tpot_s": self.tpot_s, "tokens_per_s": self.tokens_per_s,
             "flops_per_s": self.flops_per_s, "mfu": self.mfu, "overhead_s": self.launch_s,
-            "efficiency": self.efficiency, "sources": self.sources},
+            "efficiency": self.efficiency, "sources": self.sources, "engine": self.engine},
             self.analysis.t_lower_s, self.kind)
 
     def to_dict(self) -> dict[str, Any]:
@@ -149,12 +150,12 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
         with np.errstate(divide="ignore", invalid="ignore"):
             efficiency[resource] = unwrap(np.where(
                 weight > 0, sum(w * e for w, e in pairs) / weight, pairs[0][1]))
-    key, factor = lookup_framework(figs, kind, engine(framework) if framework else None,
-                                   moe=a.params_active < a.params_total)
+    name = engine(framework) if framework else None
+    key, factor = lookup_framework(figs, kind, name, moe=a.params_active < a.params_total)
     sources[key] = source(factor)
     efficiency["framework"] = factor.value
     t = np.maximum(total / factor.value, np.asarray(a.t_lower_s))  # never below the bound
-    return ExpectedStep(a, unwrap(t), unwrap(overhead), efficiency, sources)
+    return ExpectedStep(a, unwrap(t), unwrap(overhead), efficiency, sources, name)
 
 
 def weight_only(cost: Cost) -> str | None:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ..hardware.model import Chip, Efficiency
+from .kernels import default_kernel, kernel_figures
 
 if TYPE_CHECKING:
     from ..measure.calibration import Calibration
@@ -119,9 +120,24 @@ def engine(framework: str) -> str:
     return next((e for e in ENGINES if e in name), name)
 
 
+def check_engine(name: str) -> str:
+    """An engine a user names (`engine=`, `--engine`): one of ENGINES, or a one-line error
+    naming them ('trtllm' and 'tensorrt' are TensorRT-LLM)."""
+    key = name.strip().lower().replace("_", "-")
+    key = {"trtllm": "tensorrt-llm", "trt-llm": "tensorrt-llm", "tensorrt": "tensorrt-llm",
+           "llamacpp": "llama.cpp"}.get(key, key)
+    if key not in ENGINES:
+        from ..errors import RooflineError
+
+        raise RooflineError(f"engine {name!r}: unknown (allowed: {', '.join(ENGINES)})")
+    return key
+
+
 def figures(chip: Chip, calibration: Calibration | None = None) -> dict[str, Efficiency]:
-    """Every figure the model may use on `chip`: defaults < chip file < calibration."""
-    out = {**DEFAULTS, **chip.efficiency}
+    """Every figure the model may use on `chip`: defaults < its architecture's named kernels
+    (kernels.py) < chip file < calibration."""
+    out = {**DEFAULTS, **kernel_figures(chip), **chip.efficiency}
+    out.update(default_kernel(chip, out))
     if calibration is not None:
         what = f"measured: {calibration.description}"
         for dt, eff in calibration.compute.items():

@@ -251,7 +251,8 @@ def expected_lines(e: Any, data: dict[str, Any]) -> list[str]:
     if e.tpot_s is not None:
         rows.append(row("TPOT", a.tpot_s, "tpot_s", seconds))
     effs = ", ".join(f"{k} {100 * float(np.mean(v)):.1f}%" for k, v in e.efficiency.items())
-    return [f"bound and expected ({WHAT} {describe(e.sources)})",
+    on = f" on {e.engine}" if e.engine else " (no engine named: generic factors)"
+    return [f"bound and expected{on} ({WHAT} {describe(e.sources)})",
             text.table(["", "bound", "expected", "80% interval"], rows),
             interval_note(data["interval"]),
             f"efficiency (time-weighted over the step): {effs}"]

@@ -85,8 +85,11 @@ def serve_text(data: dict[str, Any]) -> str:
     what = (f"at {load['rate']:g} requests/s (open loop)" if load["rate"] is not None else
             f"at concurrency {load['concurrency']} (closed loop)"
             if load["concurrency"] is not None else "capacity")
+    times = "" if not data["expected"] else (
+        f"; expected times on {data['engine']}" if data.get("engine")
+        else "; expected times (no engine named: generic factors)")
     lines = [f"serve {data['model']}: {w['input_len']:g} prompt + {w['output_len']:g} output "
-             f"tokens per request; {what}; {targets or 'no latency targets'}",
+             f"tokens per request; {what}; {targets or 'no latency targets'}{times}",
              f"{data['points']} operating points, {data['feasible_points']} meet the targets", ""]
     best = data["best"]
     if not best:

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError
+from ..expect.table import engine as engine_name
 from ..models import Precision, load_model, model_precision
 from ..models.spec import ModelSpec
 from ..models.step import MemoryBudget
@@ -106,6 +107,7 @@ class ServePlan:
     columns: dict[str, np.ndarray[Any, Any]]
     skipped: list[str] = field(default_factory=list)
     expected: bool = False  # step times are expected times (a forecast), not bounds
+    engine: str | None = None  # the engine whose fitted factors the expected times took
     # per chip id: the TDP that tokens_per_joule divides by, with its source (the chip file's
     # tdp_w, tdp_source, tdp_estimated; tdp_w None where the file gives none)
     tdp: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -225,7 +227,8 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
     tdp = {e.chip.id: {"tdp_w": e.chip.tdp_w, "source": e.chip.tdp_source,
                        "estimated": e.chip.tdp_estimated} for e, _ in engines
            if e.chip.id in shown}
-    return ServePlan(spec.name, workload, targets, load, columns, skipped, expect, tdp)
+    return ServePlan(spec.name, workload, targets, load, columns, skipped, expect,
+                     engine_name(framework) if expect and framework else None, tdp)
 
 
 def _name(config: dict[str, Any]) -> str:

@@ -1,0 +1,83 @@
+"""Named kernels per architecture: the achievable fraction of a kernel family on the chips of
+one architecture, where the chip's own file names none.
+
+A figure `attention.fa2` is FlashAttention-2's fraction of the tensor-core peak; the chip
+file's `[efficiency.attention.<kernel>]` (a figure for that very chip) wins over it, a local
+calibration over both (`table.figures`). FlashAttention-2 is an Ampere kernel: on Hopper and
+Blackwell it issues no wgmma / tcgen05 instructions, so it reaches a smaller share of the
+newer tensor cores than the kernels written for them (FlashAttention-3 paper, arXiv:2407.08608
+§4.1: FA2 at 35% of H100's peak where FA3 reaches 75%).
+
+Fitted figures say to what: the fit half of benchmarks/validation (`benchmarks/validation/
+fit_kernels.py` prints the value that minimises the fit half's median error).
+"""
+
+from __future__ import annotations
+
+from ..hardware.model import Chip, Efficiency
+
+# The catalog chips of each architecture (a chip file of another id takes no architecture
+# figure: its own file's, or the generic default).
+ARCHITECTURES: dict[str, tuple[str, ...]] = {
+    "ampere": ("a100-sxm-40gb", "a100-sxm-80gb", "a100-pcie-80gb"),
+    "hopper": ("h100-sxm", "h100-pcie", "h100-nvl", "h200-sxm", "h200-nvl", "h800-sxm",
+               "h20", "gh200"),
+    "blackwell": ("b200", "gb200", "b300", "gb300"),
+    "cdna3": ("mi300x", "mi325x"),
+    "cdna4": ("mi355x",),
+}
+
+_FIT = "fitted to the fit half of benchmarks/validation (fit_kernels.py): "
+
+KERNELS: dict[str, dict[str, Efficiency]] = {
+    "ampere": {
+        # FlashAttention-2 paper (arXiv:2307.08691 §4.1): forward up to 73% of A100's peak
+        "attention.fa2": Efficiency(0.70, "fitted", _FIT + "FlashAttention-2 forward on A100 "
+                                    "(3 fit rows: 18.2% -> 3.5% median error; held-out 12 "
+                                    "rows 19.0% -> 6.1%); the FA2 paper's 50-73% of peak"),
+    },
+    "hopper": {
+        # FlashAttention-3 paper (arXiv:2407.08608 §1): FA2 at 35% of H100's peak
+        "attention.fa2": Efficiency(0.38, "fitted", _FIT + "FlashAttention-2 forward on H100 "
+                                    "(5 fit rows: 29.4% -> 6.4% median error; held-out 6 rows "
+                                    "31.8% -> 25.7%); the FA3 paper's 35% of peak"),
+    },
+    "cdna4": {
+        "attention.hipkittens": Efficiency(0.41, "fitted", _FIT + "HipKittens attention "
+                                           "forward on MI355X (6 fit rows: 25.5% -> 4.4%; "
+                                           "held-out 10 rows 25.0% -> 12.7%)"),
+    },
+}
+
+
+# The attention kernel the generic `attention` figure stands for on each architecture (what
+# it was fitted to): `--kernel` may name it too.
+DEFAULT_ATTENTION = {"ampere": "fa2", "hopper": "fa3", "blackwell": "fa4"}
+
+
+def architecture(chip: Chip) -> str | None:
+    """The architecture of a catalog chip (a clocked variant `h100-sxm@915MHz` is its
+    part's), or None."""
+    part = chip.id.split("@")[0]
+    return next((arch for arch, ids in ARCHITECTURES.items() if part in ids), None)
+
+
+def kernel_figures(chip: Chip) -> dict[str, Efficiency]:
+    """The architecture's named-kernel figures for `chip` (empty for none)."""
+    arch = architecture(chip)
+    return dict(KERNELS.get(arch, {})) if arch else {}
+
+
+def default_kernel(chip: Chip, figures: dict[str, Efficiency]) -> dict[str, Efficiency]:
+    """The architecture's default attention kernel named: `attention.fa3` on Hopper is the
+    chip's `attention` figure, unless a figure of that name exists."""
+    name = DEFAULT_ATTENTION.get(architecture(chip) or "")
+    if name is None or f"attention.{name}" in figures:
+        return {}
+    return {f"attention.{name}": figures["attention"]}
+
+
+def kernel_names(figures: dict[str, Efficiency], kinds: tuple[str, ...]) -> list[str]:
+    """The kernels `figures` names for these kinds (attention, attention_bwd, ...)."""
+    return sorted({key.split(".", 1)[1] for key in figures
+                   if "." in key and key.split(".")[0] in kinds})
