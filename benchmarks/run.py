@@ -129,6 +129,19 @@ def our_analyze() -> Work:
     return run
 
 
+def our_forecast() -> Work:
+    """analyze() and its expected step (roofline.expect.expected_step) with every interval:
+    the forecast path, against analyze() alone (the bound path)."""
+    from roofline.expect import expected_step
+
+    calls = iter(range(1, 10**9))
+
+    def run() -> object:
+        a = analyze("llama-2-70b", "h100", decode(next(calls) % 64 + 1, 4000), Parallel(tp=4))
+        return expected_step(a).figures()
+    return run
+
+
 _BIG: list[Path] = []  # the 100 MB trace, written on first use (only when its case runs)
 
 
@@ -162,6 +175,8 @@ def cases() -> list[Case]:
     return [
         Case("whole model: Llama-2-70B decode, TP 4 (per call)", 1.0, 200, our_analyze(),
              "llm-analysis infer()", llm_analysis_infer()),
+        Case("forecast: analyze + expected_step, Llama-2-70B decode TP 4", 2.0, 200,
+             our_forecast(), "analyze() alone", our_analyze()),
         Case("1,000,000-point sweep model (batch x context)", 5.0, 9,
              lambda: sweep_model("llama-3-70b", ["h100"], "decode", batch, context, tp=[4]),
              "closed-form numpy floor", lambda: decode_floor(batch, context)),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -124,7 +124,8 @@ def dequant_family(weights: Any, cost: Cost) -> str | None:
 
 def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | None = None,
              kernel: str | None = None, cuda_graphs: bool = False,
-             dequant: str | None = None, engine_kernels: bool = False) -> Expected:
+             dequant: str | None = None, engine_kernels: bool = False,
+             bound_estimate: Estimate | None = None) -> Expected:
     """The expected time of one op on one chip (per chip; arrays broadcast like evaluate).
 
     `kernel` names the attention kernel measured against (fa2, fa3, cudnn, ...; default: the
@@ -188,14 +189,14 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
     for link in LINKS:
         if link in cost.link_bytes or link in cost.link_calls:
             applied[link] = derate[link] = per_algorithm(link)
-    base_est = evaluate(bound, chip)
+    # (a step's rows come with their bound's estimate: not evaluated twice)
+    base_est = evaluate(bound, chip) if bound_estimate is None else bound_estimate
     scalar = {k: v for k, v in derate.items() if np.ndim(v) == 0}
     arrays = {k: np.asarray(v) for k, v in derate.items() if np.ndim(v)}
     if arrays:  # a per-point efficiency (tile utilization over a sweep): scale the times
         derated = _evaluate_pointwise(cost, chip, scalar, arrays)
     else:
-        derated = evaluate(cost, chip.derated({k: float(v) for k, v in scalar.items()},
-                                              label=LABEL), shared_special=False)
+        derated = evaluate(cost, _derated(chip, scalar), shared_special=False)
     overhead: Any = 0.0
     if cost.has_arithmetic or cost.bytes:
         overhead = take("graph_launch_s" if cuda_graphs else "launch_s")
@@ -227,6 +228,18 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
         t = t + take("softmax_exposed") * np.minimum(np.asarray(times.get(COMPUTE, 0.0)),
                                                      softmax)
     return Expected(unwrap(t), base_est, derated, unwrap(np.asarray(overhead)), applied, used)
+
+
+def _derated(chip: Chip, efficiency: Mapping[str, Any]) -> Chip:
+    """The chip derated by scalar efficiencies, kept on the chip per set of figures: a step's
+    ops repeat a few sets (one per GEMM shape's tile waves), and a serving plan times its
+    steps again and again."""
+    key = ("expect.derated", *sorted((k, float(v)) for k, v in efficiency.items()))
+    found = chip.memo.get(key)
+    if found is None:
+        found = chip.memo[key] = chip.derated({k: float(v) for k, v in efficiency.items()},
+                                              label=LABEL)
+    return cast(Chip, found)
 
 
 def _evaluate_pointwise(cost: Cost, chip: Chip, scalar: Mapping[str, float],

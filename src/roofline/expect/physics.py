@@ -8,6 +8,7 @@ A FlashAttention forward runs one tile per (batch, head, 128-query block), alike
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -51,6 +52,13 @@ def gemm_utilization(m: Any, n: Any, units: int, batch: Any = 1) -> Any:
                               for t in shapes])
 
 
+@functools.lru_cache(maxsize=4096)
+def _gemm_utilization_of(m: float, n: float, units: int, batch: float) -> float:
+    """gemm_utilization of one shape, kept: a step's GEMM shapes repeat in every step of a
+    serving plan or sweep."""
+    return float(gemm_utilization(m, n, units, batch))
+
+
 def units(chip: Chip) -> int | None:
     """SMs / CUs: the units of the innermost level that names them."""
     for level in reversed(chip.memory):
@@ -76,8 +84,11 @@ def tile_utilization(cost: Cost, chip: Chip) -> Any:
         m, n, k = (np.asarray(x, dtype=float) for x in (op.m, op.n, op.k))
         total = sum(np.asarray(f, dtype=float) for f in cost.flops.values())
         with np.errstate(divide="ignore", invalid="ignore"):  # repeats run as one batch
-            batch = np.where(m * n * k > 0, total / (2 * m * n * k), 1.0)
-        return gemm_utilization(m, n, n_units, np.maximum(np.round(batch), 1.0))
+            batch = np.maximum(np.round(np.where(m * n * k > 0, total / (2 * m * n * k), 1.0)),
+                               1.0)
+        if m.ndim == n.ndim == batch.ndim == 0:  # one shape: asked again and again
+            return _gemm_utilization_of(float(m), float(n), n_units, float(batch))
+        return gemm_utilization(m, n, n_units, batch)
     if isinstance(op, Attention):
         # a query block's rows beyond the last query are waste (Lq = 129 runs two blocks);
         # fewer queries than a block (decode) run one block each, their rows packed

@@ -124,7 +124,8 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
     total: Any = np.asarray(0.0)
     overhead: Any = np.asarray(0.0)
     by_resource: dict[str, list[Any]] = {}
-    for op in run.ops:
+    ests = run.parts.core.ests  # the bound's estimate of each row (NOT_HIDDEN has none)
+    for i, op in enumerate(run.ops):
         if op.name == NOT_HIDDEN:  # a link busier than the path: at the link's pace
             link = str(op.bound) if str(op.bound) in LINKS else min(
                 LINKS, key=lambda k: figs[k].value)  # the link per point: the slower figure
@@ -133,7 +134,7 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
             total = total + np.asarray(op.t_lower_s) / fig.value
             continue
         one = expected(op.cost, chip, calibration, cuda_graphs=graphs,
-                       dequant=weight_only(op.cost))
+                       dequant=weight_only(op.cost), bound_estimate=ests[i])
         sources.update(one.sources)
         bound_one = np.asarray(one.bound.t_lower_s, dtype=float)
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -8,7 +8,7 @@ what: the fit half of benchmarks/validation, `python benchmarks/validation/check
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ..hardware.model import Chip, Efficiency
 from .kernels import default_kernel, kernel_figures
@@ -136,9 +136,13 @@ def check_engine(name: str) -> str:
 def figures(chip: Chip, calibration: Calibration | None = None) -> dict[str, Efficiency]:
     """Every figure the model may use on `chip`: defaults < its architecture's named kernels
     (kernels.py) < chip file < calibration."""
+    if calibration is None and "expect.figures" in chip.memo:  # read per op of a step
+        return dict(cast(dict[str, Efficiency], chip.memo["expect.figures"]))
     out = {**DEFAULTS, **kernel_figures(chip), **chip.efficiency}
     out.update(default_kernel(chip, out))
-    if calibration is not None:
+    if calibration is None:
+        chip.memo["expect.figures"] = dict(out)
+    else:
         what = f"measured: {calibration.description}"
         for dt, eff in calibration.compute.items():
             out[f"matmul.{dt}"] = Efficiency(eff, what)
