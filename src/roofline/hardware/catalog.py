@@ -60,6 +60,10 @@ _LIMITS: dict[str, tuple[float, float, str]] = {
 }
 
 
+SAFE_ID = re.compile(r"[a-z0-9][a-z0-9._+-]*")
+ID_RULE = "lower-case letters, digits, '.', '_', '-' or '+', starting with a letter or digit"
+
+
 class _Reader:
     """Typed access to one table of a chip file; errors name the file and the field."""
 
@@ -129,8 +133,8 @@ def parse_chip(data: dict[str, Any], path: str) -> Chip:
     if data.get("schema_version") != SCHEMA_VERSION:
         raise top.error("schema_version", f"must be {SCHEMA_VERSION}")
     chip_id = top.string("id")
-    if chip_id != chip_id.lower() or " " in chip_id:
-        raise top.error("id", f"must be lower-case without spaces, got {chip_id!r}")
+    if not SAFE_ID.fullmatch(chip_id):  # an id lands raw in CSV cells, labels, file names
+        raise top.error("id", f"must be {ID_RULE}, got {chip_id!r}")
     aliases = data.get("aliases", [])
     if not isinstance(aliases, list) or not all(isinstance(a, str) and a for a in aliases):
         raise top.error("aliases", "must be a list of non-empty strings")

@@ -19,6 +19,7 @@ from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError
 from ..files import write_text
 from ..hardware import Chip, load_chip
+from ..hardware.catalog import ID_RULE, SAFE_ID
 from .backend import BACKENDS, DEVICES, STREAM_KERNELS
 from .comm import COMM_KINDS
 from .progress import Progress
@@ -79,9 +80,8 @@ def _cmd_peaks(args: argparse.Namespace) -> None:
     if args.calibration_out and compare is None:
         raise RooflineError("--calibration-out needs --hw (the chip the efficiencies are "
                             "relative to)")
-    if args.id is not None and (args.id != args.id.lower() or not args.id.strip()
-                                or " " in args.id):
-        raise RooflineError(f"--id: must be lower-case without spaces, got {args.id!r}")
+    if args.id is not None and not SAFE_ID.fullmatch(args.id):
+        raise RooflineError(f"--id: must be {ID_RULE}, got {args.id!r}")
     if args.out and args.no_bandwidth:
         raise RooflineError("--out needs the bandwidth sweep (drop --no-bandwidth): a chip "
                             "file must have main memory")
