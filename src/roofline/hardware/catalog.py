@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -398,6 +399,23 @@ def load_chip(name: str | Chip | Any) -> Chip:
     if clocked:
         return load_chip(clocked[1]).at_clock(float(clocked[2]))
     raise unknown("chip", text, [*_catalog_files(), *aliases])
+
+
+def load_chips(names: Sequence[str | Chip], what: str = "--hw") -> list[Chip]:
+    """The chips of a list (a sweep's, a plan's); two with one id would share one label in
+    every row and column, so they are refused."""
+    chips: dict[str, tuple[str, Chip]] = {}
+    for name in names:
+        chip = load_chip(name)
+        if chip.id in chips:
+            first = chips[chip.id][0]
+            if first == str(name):
+                raise RooflineError(f"{what}: {first!r} is given twice; give each chip once")
+            raise RooflineError(f"{what}: {first!r} and {str(name)!r} are both chip "
+                                f"{chip.id!r}; give each chip once (a chip file of its own "
+                                "needs an id of its own)")
+        chips[chip.id] = (str(name), chip)
+    return [chip for _, chip in chips.values()]
 
 
 _CLOCKED = re.compile(r"(.+)@([0-9]+(?:\.[0-9]*)?)mhz")  # "h100-sxm@1200MHz" (lower-cased)
