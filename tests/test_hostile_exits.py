@@ -84,3 +84,24 @@ def test_main_gives_back_the_signal_handlers(run_cli):
     before = signal.getsignal(signal.SIGTERM)
     assert run_cli("hw", "list")[0] == 0
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+# --- 11. the validation check says why it fails --------------------------------------------
+
+
+def test_the_validation_check_names_the_rows_that_beat_their_bound(monkeypatch, capsys):
+    import cases
+    import check
+
+    rows = [cases.Scored("fine-row", "gemm", "h100-sxm", 0.8, 1.0),
+            cases.Scored("bad-row", "moe_dispatch", "h200-sxm", 1.11, 1.0),
+            cases.Scored("nan-row", "gemm", "h100-sxm", float("nan"), 1.0)]
+    monkeypatch.setattr(cases, "scored", lambda: (rows, {}))
+    assert check.main([]) == 1
+    last = capsys.readouterr().out.rstrip("\n").splitlines()[-3:]
+    assert "2 row(s) beat their bound" in last[0] and "1.03" in last[0]
+    assert last[1] == "  bad-row (moe_dispatch, h200-sxm): measured/bound 1.110 > 1.03"
+    assert last[2].startswith("  nan-row (gemm, h100-sxm): measured/bound nan")
+    monkeypatch.setattr(cases, "scored", lambda: (rows[:1], {}))
+    assert check.main([]) == 0
+    assert "FAILED" not in capsys.readouterr().out
