@@ -16,7 +16,15 @@ from ..cost import LINKS, MEMORY_LEVELS
 from ..dtypes import dtype_names
 from ..errors import RooflineError, brief, unknown
 from ..files import check_text, read_toml
-from .model import EFFICIENCY_KINDS, Chip, Efficiency, Link, MemoryLevel, Peak
+from .model import (
+    EFFICIENCY_KINDS,
+    MIN_EFFICIENCY,
+    Chip,
+    Efficiency,
+    Link,
+    MemoryLevel,
+    Peak,
+)
 
 CATALOG_DIR = Path(__file__).with_name("catalog")
 SCHEMA_VERSION = 1
@@ -295,8 +303,8 @@ def _efficiencies(path: str, table: Any) -> dict[str, Efficiency]:
         value = r.table.get("value")
         seconds = key.endswith("_s")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                0 <= value <= 1 if seconds else 0 < value <= 1):
-            allowed = "seconds in [0, 1]" if seconds else "a fraction in (0, 1]"
+                0 <= value <= 1 if seconds else MIN_EFFICIENCY <= value <= 1):
+            allowed = "seconds in [0, 1]" if seconds else f"a fraction in [{MIN_EFFICIENCY:g}, 1]"
             raise r.error("value", f"must be {allowed}, got {value!r}")
         source = r.string("source", required=False)
         fitted = r.string("fitted", required=False)

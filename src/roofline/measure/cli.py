@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ..argtypes import bytes_arg, count_arg, emit
+from ..argtypes import SIZE_FACTOR, bytes_arg, count_arg, emit, ranged
 from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError
 from ..files import write_text
@@ -291,7 +291,8 @@ def register(subparsers: Any) -> None:
                    help="smallest message (default 1KiB)")
     c.add_argument("--max-bytes", type=bytes_arg("--max-bytes"), dest="max_bytes",
                    help="largest message (default 64MiB; --quick 1MiB)")
-    c.add_argument("--factor", type=float, default=4.0, help="size step factor (default 4)")
+    c.add_argument("--factor", type=ranged("--factor", SIZE_FACTOR), default=4.0,
+                   help=f"size step factor (default 4; {SIZE_FACTOR})")
     c.add_argument("--dtype", default="fp32", choices=("fp32", "bf16", "fp16"),
                    help="element type (default fp32)")
     c.add_argument("--link", default="scale-up", choices=("scale-up", "scale-out"),
