@@ -342,7 +342,7 @@ def test_model_cli(run_cli):
     (["mfu", "--params", "inf", "--tokens-per-step", "1e6", "--step-time-s", "1", "--gpus",
       "8"], "argument --params: expected a positive number"),
     (["mfu", "--params", "70e9", "--tokens-per-step", "1e6", "--step-time-s", "1e-300",
-      "--gpus", "8"], "MFU does not come out finite"),
+      "--gpus", "8"], "argument --step-time-s: must be 1 ps to 1e9 s"),  # issue 35: a floor
 ])
 def test_model_cli_bad_input(run_cli, argv, needle):
     code, _, err = run_cli(*argv)

@@ -44,7 +44,8 @@ def _under(modules: set[str], *packages: str) -> list[str]:
 def test_help_imports_no_command_module():
     loaded = _loaded("--help")
     assert not _under(loaded, *HEAVY)
-    assert _under(loaded, "roofline.cli") == ["roofline.cli", "roofline.cli._base"]
+    assert _under(loaded, "roofline.cli") == ["roofline.cli", "roofline.cli._base",
+                                              "roofline.cli._exit"]
     assert "roofline.argtypes" not in loaded
     assert "tomllib" not in loaded  # no file is read
 
@@ -53,7 +54,8 @@ def test_an_op_imports_its_command_alone():
     loaded = _loaded("op", "matmul", "--m", "1", "--k", "1", "--n", "1", "--json")
     assert not _under(loaded, *HEAVY)
     assert _under(loaded, "roofline.cli") == ["roofline.cli", "roofline.cli._base",
-                                              "roofline.cli.expect", "roofline.cli.ops"]
+                                              "roofline.cli._exit", "roofline.cli.expect",
+                                              "roofline.cli.ops"]
 
 
 def test_the_command_table_is_what_the_modules_register():

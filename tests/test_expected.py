@@ -117,7 +117,7 @@ def test_efficiency_table_is_validated() -> None:
                                                                 "rows a, b"}}}}, "x.toml")
     assert ok.efficiency["matmul.bf16"].value == 0.8
     assert expected(matmul(64, 64, 64), ok).sources["matmul.bf16"] == "fitted to rows a, b"
-    bad = [({"hbm": {"value": 1.2, "source": "s"}}, "fraction in (0, 1]"),
+    bad = [({"hbm": {"value": 1.2, "source": "s"}}, "a fraction in"),
            ({"hbm": {"value": 0.9}}, "source"),
            ({"speed": {"value": 0.9, "source": "s"}}, "unknown field"),
            ({"matmul": {"bf17": {"value": 0.9, "source": "s"}}}, "needs a dtype")]

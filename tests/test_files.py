@@ -105,6 +105,17 @@ def test_read_only_destinations(tmp_path):
         check_destinations([d / "x.csv"])
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/sys/kernel"), reason="needs Linux's /proc/sys")
+def test_read_only_destinations_even_to_root():
+    """/proc/sys refuses writes from root too (its files' modes hold, and the directory takes
+    no new file): the checks are exercised as CI runs, as root."""
+    ro = "/proc/sys/kernel/osrelease"
+    with pytest.raises(RooflineError, match="read-only"):
+        check_destinations([ro])
+    with pytest.raises(RooflineError, match="not writable"):
+        check_destinations(["/proc/sys/new.csv"])
+
+
 @pytest.mark.parametrize("option", ["--csv", "--markdown", "--html"])
 def test_dash_writes_the_output_to_stdout_and_the_summary_to_stderr(run_cli, tmp_path, option):
     os.chdir(tmp_path)

@@ -335,9 +335,9 @@ def test_tokens_per_joule_names_the_tdp_and_its_source(run_cli, tmp_path):
     (["--tpot", "50"], "no unit"),
     (["--rate", "2", "--concurrency", "4"], "not allowed with"),
     (["--tp", "3"], "tp (3) must divide"),
-    (["--prefix-hit", "1.5"], "--prefix-hit must be in"),
+    (["--prefix-hit", "1.5"], "--prefix-hit: must be 0 to 1"),
     (["--accept", "0.5"], "--accept needs --spec-k"),
-    (["--mode", "both"], "unknown mode"),
+    (["--mode", "neither"], "unknown mode"),
     (["--price", "h100"], "CHIP=USD_PER_HOUR"),
 ])
 def test_cli_bad_input_is_one_line_exit_2(run_cli, argv, needle):

@@ -7,8 +7,6 @@ to stdout.
 
 from __future__ import annotations
 
-import csv
-import io
 import os
 import tempfile
 from collections.abc import Mapping
@@ -17,7 +15,7 @@ from types import TracebackType
 from typing import Any
 
 from .errors import RooflineError
-from .files import STDOUT, _umask, csv_rows, write_bytes, written_through
+from .files import STDOUT, _umask, csv_text, write_bytes, written_through
 
 
 class CsvStream:
@@ -43,13 +41,9 @@ class CsvStream:
             self._target = target
 
     def write(self, columns: Mapping[str, Any]) -> None:
-        buf = io.StringIO(newline="")
-        writer = csv.writer(buf)
-        if not self.header:
-            writer.writerow(list(columns))
-            self.header = True
-        writer.writerows(csv_rows(columns))
-        data = buf.getvalue().encode("utf-8", errors="backslashreplace")
+        data = csv_text(columns, header=not self.header).encode("utf-8",
+                                                                 errors="backslashreplace")
+        self.header = True
         if self._fd < 0:
             write_bytes(STDOUT, data)
             return

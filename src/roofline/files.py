@@ -245,19 +245,48 @@ def write_text(path: str | Path, text: str) -> None:
     write_bytes(path, text.encode("utf-8", errors="backslashreplace"))
 
 
-def write_csv(path: str | Path, columns: dict[str, Any]) -> None:
+def write_csv(path: str | Path, columns: Mapping[str, Any]) -> None:
     """Columns (equal-length arrays or lists) as a CSV file with a header row."""
+    write_text(path, csv_text(columns))
+
+
+def csv_text(columns: Mapping[str, Any], header: bool = True, newline: str = "\r\n") -> str:
+    """The one CSV writer (files, streamed sweeps, report tables): a text cell a spreadsheet
+    would run as a formula gets a leading apostrophe (render.safe.csv_cell); numbers stay
+    numbers."""
     import csv
 
+    from .render.safe import csv_cell
+
     buf = io.StringIO(newline="")
-    writer = csv.writer(buf)
-    writer.writerow(list(columns))
+    writer = csv.writer(buf, lineterminator=newline)
+    if header:
+        writer.writerow([csv_cell(str(key)) for key in columns])
     writer.writerows(csv_rows(columns))
-    write_text(path, buf.getvalue())
+    return buf.getvalue()
 
 
 def csv_rows(columns: Mapping[str, Any]) -> Iterator[tuple[Any, ...]]:
     """The rows of equal-length columns; arrays as Python values (the same text, and
-    Python's float repr is ~30% cheaper than numpy's scalar str)."""
-    return zip(*(c.tolist() if hasattr(c, "tolist") else list(c)
-                 for c in columns.values()), strict=True)
+    Python's float repr is ~30% cheaper than numpy's scalar str); text cells guarded."""
+    return zip(*(_guarded(c) for c in columns.values()), strict=True)
+
+
+def _guarded(column: Any) -> list[Any]:
+    """A column's values, each text one that reads as a formula (or holds a control
+    character) made inert; looked at once per distinct value (a sweep repeats its chips)."""
+    from .render.safe import csv_cell
+
+    values = column.tolist() if hasattr(column, "tolist") else list(column)
+    kind = getattr(getattr(column, "dtype", None), "kind", "O")
+    if kind in "biuf":  # numbers: nothing to guard
+        return values
+    if kind == "U":
+        import numpy as np
+
+        texts = np.unique(column).tolist()
+    else:
+        texts = {v for v in values if isinstance(v, str)}
+    unsafe = {t: csv_cell(t) for t in texts if isinstance(t, str) and csv_cell(t) != t}
+    return [unsafe.get(v, v) if isinstance(v, str) else v for v in values] if unsafe \
+        else values

@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import RooflineError
-from .hardware import Chip, load_chip
-from .models import Parallel, Precision, analyze, decode, prefill, train
+from .hardware import Chip
+from .hardware.catalog import load_chips
+from .models import Parallel, Precision, analyze, decode, model_precision, prefill, train
 from .models.catalog import load_model
 from .models.graph import check_layout
 from .models.summary import StepSummary, step_summary
@@ -60,7 +61,7 @@ def configurations(hardware: Sequence[str], tp: Sequence[int] = (1,), pp: Sequen
     bf16 activations)."""
     make = precision or (lambda chip, w, kv: Precision(weights=w, activations="bf16",
                                                        kv_cache=kv))
-    for chip, t, p, d, e, w, kv in itertools.product([load_chip(h) for h in hardware], tp, pp,
+    for chip, t, p, d, e, w, kv in itertools.product(load_chips(hardware), tp, pp,
                                                      dp, ep, weight_dtypes, kv_dtypes):
         par = Parallel(tp=t, pp=p, dp=d, ep=e, microbatches=microbatches)
         yield chip, par, make(chip, w, kv), {"hardware": chip.id, "tp": t, "pp": p, "dp": d,
@@ -119,7 +120,7 @@ class ModelSweep:
     def __init__(self, model: str, hardware: Sequence[str], phase: str, batch: Any,
                  length: Any, tp: Sequence[int] = (1,), pp: Sequence[int] = (1,),
                  dp: Sequence[int] = (1,), ep: Sequence[int] = (1,),
-                 weight_dtypes: Sequence[str] = ("bf16",),
+                 weight_dtypes: Sequence[str] | None = None,
                  kv_dtypes: Sequence[str] = ("bf16",), dtype: str = "bf16", k: int = 1,
                  microbatches: int = 1, batch_per_replica: bool = False,
                  chunk_points: int = CHUNK_POINTS, expect: bool = False,
@@ -136,9 +137,14 @@ class ModelSweep:
         given = np.asarray(batch, dtype=float).ravel()
         self.configs: list[_Config] = []
         self.skipped: list[str] = []  # configurations the model cannot run, and why
+        # weights not given: the checkpoint's own (as `model` and `serve`), named so
+        native = model_precision(self.spec, None, dtype)
+        own = native.weights + (f"+{native.expert_weights} experts"
+                                if native.expert_weights else "")
         for chip, par, prec, config in configurations(
-                hardware, tp, pp, dp, ep, weight_dtypes, kv_dtypes,
-                lambda chip, w, kv: Precision(weights=w, activations=dtype, kv_cache=kv),
+                hardware, tp, pp, dp, ep, weight_dtypes or (own,), kv_dtypes,
+                lambda chip, w, kv: model_precision(self.spec, None if w == own else w, dtype,
+                                                    kv),
                 microbatches):
             d = par.dp
             total = given * d if batch_per_replica else given[np.mod(given, d) == 0]

@@ -16,7 +16,7 @@ from typing import Any
 from .argtypes import count_arg
 from .errors import RooflineError
 from .evaluate import Estimate
-from .files import write_text
+from .files import check_text, write_text
 from .hardware import Chip, load_chip
 from .plot import FORMATS, SWEEP_METRICS, check_format
 from .render.geometry import CHART_RANGE, Measured, OpPoint, check_chip, load_points
@@ -30,11 +30,20 @@ def _measured(text: str) -> Measured:
     except (IndexError, ValueError):
         name, x, y = "", math.nan, math.nan
     lo, hi = CHART_RANGE  # a measured point is for the chart
+    _label(name)  # a control character would break the SVG and the terminal
     if not name or not (lo <= x <= hi and lo <= y <= hi):
         raise argparse.ArgumentTypeError(
             f"expected NAME,INTENSITY,FLOPS with numbers from {lo:g} to {hi:g} (e.g. "
             f"'my gemm,124,6.1e14'), got {text!r}")
     return name, x, y
+
+
+def _label(text: str) -> str:
+    """A title or name from the command line: one line of printable text."""
+    try:
+        return check_text(text, "label", name=True)
+    except RooflineError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("label: ")) from None
 
 
 def _add_sources(p: argparse.ArgumentParser) -> None:
@@ -179,7 +188,7 @@ def register(subparsers: Any) -> None:
                     help="compute roof to draw; repeatable (default: the ops' dtypes, or bf16)")
     rf.add_argument("--roof", action="append", default=[],
                     help="memory level or link roof to draw; repeatable (default: all)")
-    rf.add_argument("--title", help="chart title")
+    rf.add_argument("--title", type=_label, help="chart title")
     rf.add_argument("-o", "--output", required=True, help=f"output file ({formats})")
     rf.set_defaults(func=_cmd_plot_roofline)
 
@@ -221,7 +230,7 @@ def register(subparsers: Any) -> None:
         "sources, derivations); no output option prints the Markdown.")
     _add_sources(rp)
     _add_measured(rp)
-    rp.add_argument("--title", help="report title")
+    rp.add_argument("--title", type=_label, help="report title")
     rp.add_argument("--html", metavar="FILE", help="write the HTML report here")
     rp.add_argument("--markdown", metavar="FILE", help="write the Markdown report here")
     rp.add_argument("--csv", metavar="FILE", help="write the ops table as CSV here")

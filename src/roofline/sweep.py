@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .errors import RooflineError
-from .hardware import load_chip
+from .hardware.catalog import load_chips
 from .model_sweep import ModelSweep, configurations
 from .ops.params import OpDecl
 from .ops.registry import op_decl, resolve_op
@@ -78,7 +78,7 @@ def parse_list(text: str, what: str = "list") -> list[str]:
 
 def sweep_model(model: str, hardware: Sequence[str], phase: str, batch: Any, length: Any,
                 tp: Sequence[int] = (1,), pp: Sequence[int] = (1,), dp: Sequence[int] = (1,),
-                ep: Sequence[int] = (1,), weight_dtypes: Sequence[str] = ("bf16",),
+                ep: Sequence[int] = (1,), weight_dtypes: Sequence[str] | None = None,
                 kv_dtypes: Sequence[str] = ("bf16",), dtype: str = "bf16", k: int = 1,
                 microbatches: int = 1, batch_per_replica: bool = False,
                 expect: bool = False) -> SweepResult:
@@ -87,7 +87,8 @@ def sweep_model(model: str, hardware: Sequence[str], phase: str, batch: Any, len
     `analyze` (a configuration skips the batches its dp does not divide); with
     `batch_per_replica` it is per replica (the total is batch x dp). Every point is kept in
     memory (about 50 B each); `ModelSweep` streams a sweep of any size chunk by chunk.
-    `expect` adds the expected time beside the bound (`expected_t_s`,
+    `weight_dtypes` None: the checkpoint's own (`model_precision`). `expect` adds the
+    expected time beside the bound (`expected_t_s`,
     `expected_tokens_per_s`, `expected_mfu`: `expect.expected_step` of each point)."""
     sweep = ModelSweep(model, hardware, phase, batch, length, tp, pp, dp, ep, weight_dtypes,
                        kv_dtypes, dtype, k, microbatches, batch_per_replica, expect=expect)
@@ -125,8 +126,7 @@ def sweep_op(op: str | OpDecl, hardware: Sequence[str], numeric: dict[str, np.nd
     changes: list[dict[str, Any]] = []
     sources: dict[str, str] = {}
     keys = list(categorical)
-    for chip_name in hardware:
-        chip = load_chip(chip_name)
+    for chip in load_chips(hardware):
         for combo in itertools.product(*categorical.values()):
             config = dict(zip(keys, combo, strict=True))
             kwargs = resolve_op(decl, chip, **{**fixed, **config, **axes})

@@ -40,6 +40,8 @@ def parse_bytes(text: str, what: str = "size") -> float:
         raise RooflineError(f"{what}: must be positive, got {text!r}")
     if value > MAX_BYTES:  # past it products of sizes overflow float64
         raise RooflineError(f"{what}: at most 2**80 bytes (1 YiB), got {text!r}")
+    if value != math.floor(value):  # 1.5 bytes is no buffer
+        raise RooflineError(f"{what}: a whole number of bytes (1 to 2**80), got {text!r}")
     return value
 
 
@@ -86,7 +88,13 @@ def parse_duration(text: str, what: str = "duration") -> float:
     if not m or float(m.group(1)) <= 0:
         raise RooflineError(f"{what}: cannot read {text!r} as a positive duration "
                             "(use e.g. 50ms, 0.2s, 300us)")
-    return float(m.group(1)) * _DURATION[m.group(2) or "s"]
+    value = float(m.group(1)) * _DURATION[m.group(2) or "s"]
+    if not MIN_DURATION_S <= value <= MAX_DURATION_S:  # 1e309ms reads as inf
+        raise RooflineError(f"{what}: must be 1 ps to 1e9 s, got {text!r}")
+    return value
+
+
+MIN_DURATION_S, MAX_DURATION_S = 1e-12, 1e9  # a clock tick's share to ~30 years
 
 
 _PREFIXES = [(1e24, "Y"), (1e21, "Z"), (1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"),

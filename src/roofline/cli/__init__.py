@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from contextlib import nullcontext
@@ -21,6 +22,7 @@ from .. import __version__
 from ..errors import RooflineError, one_line
 from ..files import OUTPUT_OPTIONS, STDOUT, STDOUT_ALIASES, check_destinations, stdout_reserved
 from ._base import LazySubparsers, _Parser, expand
+from ._exit import Stopped, drop_stdout, output_failed, signals_raise, stopped
 
 if TYPE_CHECKING:
     from .models import add_model_args, model_analysis
@@ -117,6 +119,17 @@ def _flag_given(value: str, name: str, given: Sequence[str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command: its exit status (a signal: 128 + its number, one line)."""
+    with signals_raise():
+        try:
+            return _main(argv)
+        except KeyboardInterrupt:
+            return stopped(signal.SIGINT)
+        except Stopped as exc:
+            return stopped(exc.signum)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     for stream in (sys.stdout, sys.stderr):  # a name with undecodable bytes must not crash
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
@@ -144,9 +157,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         with stdout_reserved() if STDOUT in outputs else nullcontext(), \
                 np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             args.func(args)
+        sys.stdout.flush()  # a full disk shows here, not in Python's clean-up at exit
     except RooflineError as exc:
         print(f"roofline: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `roofline hw list | head`
+        drop_stdout()
         return 0
+    except OSError as exc:  # stdout on a full disk (`> /dev/full`); files fail as RooflineError
+        return output_failed(exc)
     return 0

@@ -9,7 +9,17 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from ..argtypes import add_chip_options, bytes_arg, chip_from, count_arg, duration_arg, emit, typed
+from ..argtypes import (
+    SHARE,
+    add_chip_options,
+    bytes_arg,
+    chip_from,
+    count_arg,
+    duration_arg,
+    emit,
+    ranged,
+    typed,
+)
 from ..errors import RooflineError
 from ..models.schedule import SCHEDULES
 from ..ops.attention import IMPLEMENTATIONS
@@ -230,9 +240,9 @@ def add_model_args(mp: argparse.ArgumentParser) -> None:
                     "default: in series")
     mp.add_argument("--no-overlap", action="store_true",
                     help="every collective in series with compute (the serial step)")
-    mp.add_argument("--mem-util", type=float, default=1.0,
+    mp.add_argument("--mem-util", type=ranged("--mem-util", SHARE), default=1.0,
                     help="fraction of the device memory a deployment may use, as vLLM's "
-                    "gpu_memory_utilization (default 1: all the device exposes)")
+                    f"gpu_memory_utilization (default 1: all the device exposes; {SHARE})")
     mp.add_argument("--reserve", type=bytes_arg("--reserve"), default=None,
                     help="memory kept for the runtime and workspace, e.g. 2GiB (default 0)")
     mp.add_argument("--recompute", action="store_true", help="training: full recomputation")

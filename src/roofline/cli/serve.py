@@ -5,9 +5,21 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..argtypes import bytes_arg, count_arg, emit, typed
+from ..argtypes import (
+    FRACTION,
+    PRICE,
+    RATE,
+    SHARE,
+    SPEC_K,
+    bytes_arg,
+    count_arg,
+    emit,
+    plain_number,
+    ranged,
+    spec_k_arg,
+    typed,
+)
 from ..errors import RooflineError
-from ..units import parse_number
 from .expect import ENGINE_HELP, engine
 from .sweeps import duration_with_unit
 
@@ -19,7 +31,8 @@ def _ints(text: str | None, what: str, default: tuple[int, ...]) -> tuple[int, .
 
 
 def _prices(text: str | None) -> dict[str, float]:
-    """'h100=2.5,mi300x=2' (USD per chip-hour) keyed by chip id."""
+    """'h100=2.5,mi300x=2' (USD per chip-hour: a plain number, no size suffix) keyed by chip
+    id; a chip priced twice is refused, not the last price kept."""
     from ..hardware import load_chip
 
     out: dict[str, float] = {}
@@ -29,8 +42,21 @@ def _prices(text: str | None) -> dict[str, float]:
         name, sep, value = item.partition("=")
         if not sep:
             raise RooflineError(f"--price: write CHIP=USD_PER_HOUR, e.g. h100=2.5, got {item!r}")
-        out[load_chip(name.strip()).id] = parse_number(value.strip(), "--price")
+        chip = load_chip(name.strip()).id
+        if chip in out:
+            raise RooflineError(f"--price: {chip} is priced twice; give each chip one price")
+        out[chip] = plain_number(value.strip(), f"--price {name.strip()}")
+        if not PRICE.holds(out[chip]):
+            raise RooflineError(f"--price {name.strip()}: must be {PRICE}, got {value!r}")
     return out
+
+
+def _modes(text: str) -> list[str]:
+    """--mode: a list of modes; 'both' (as --help offers) is both of them."""
+    from ..sweep import parse_list
+
+    names = parse_list(text, "--mode")
+    return ["aggregated", "disaggregated"] if names == ["both"] else names
 
 
 def build_plan(args: argparse.Namespace) -> Any:
@@ -50,7 +76,7 @@ def build_plan(args: argparse.Namespace) -> Any:
     if args.accept is not None and not args.spec_k:
         raise RooflineError("--accept needs --spec-k (the drafts per step)")
     w = Workload.from_lengths(ins, outs, args.prefix_hit, args.spec_k or 0, args.accept or 0.0)
-    modes = tuple(parse_list(args.mode, "--mode")) if args.mode else (
+    modes = tuple(_modes(args.mode)) if args.mode else (
         ("aggregated", "disaggregated") if args.disagg else ("aggregated",))
     space = Space(
         tp=_ints(args.tp, "--tp", (1, 2, 4, 8)), pp=_ints(args.pp, "--pp", (1,)),
@@ -140,9 +166,9 @@ def register(sub: Any) -> None:
         "(--tp 1,2,4,8); one value pins them. --rate or --concurrency fixes the load.")
     s.add_argument("model", help="catalog id or config.json")
     s.add_argument("--hw", default="h100", help="comma-separated chips, e.g. h100,h200,mi300x")
-    s.add_argument("--input-len", type=typed(parse_number, "--input-len"),
+    s.add_argument("--input-len", type=count_arg("--input-len"),
                    help="prompt tokens per request (default 2048)")
-    s.add_argument("--output-len", type=typed(parse_number, "--output-len"),
+    s.add_argument("--output-len", type=count_arg("--output-len"),
                    help="output tokens per request (default 256)")
     s.add_argument("--lengths", help="CSV of requests (columns input_len, output_len) "
                    "instead of --input-len / --output-len")
@@ -151,16 +177,16 @@ def register(sub: Any) -> None:
     s.add_argument("--tpot", type=typed(duration_with_unit, "--tpot"),
                    help="time-per-output-token target, e.g. 50ms")
     load = s.add_mutually_exclusive_group()
-    load.add_argument("--rate", type=typed(parse_number, "--rate"),
+    load.add_argument("--rate", type=ranged("--rate", RATE),
                       help="requests/s to the whole deployment (open loop, Poisson); sizes "
-                      "the chips")
+                      f"the chips ({RATE})")
     load.add_argument("--concurrency", type=count,
                       help="clients in a closed loop (as vllm bench serve --max-concurrency)")
     s.add_argument("--max-chips", type=count, default=64, help="most chips per instance")
     s.add_argument("--disagg", action="store_true",
                    help="also plan disaggregated prefill and decode pools")
-    s.add_argument("--mode", help="aggregated, disaggregated or both (list); overrides "
-                   "--disagg")
+    s.add_argument("--mode", help="aggregated, disaggregated or both (a list of the two is "
+                   "both too); overrides --disagg")
     s.add_argument("--chunk", help="chunked-prefill prompt tokens per iteration per replica "
                    "(list; default 512,2048,8192); a prefill pool's tokens per pass")
     s.add_argument("--batch", help="running sequences per instance, all its dp replicas "
@@ -173,13 +199,17 @@ def register(sub: Any) -> None:
     s.add_argument("--kv-dtype", help="KV cache dtypes (list; default bf16,fp8)")
     s.add_argument("--dtype", help="compute dtype (default: fp8/fp4 weights compute in "
                    "their dtype, others in bf16)")
-    s.add_argument("--prefix-hit", type=float, default=0.0,
-                   help="fraction of prompt tokens served from the prefix cache")
-    s.add_argument("--spec-k", type=int, help="speculative decoding: draft tokens per step")
-    s.add_argument("--accept", type=float, help="per-draft acceptance rate (with --spec-k)")
-    s.add_argument("--price", help="USD per chip-hour, e.g. h100=2.5,mi300x=2")
-    s.add_argument("--mem-util", type=float, default=1.0,
-                   help="fraction of device memory usable (as vLLM's gpu_memory_utilization)")
+    s.add_argument("--prefix-hit", type=ranged("--prefix-hit", FRACTION), default=0.0,
+                   help="fraction of prompt tokens served from the prefix cache (0 to below "
+                   "1)")
+    s.add_argument("--spec-k", type=spec_k_arg,
+                   help=f"speculative decoding: draft tokens per step ({SPEC_K})")
+    s.add_argument("--accept", type=ranged("--accept", FRACTION),
+                   help=f"per-draft acceptance rate (with --spec-k; {FRACTION})")
+    s.add_argument("--price", help=f"USD per chip-hour, e.g. h100=2.5,mi300x=2 ({PRICE})")
+    s.add_argument("--mem-util", type=ranged("--mem-util", SHARE), default=1.0,
+                   help="fraction of device memory usable (as vLLM's gpu_memory_utilization;"
+                   f" {SHARE})")
     s.add_argument("--reserve", type=bytes_arg("--reserve"),
                    help="bytes per chip kept for the runtime, e.g. 2GiB")
     s.add_argument("--json", action="store_true", help="print the plan as JSON")

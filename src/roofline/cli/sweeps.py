@@ -40,7 +40,8 @@ def _cmd_sweep_model(args: argparse.Namespace) -> None:
         parse_axis(length[args.phase], "--context/--prompt-len/--seq-len"),
         tp=_ints(args.tp, "--tp"), pp=_ints(args.pp, "--pp"), dp=_ints(args.dp, "--dp"),
         ep=_ints(args.ep, "--ep"),
-        weight_dtypes=parse_list(args.weight_dtype or args.dtype, "--weight-dtype"),
+        weight_dtypes=parse_list(args.weight_dtype, "--weight-dtype") if args.weight_dtype
+        else None,
         kv_dtypes=parse_list(args.kv_dtype or args.dtype, "--kv-dtype"), dtype=args.dtype,
         k=args.k or 1,
         microbatches=args.microbatches, batch_per_replica=args.batch_per_replica is not None,
@@ -195,7 +196,8 @@ def register(sub: Any) -> None:
         sm.add_argument(f"--{name}", default="1", help=f"{name} degrees (list)")
     sm.add_argument("--microbatches", type=count, default=1)
     sm.add_argument("--dtype", default="bf16", help="activation dtype")
-    sm.add_argument("--weight-dtype", help="weight dtypes (list; default --dtype)")
+    sm.add_argument("--weight-dtype", help="weight dtypes (list; default the checkpoint's, "
+                    "else --dtype)")
     sm.add_argument("--kv-dtype", help="KV cache dtypes (list; default --dtype)")
     sm.add_argument("--max-tpot", "--max-latency", type=typed(duration_with_unit, "--max-tpot"),
                     dest="max_latency", help="latency target for the frontier (e.g. 50ms; "

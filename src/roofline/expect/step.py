@@ -4,8 +4,9 @@ pace (`op.expected`: derated roofs, tile waves, its launch), on the same critica
 The bound's step (models.analysis / models.schedule) already places every op: in series,
 overlapped (only its exposed share counts) or in the pipeline's bubble. Each op's share of
 that path is stretched by its own expected / bound ratio, so exposed communication, the
-pipeline bubble and kernel launches all follow the schedule the bound assumed; a line for
-communication the path could not hide is stretched by its link's efficiency.
+pipeline bubble and kernel launches all follow the schedule the bound assumed; where a link
+is busier than the path (the "communication not hidden" line), the step is at least that
+link's whole traffic at the link's efficiency.
 """
 
 from __future__ import annotations
@@ -124,6 +125,8 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
     total: Any = np.asarray(0.0)
     overhead: Any = np.asarray(0.0)
     by_resource: dict[str, list[Any]] = {}
+    path: Any = np.asarray(0.0)  # the bound's critical path, without the line below
+    busiest: tuple[Any, float] | None = None  # a link busier than the path, and its figure
     ests = run.parts.core.ests  # the bound's estimate of each row (NOT_HIDDEN has none)
     for i, op in enumerate(run.ops):
         if op.name == NOT_HIDDEN:  # a link busier than the path: at the link's pace
@@ -131,8 +134,9 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
                 LINKS, key=lambda k: figs[k].value)  # the link per point: the slower figure
             key, fig = lookup(figs, link)
             sources[key] = fig.source
-            total = total + np.asarray(op.t_lower_s) / fig.value
+            busiest = (np.asarray(op.t_lower_s), fig.value)
             continue
+        path = path + np.asarray(op.t_lower_s)
         one = expected(op.cost, chip, calibration, cuda_graphs=graphs,
                        dequant=weight_only(op.cost), bound_estimate=ests[i])
         sources.update(one.sources)
@@ -145,6 +149,11 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
         for resource, eff in one.efficiency.items():
             by_resource.setdefault(resource, []).append(
                 (np.asarray(op.t_lower_s), np.asarray(eff)))
+    if busiest is not None:
+        # the link's whole traffic (path + line) at the link's pace, unless the path at its
+        # ops' own pace is longer: charging only the line at the link's pace made a faster
+        # roof (shorter path, longer line) give a slower step
+        total = np.maximum(total, (path + busiest[0]) / busiest[1])
     efficiency = {}
     for resource, pairs in by_resource.items():  # weighted by each op's share of the path
         weight = sum(w for w, _ in pairs)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,15 @@ from ..cost import LINKS, MEMORY_LEVELS
 from ..dtypes import dtype_names
 from ..errors import RooflineError, brief, unknown
 from ..files import check_text, read_toml
-from .model import EFFICIENCY_KINDS, Chip, Efficiency, Link, MemoryLevel, Peak
+from .model import (
+    EFFICIENCY_KINDS,
+    MIN_EFFICIENCY,
+    Chip,
+    Efficiency,
+    Link,
+    MemoryLevel,
+    Peak,
+)
 
 CATALOG_DIR = Path(__file__).with_name("catalog")
 SCHEMA_VERSION = 1
@@ -58,6 +67,10 @@ _LIMITS: dict[str, tuple[float, float, str]] = {
     "torus_axis": (2.0, 1e7, "chips"),
     "tdp_w": (1.0, 1e6, "W"),
 }
+
+
+SAFE_ID = re.compile(r"[a-z0-9][a-z0-9._+-]*")
+ID_RULE = "lower-case letters, digits, '.', '_', '-' or '+', starting with a letter or digit"
 
 
 class _Reader:
@@ -129,8 +142,8 @@ def parse_chip(data: dict[str, Any], path: str) -> Chip:
     if data.get("schema_version") != SCHEMA_VERSION:
         raise top.error("schema_version", f"must be {SCHEMA_VERSION}")
     chip_id = top.string("id")
-    if chip_id != chip_id.lower() or " " in chip_id:
-        raise top.error("id", f"must be lower-case without spaces, got {chip_id!r}")
+    if not SAFE_ID.fullmatch(chip_id):  # an id lands raw in CSV cells, labels, file names
+        raise top.error("id", f"must be {ID_RULE}, got {chip_id!r}")
     aliases = data.get("aliases", [])
     if not isinstance(aliases, list) or not all(isinstance(a, str) and a for a in aliases):
         raise top.error("aliases", "must be a list of non-empty strings")
@@ -290,8 +303,8 @@ def _efficiencies(path: str, table: Any) -> dict[str, Efficiency]:
         value = r.table.get("value")
         seconds = key.endswith("_s")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                0 <= value <= 1 if seconds else 0 < value <= 1):
-            allowed = "seconds in [0, 1]" if seconds else "a fraction in (0, 1]"
+                0 <= value <= 1 if seconds else MIN_EFFICIENCY <= value <= 1):
+            allowed = "seconds in [0, 1]" if seconds else f"a fraction in [{MIN_EFFICIENCY:g}, 1]"
             raise r.error("value", f"must be {allowed}, got {value!r}")
         source = r.string("source", required=False)
         fitted = r.string("fitted", required=False)
@@ -394,6 +407,23 @@ def load_chip(name: str | Chip | Any) -> Chip:
     if clocked:
         return load_chip(clocked[1]).at_clock(float(clocked[2]))
     raise unknown("chip", text, [*_catalog_files(), *aliases])
+
+
+def load_chips(names: Sequence[str | Chip], what: str = "--hw") -> list[Chip]:
+    """The chips of a list (a sweep's, a plan's); two with one id would share one label in
+    every row and column, so they are refused."""
+    chips: dict[str, tuple[str, Chip]] = {}
+    for name in names:
+        chip = load_chip(name)
+        if chip.id in chips:
+            first = chips[chip.id][0]
+            if first == str(name):
+                raise RooflineError(f"{what}: {first!r} is given twice; give each chip once")
+            raise RooflineError(f"{what}: {first!r} and {str(name)!r} are both chip "
+                                f"{chip.id!r}; give each chip once (a chip file of its own "
+                                "needs an id of its own)")
+        chips[chip.id] = (str(name), chip)
+    return [chip for _, chip in chips.values()]
 
 
 _CLOCKED = re.compile(r"(.+)@([0-9]+(?:\.[0-9]*)?)mhz")  # "h100-sxm@1200MHz" (lower-cased)

@@ -63,6 +63,9 @@ class Link:
 
 # What an [efficiency] entry may name (issue 16: the expected time, `roofline.expect`):
 # fractions of a roof in (0, 1], except the `_s` kinds, which are overheads in seconds.
+# the floor of an achievable fraction of a roof: a CPU measured against an H100 is ~1e-4;
+# below a millionth it is a broken file (its reciprocal scales times: 5e-324 made them inf)
+MIN_EFFICIENCY = 1e-6
 EFFICIENCY_KINDS = {
     "matmul": "achievable tensor-core fraction of a large GEMM, per dtype (matmul.<dtype>)",
     "attention": "a forward attention kernel's fraction of the tensor peak at long sequences "

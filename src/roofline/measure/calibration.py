@@ -41,6 +41,7 @@ from ..errors import RooflineError
 from ..evaluate import COMPUTE, LATENCY, Estimate, evaluate
 from ..files import read_toml, write_text
 from ..hardware import Chip, System, load_chip
+from ..hardware.model import MIN_EFFICIENCY
 from ..render.text import table
 from ..serialize import jsonable
 from ..units import format_si, format_time
@@ -83,8 +84,9 @@ def _error(path: str, where: str, message: str) -> RooflineError:
 
 def _efficiency(path: str, where: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not math.isfinite(value) or not 0 < value <= 1:
-        raise _error(path, where, f"must be an efficiency in (0, 1], got {value!r}")
+            or not math.isfinite(value) or not MIN_EFFICIENCY <= value <= 1:
+        raise _error(path, where, f"must be an efficiency in [{MIN_EFFICIENCY:g}, 1], got "
+                     f"{value!r}")
     return float(value)
 
 

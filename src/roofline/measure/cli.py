@@ -14,11 +14,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ..argtypes import bytes_arg, count_arg, emit
+from ..argtypes import SIZE_FACTOR, bytes_arg, count_arg, emit, ranged
 from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError
 from ..files import write_text
 from ..hardware import Chip, load_chip
+from ..hardware.catalog import ID_RULE, SAFE_ID
 from .backend import BACKENDS, DEVICES, STREAM_KERNELS
 from .comm import COMM_KINDS
 from .progress import Progress
@@ -79,9 +80,8 @@ def _cmd_peaks(args: argparse.Namespace) -> None:
     if args.calibration_out and compare is None:
         raise RooflineError("--calibration-out needs --hw (the chip the efficiencies are "
                             "relative to)")
-    if args.id is not None and (args.id != args.id.lower() or not args.id.strip()
-                                or " " in args.id):
-        raise RooflineError(f"--id: must be lower-case without spaces, got {args.id!r}")
+    if args.id is not None and not SAFE_ID.fullmatch(args.id):
+        raise RooflineError(f"--id: must be {ID_RULE}, got {args.id!r}")
     if args.out and args.no_bandwidth:
         raise RooflineError("--out needs the bandwidth sweep (drop --no-bandwidth): a chip "
                             "file must have main memory")
@@ -291,7 +291,8 @@ def register(subparsers: Any) -> None:
                    help="smallest message (default 1KiB)")
     c.add_argument("--max-bytes", type=bytes_arg("--max-bytes"), dest="max_bytes",
                    help="largest message (default 64MiB; --quick 1MiB)")
-    c.add_argument("--factor", type=float, default=4.0, help="size step factor (default 4)")
+    c.add_argument("--factor", type=ranged("--factor", SIZE_FACTOR), default=4.0,
+                   help=f"size step factor (default 4; {SIZE_FACTOR})")
     c.add_argument("--dtype", default="fp32", choices=("fp32", "bf16", "fp16"),
                    help="element type (default fp32)")
     c.add_argument("--link", default="scale-up", choices=("scale-up", "scale-out"),

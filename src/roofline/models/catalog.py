@@ -79,9 +79,40 @@ def _from_hub(repo: str) -> ModelSpec:
     try:  # a cached copy needs no network
         path = hf_hub_download(repo, "config.json", local_files_only=True)
     except Exception:
+        offline = _offline()
+        if offline:  # asked once, not through the library's retries (a line each)
+            raise RooflineError(f"could not fetch {repo}/config.json from the Hugging Face "
+                                f"Hub ({offline}); {hint}") from None
         path = _fetch(repo, hf_hub_download, hint)
     return parse_config(read_json(Path(path), "config.json"), repo.split("/")[-1],
                         f"{repo}/config.json")
+
+
+def _offline() -> str:
+    """Why the Hub cannot be reached ('' if it can): HF_HUB_OFFLINE, or one connection to
+    its host (HF_ENDPOINT's) that fails or does not answer within a second."""
+    import os
+    import socket
+    from urllib.parse import urlsplit
+
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return "HF_HUB_OFFLINE is set"
+    url = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host, port = url.hostname or "huggingface.co", url.port or (80 if url.scheme == "http"
+                                                                else 443)
+    why: list[str] = ["no answer within 1 s: offline?"]
+
+    def connect() -> None:
+        try:
+            socket.create_connection((host, port), timeout=1.0).close()
+            why[0] = ""
+        except OSError as exc:
+            why[0] = f"{host} unreachable: {exc.strerror or exc}; offline?"
+
+    worker = threading.Thread(target=connect, name="hub check", daemon=True)
+    worker.start()
+    worker.join(1.0)  # a name lookup has no timeout of its own: the thread is abandoned
+    return why[0]
 
 
 def _fetch(repo: str, download: Any, hint: str) -> str:

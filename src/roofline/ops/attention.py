@@ -290,7 +290,8 @@ def _block_rows(sram_bytes: Any, block_q: Any, d: Quantity, dv: Quantity, x: DTy
     M = size("M", sram_bytes, "sram_bytes")
     rows = call("floor", np.floor, M / (sym("s", x.bytes) * (d + dv)))
     if np.any(np.asarray(value(rows)) < 1):
-        raise RooflineError("sram_bytes is too small to hold one query row and its output")
+        raise RooflineError("head_dim (with v_head_dim) too large: one query row and its "
+                            "output do not fit in the on-chip SRAM (sram_bytes)")
     return rows
 
 
