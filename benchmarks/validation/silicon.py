@@ -1,0 +1,199 @@
+"""NVIDIA's measured serving runs (AIConfigurator's silicon_sample.csv: silicon_rows.py) as
+fixed deployments: our bound never beaten, our expected TTFT / TPOT scored.
+
+    python benchmarks/validation/silicon.py               # the tables (markdown)
+    python benchmarks/validation/silicon.py --rows F.csv  # also every row's figures
+    python benchmarks/validation/silicon.py --trim SRC    # rewrite silicon.csv from the source
+
+Each row is `roofline.serve.plan` with a pinned Space (its tp, attention DP, ep, weight dtype,
+one KV dtype) and a closed loop of its concurrency (`Load(concurrency=...)`, per instance):
+- aggregated: one worker; the bound over chunks 512 / 2048 / 8192 / 32768 (the loosest of
+  each figure), the expected time at 8192 (the engines' default prefill token budget);
+- disaggregated: modes ("disaggregated",), the prefill and decode layouts both in the Space
+  and the pair picked from the columns (plan pairs every layout with every layout); the
+  concurrency per decode worker is concurrency / decode workers; one prompt per prefill pass
+  (chunk = isl: every row has prefill batch 1).
+The bound reads an unstated KV cache at fp8 (the loosest); the expected time at the engine's
+default (TensorRT-LLM's quantized checkpoints: fp8; otherwise the model's dtype).
+
+Checks: measured TPOT >= bound TPOT, measured TTFT >= the bound's prefill alone, measured
+output tokens/s (concurrency x osl / (TTFT + (osl - 1) TPOT)) <= bound tokens/s. Scores:
+r = expected time / measured time (measured speed over expected speed, check.py's sense):
+|r - 1| its error, r - 1 < 0 a forecast too fast. Halves: check.held_out(row id).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import statistics
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import silicon_rows
+from check import held_out
+from silicon_rows import Case
+
+BOUND_CHUNKS = (512.0, 2048.0, 8192.0, 32768.0)
+ENGINE_CHUNK = 8192.0  # vLLM / SGLang / TensorRT-LLM default prefill token budget (H100+)
+
+
+@dataclass(frozen=True)
+class Result:
+    case: Case
+    bound_tpot_ms: float
+    bound_prefill_ms: float
+    bound_tokens_per_s: float
+    exp_tpot_ms: float
+    exp_ttft_ms: float
+    measured_tokens_per_s: float
+
+    @property
+    def beats(self) -> float:
+        """The largest measured / bound speed of TPOT, TTFT (vs the prefill) and tokens/s."""
+        c = self.case
+        return max(self.bound_tpot_ms / c.tpot_ms, self.bound_prefill_ms / c.ttft_ms,
+                   self.measured_tokens_per_s / self.bound_tokens_per_s)
+
+    @property
+    def r_tpot(self) -> float:
+        return self.exp_tpot_ms / self.case.tpot_ms
+
+    @property
+    def r_ttft(self) -> float:
+        return self.exp_ttft_ms / self.case.ttft_ms
+
+
+def _kv(c: Case, expect: bool) -> str:
+    from roofline.models import load_model, model_precision
+
+    if not expect:
+        return "fp8"
+    if c.engine == "tensorrt-llm" and c.weights in ("fp8", "nvfp4", "int4"):
+        return "fp8"
+    return model_precision(load_model(c.model)).activations
+
+
+def _weights(c: Case) -> str:
+    from roofline.models import load_model, model_precision
+
+    return model_precision(load_model(c.model)).weights if c.weights == "bf16" else c.weights
+
+
+def _plan(c: Case, expect: bool) -> dict[str, object]:
+    """The plan's columns at the row's layout (numpy arrays; one point per chunk)."""
+    import numpy as np
+
+    from roofline.serve import Load, Space, Workload, plan
+
+    w = Workload.from_lengths(c.isl, c.osl)
+    kv, weights = _kv(c, expect), _weights(c)
+    framework = c.engine if expect else None
+    d = c.layout
+    if not c.disagg:
+        chunks = (ENGINE_CHUNK,) if expect else BOUND_CHUNKS
+        space = Space(tp=(d.tp,), dp=(d.dp,), ep=(d.ep,), weight_dtypes=(weights,),
+                      kv_dtypes=(kv,), chunks=chunks, max_chips=4096)
+        p = plan(c.model, [c.chip], w, space=space, load=Load(concurrency=c.concurrency),
+                 expect=expect, framework=framework)
+        return dict(p.columns)
+    pf = c.prefill
+    assert pf is not None
+    space = Space(tp=tuple({pf.tp, d.tp}), dp=tuple({pf.dp, d.dp}), ep=tuple({pf.ep, d.ep}),
+                  weight_dtypes=(weights,), kv_dtypes=(kv,), chunks=(float(c.isl),),
+                  modes=("disaggregated",), max_chips=4096)
+    per_worker = max(1, round(c.concurrency / c.decode_workers))
+    p = plan(c.model, [c.chip], w, space=space, load=Load(concurrency=per_worker),
+             expect=expect, framework=framework)
+    col = p.columns
+    pick = (col["tp"] == d.tp) & (col["dp"] == d.dp) & (col["ep"] == d.ep) & \
+        (col["prefill_tp"] == pf.tp) & (col["prefill_dp"] == pf.dp) & \
+        (col["prefill_ep"] == pf.ep)
+    out = {k: np.asarray(v)[pick] for k, v in col.items()}
+    # whole-deployment tokens/s: decode workers' share, at most the prefill pool's passes
+    prefill_rps = c.prefill_workers * pf.dp / out["prefill_s"]
+    out["output_tokens_per_s"] = np.minimum(out["output_tokens_per_s"] * c.decode_workers,
+                                            prefill_rps * c.osl)
+    return out
+
+
+def evaluate(c: Case) -> Result:
+    import numpy as np
+
+    b, e = _plan(c, False), _plan(c, True)
+    ok = np.asarray(b["fits"]) & np.asarray(b["feasible"])
+    if not ok.any():  # the deployment ran: a bound that says it cannot fit is a wrong roof
+        return Result(c, math.inf, math.inf, 0.0, math.nan, math.nan, _measured_tps(c))
+    tpot = float(np.min(np.asarray(b["tpot_s"])[ok]))
+    prefill = float(np.min(np.asarray(b["prefill_s"])[ok]))
+    tokens = float(np.max(np.asarray(b["output_tokens_per_s"])[ok]))
+    eo = np.asarray(e["fits"]) & np.asarray(e["feasible"])
+    i = int(np.argmax(eo)) if eo.any() else 0
+    return Result(c, 1e3 * tpot, 1e3 * prefill, tokens,
+                  1e3 * float(np.asarray(e["tpot_s"])[i]),
+                  1e3 * float(np.asarray(e["ttft_s"])[i]), _measured_tps(c))
+
+
+def _measured_tps(c: Case) -> float:
+    return c.concurrency * c.osl / (1e-3 * (c.ttft_ms + (c.osl - 1) * c.tpot_ms))
+
+
+def cases() -> tuple[list[Case], list[tuple[str, str]]]:
+    """The modelled rows and (id, reason) for each row of silicon.csv skipped."""
+    done: list[Case] = []
+    skipped: list[tuple[str, str]] = []
+    for r in silicon_rows.rows():
+        c, why = silicon_rows.case(r)
+        if c is None:
+            skipped.append((r["id"], why))
+        else:
+            done.append(c)
+    return done, skipped
+
+
+def run(sample: Iterable[Case]) -> tuple[list[Result], list[tuple[str, str]]]:
+    """Results, and (id, reason) for rows the library refused (e.g. tp not dividing heads)."""
+    from roofline import RooflineError
+
+    out: list[Result] = []
+    refused: list[tuple[str, str]] = []
+    for c in sample:
+        try:
+            out.append(evaluate(c))
+        except RooflineError as exc:
+            refused.append((c.id, f"refused by plan: {str(exc)[:90]}"))
+    return out, refused
+
+
+# --- tables ---------------------------------------------------------------------------------
+
+
+def med(v: Iterable[float]) -> float:
+    x = [a for a in v if math.isfinite(a)]
+    return statistics.median(x) if x else math.nan
+
+
+def _cells(rs: list[Result], fn: Callable[[Result], float]) -> str:
+    h = [fn(r) - 1 for r in rs if held_out(r.case.id)]
+    f = [fn(r) - 1 for r in rs if not held_out(r.case.id)]
+    return (f"{100 * med(map(abs, h)):.0f}% | {100 * med(map(abs, f)):.0f}% | "
+            f"{100 * med(h):+.0f}%")
+
+
+def score_table(res: list[Result], key: Callable[[Result], str], title: str,
+                tpot: Callable[[Result], float] = lambda r: r.r_tpot,
+                ttft: Callable[[Result], float] = lambda r: r.r_ttft) -> str:
+    """Per group: rows, then TPOT and TTFT: median |r - 1| on the held-out and fit halves and
+    the held-out signed median r - 1 (negative: the forecast is too fast)."""
+    lines = [f"| {title} | rows | TPOT held-out | TPOT fit | TPOT signed (held-out) "
+             "| TTFT held-out | TTFT fit | TTFT signed (held-out) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for g in [*sorted({key(r) for r in res}), "all"]:
+        rs = [r for r in res if g in ("all", key(r))]
+        lines.append(f"| {g} | {len(rs)} | {_cells(rs, tpot)} | {_cells(rs, ttft)} |")
+    return "\n".join(lines)
