@@ -57,6 +57,8 @@ class Result:
     def beats(self) -> float:
         """The largest measured / bound speed of TPOT, TTFT (vs the prefill) and tokens/s."""
         c = self.case
+        if not self.bound_tokens_per_s > 0:  # the bound said it cannot run (does not fit)
+            return math.inf
         return max(self.bound_tpot_ms / c.tpot_ms, self.bound_prefill_ms / c.ttft_ms,
                    self.measured_tokens_per_s / self.bound_tokens_per_s)
 
@@ -85,8 +87,18 @@ def _weights(c: Case) -> str:
     return model_precision(load_model(c.model)).weights if c.weights == "bf16" else c.weights
 
 
+def decoding(c: Case) -> int:
+    """Clients per worker decoding on average (Little's law on the measurements: the share
+    of a client's cycle after its first token); the bound runs these, since an engine that
+    queues clients (TTFT of minutes: gpt-oss-120b on H100 at 512 clients) runs fewer than
+    the concurrency and its TPOT is that of the smaller batch."""
+    d = (c.osl - 1) * c.tpot_ms
+    return max(1, math.floor(c.clients * d / (d + c.ttft_ms)))
+
+
 def _plan(c: Case, expect: bool) -> dict[str, object]:
-    """The plan's columns at the row's layout (numpy arrays; one point per chunk)."""
+    """The plan's columns at the row's layout (numpy arrays; one point per chunk). The
+    expected time runs the row's clients, the bound those decoding (`decoding`)."""
     import numpy as np
 
     from roofline.serve import Load, Space, Workload, plan
@@ -94,12 +106,13 @@ def _plan(c: Case, expect: bool) -> dict[str, object]:
     w = Workload.from_lengths(c.isl, c.osl)
     kv, weights = _kv(c, expect), _weights(c)
     framework = c.engine if expect else None
+    clients = c.clients if expect else decoding(c)
     d = c.layout
     if not c.disagg:
         chunks = (ENGINE_CHUNK,) if expect else BOUND_CHUNKS
         space = Space(tp=(d.tp,), dp=(d.dp,), ep=(d.ep,), weight_dtypes=(weights,),
                       kv_dtypes=(kv,), chunks=chunks, max_chips=4096)
-        p = plan(c.model, [c.chip], w, space=space, load=Load(concurrency=c.concurrency),
+        p = plan(c.model, [c.chip], w, space=space, load=Load(concurrency=clients),
                  expect=expect, framework=framework)
         return dict(p.columns)
     pf = c.prefill
@@ -107,7 +120,7 @@ def _plan(c: Case, expect: bool) -> dict[str, object]:
     space = Space(tp=tuple({pf.tp, d.tp}), dp=tuple({pf.dp, d.dp}), ep=tuple({pf.ep, d.ep}),
                   weight_dtypes=(weights,), kv_dtypes=(kv,), chunks=(float(c.isl),),
                   modes=("disaggregated",), max_chips=4096)
-    per_worker = max(1, round(c.concurrency / c.decode_workers))
+    per_worker = clients
     p = plan(c.model, [c.chip], w, space=space, load=Load(concurrency=per_worker),
              expect=expect, framework=framework)
     col = p.columns
@@ -122,13 +135,18 @@ def _plan(c: Case, expect: bool) -> dict[str, object]:
     return out
 
 
+class NoFit(Exception):
+    pass
+
+
 def evaluate(c: Case) -> Result:
     import numpy as np
 
     b, e = _plan(c, False), _plan(c, True)
     ok = np.asarray(b["fits"]) & np.asarray(b["feasible"])
-    if not ok.any():  # the deployment ran: a bound that says it cannot fit is a wrong roof
-        return Result(c, math.inf, math.inf, 0.0, math.nan, math.nan, _measured_tps(c))
+    if not ok.any():  # the deployment ran: the stated layout or our memory model is wrong
+        raise NoFit(f"the stated layout does not hold the weights in our memory model "
+                    f"({c.model} {c.weights} on {c.layout.gpus} {c.chip})")
     tpot = float(np.min(np.asarray(b["tpot_s"])[ok]))
     prefill = float(np.min(np.asarray(b["prefill_s"])[ok]))
     tokens = float(np.max(np.asarray(b["output_tokens_per_s"])[ok]))
@@ -140,7 +158,10 @@ def evaluate(c: Case) -> Result:
 
 
 def _measured_tps(c: Case) -> float:
-    return c.concurrency * c.osl / (1e-3 * (c.ttft_ms + (c.osl - 1) * c.tpot_ms))
+    """Output tokens/s per worker (aggregated) or of the deployment (disaggregated), by
+    Little's law: each client's cycle is its TTFT and (osl - 1) TPOTs."""
+    n = c.concurrency if c.disagg else c.clients
+    return n * c.osl / (1e-3 * (c.ttft_ms + (c.osl - 1) * c.tpot_ms))
 
 
 def cases() -> tuple[list[Case], list[tuple[str, str]]]:
@@ -167,6 +188,10 @@ def run(sample: Iterable[Case]) -> tuple[list[Result], list[tuple[str, str]]]:
             out.append(evaluate(c))
         except RooflineError as exc:
             refused.append((c.id, f"refused by plan: {str(exc)[:90]}"))
+        except NoFit:  # counted by model and chip count (the reason names the layout)
+            refused.append((c.id, f"does not fit: {c.model} {c.weights} on "
+                            f"{c.layout.gpus} {c.chip} (the stated layout cannot hold the "
+                            "weights)"))
     return out, refused
 
 
@@ -197,3 +222,44 @@ def score_table(res: list[Result], key: Callable[[Result], str], title: str,
         rs = [r for r in res if g in ("all", key(r))]
         lines.append(f"| {g} | {len(rs)} | {_cells(rs, tpot)} | {_cells(rs, ttft)} |")
     return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    import collections
+
+    import silicon_report as rep
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trim", type=Path, help="rewrite silicon.csv from this source CSV")
+    ap.add_argument("--rows", type=Path, help="also write every row's figures here (CSV)")
+    a = ap.parse_args(argv)
+    if a.trim:
+        print(f"{silicon_rows.trim(a.trim)} rows written to {silicon_rows.CSV}")
+        return
+    done, skipped = cases()
+    res, refused = run(done)
+    why = collections.Counter(w for _, w in skipped + refused) + silicon_rows.trimmed()
+    print(f"# NVIDIA silicon_sample ({silicon_rows.SOURCE}) as fixed deployments\n")
+    print(rep.bound_section(res, dict(why)), "\n")
+    approx = sum(bool(r.case.layout.approx or (r.case.prefill and r.case.prefill.approx))
+                 for r in res)
+    print(f"rows whose moe_tp x moe_ep is read as ep = tp x attention DP: {approx}\n")
+    for title, key in (("engine", lambda r: r.case.engine), ("system", lambda r: r.case.system),
+                       ("mode", lambda r: "disagg" if r.case.disagg else "agg")):
+        print(score_table(res, key, title), "\n")
+    print(rep.diagnoses(res), "\n")
+    print("### prototyped corrections (fit half only; src/roofline unchanged)\n")
+    print(rep.prototypes(res))
+    if a.rows:
+        with a.rows.open("w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["id", "engine", "system", "model", "held_out", "beats", "r_tpot",
+                        "r_ttft", *(k for k in asdict(res[0]) if k != "case")])
+            for r in res:
+                w.writerow([r.case.id, r.case.engine, r.case.system, r.case.model,
+                            held_out(r.case.id), r.beats, r.r_tpot, r.r_ttft,
+                            *(v for k, v in asdict(r).items() if k != "case")])
+
+
+if __name__ == "__main__":
+    main()

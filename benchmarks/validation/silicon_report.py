@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from check import held_out
-from silicon import Result, med, score_table
+from silicon import Result, med
 
 
 def bound_section(res: list[Result], skipped: dict[str, int], limit: float = 1.0) -> str:
@@ -23,7 +23,8 @@ def bound_section(res: list[Result], skipped: dict[str, int], limit: float = 1.0
              f"rows above {limit}: {len(over)}"]
     lines += [f"- {r.case.id}: {r.beats:.3f} (TPOT {r.bound_tpot_ms / r.case.tpot_ms:.3f}, "
               f"TTFT {r.bound_prefill_ms / r.case.ttft_ms:.3f}, tokens/s "
-              f"{r.measured_tokens_per_s / r.bound_tokens_per_s:.3f})" for r in over[:20]]
+              f"{r.measured_tokens_per_s / max(r.bound_tokens_per_s, 1e-30):.3g})"
+              for r in over[:20]]
     return "\n".join(lines)
 
 
@@ -94,3 +95,57 @@ def scores(res: list[Result], tpot: Callable[[Result], float],
     f = [r for r in res if not held_out(r.case.id)]
     return (med(abs(tpot(r) - 1) for r in h), med(abs(ttft(r) - 1) for r in h),
             med(abs(tpot(r) - 1) for r in f), med(abs(ttft(r) - 1) for r in f))
+
+
+def _rank_clients(r: Result) -> float:
+    return r.case.clients / r.case.layout.dp
+
+
+def prototypes(res: list[Result]) -> str:
+    """Corrections fitted on the fit half, scored on both: TTFT as an engine's per-request
+    cost, or the burst queue (a client waits for the prompts ahead of it: on average half
+    of the other clients of its attention-DP rank, each one prefill); TPOT as a fixed cost
+    per iteration per (engine, tp, MoE or dense) or a factor per (engine, system, kind)."""
+    def kind(r: Result) -> tuple[str, int, str]:
+        return (r.case.engine, r.case.layout.tp, moe(r))
+
+    def queue(r: Result) -> float:  # the burst-queue TTFT before the engine's factor
+        return r.exp_ttft_ms * (1 + (_rank_clients(r) - 1) / 2)
+
+    add_ttft = fit_median(res, lambda r: r.case.engine, lambda r: r.case.ttft_ms - r.exp_ttft_ms)
+    q_ttft = fit_median(res, lambda r: r.case.engine, lambda r: r.case.ttft_ms / queue(r))
+    add_tpot = fit_median(res, kind, lambda r: r.case.tpot_ms - r.exp_tpot_ms)
+    def sys_key(r: Result) -> object:
+        return (r.case.engine, r.case.system, moe(r))
+    mul_tpot = fit_median(res, sys_key, lambda r: r.case.tpot_ms / r.exp_tpot_ms)
+
+    def tpot_add(r: Result) -> float:
+        return max(r.exp_tpot_ms + add_tpot.get(kind(r), 0.0), 1e-3) / r.case.tpot_ms
+
+    def tpot_mul(r: Result) -> float:
+        return r.exp_tpot_ms * mul_tpot.get(sys_key(r), 1.0) / r.case.tpot_ms
+
+    def ttft_add(r: Result) -> float:
+        return (r.exp_ttft_ms + add_ttft.get(r.case.engine, 0.0)) / r.case.ttft_ms
+
+    def ttft_queue(r: Result) -> float:
+        return queue(r) * q_ttft.get(r.case.engine, 1.0) / r.case.ttft_ms
+
+    rows = [("as forecast", lambda r: r.r_tpot, lambda r: r.r_ttft),
+            ("TTFT + per-request cost per engine; TPOT + fixed cost per (engine, tp, kind)",
+             tpot_add, ttft_add),
+            ("TTFT burst queue x engine factor; TPOT x factor per (engine, system, kind)",
+             tpot_mul, ttft_queue),
+            ("TTFT burst queue x engine factor; TPOT + fixed cost per (engine, tp, kind)",
+             tpot_add, ttft_queue)]
+    lines = ["| correction | TPOT held-out | TTFT held-out | TPOT fit | TTFT fit |",
+             "|---|---:|---:|---:|---:|"]
+    for name, tp, tt in rows:
+        lines.append(f"| {name} | " + " | ".join(
+            f"{100 * x:.0f}%" for x in scores(res, tp, tt)) + " |")
+    fitted = ["", "fitted (fit half): TTFT per-request cost ms " + ", ".join(
+        f"{k} {v:.0f}" for k, v in sorted(add_ttft.items())),
+        "burst-queue factor " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(q_ttft.items())),
+        "TPOT fixed cost per iteration ms (engine, tp, kind): " + ", ".join(
+            f"{k[0]} tp{k[1]} {k[2]} {v:+.1f}" for k, v in sorted(add_tpot.items(), key=str))]
+    return "\n".join(lines + fitted)

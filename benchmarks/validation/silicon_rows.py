@@ -34,7 +34,7 @@ SOURCE = ("github.com/ai-dynamo/aiconfigurator@095f58a51c4ca8e61b66ec108d86f223f
 
 STAGE = ("tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
 KEEP = ("id", "backend", "backend_version", "model_path", "system", "mode", "isl", "osl",
-        "gemm_quant_mode", "moe_quant_mode", *STAGE, "pp_size",
+        "gemm_quant_mode", "moe_quant_mode", *STAGE, "pp_size", "batch_size",
         *(f"{s}_{k}" for s in ("prefill", "decode")
           for k in (*STAGE, "pp_size", "batch_size", "num_workers")))
 
@@ -79,6 +79,7 @@ class Case:
     osl: int
     weights: str  # the narrowest of the GEMM and MoE quant modes (bf16 where unstated)
     concurrency: int  # the benchmark's clients, whole deployment
+    clients: int  # clients per worker (aggregated: at most batch_size x attention DP)
     disagg: bool
     layout: Layout  # aggregated: the worker; disaggregated: a decode worker
     prefill: Layout | None = None
@@ -189,11 +190,19 @@ def case(r: dict[str, str]) -> tuple[Case | None, str]:
                 weights=weights, concurrency=int(r["concurrency"]), disagg=disagg,
                 ttft_ms=float(r["ttft_ms"]), tpot_ms=float(r["tpot_ms"]))
     if not disagg:
-        return Case(layout=layout(r, "", moe), **base), ""  # type: ignore[arg-type]
+        lay = layout(r, "", moe)
+        # batch_size (per attention-DP rank) below the concurrency: the clients span
+        # replicas (Qwen3-32B 15000x500 c416 batch 13: 416 sequences of 15.5k tokens cannot
+        # be held by 2 GPUs); the per-worker figure is the conservative reading
+        per = _int(r["batch_size"]) * lay.dp or base["concurrency"]
+        return Case(layout=lay, clients=min(base["concurrency"], per),  # type: ignore[arg-type]
+                    **base), ""
     pb = _int(r["prefill_batch_size"])
     if pb != 1:
         return None, f"disaggregated: prefill batch {pb} (1 prompt per pass modelled)"
+    workers = _int(r["decode_num_workers"])
     return Case(layout=layout(r, "decode_", moe),  # type: ignore[arg-type]
+                clients=max(1, round(base["concurrency"] / workers)),
                 prefill=layout(r, "prefill_", moe),
                 prefill_workers=_int(r["prefill_num_workers"]),
                 decode_workers=_int(r["decode_num_workers"]), **base), ""

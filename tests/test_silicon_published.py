@@ -1,0 +1,54 @@
+"""NVIDIA's measured serving runs (AIConfigurator's silicon_sample.csv, trimmed into
+benchmarks/validation/silicon.csv) as fixed deployments: no row beats its bound, every skip
+says why, the file's layout defects are read by the row id. A fixed sample of the rows (every
+40th modelled row plus the rows the id fixes): `python benchmarks/validation/silicon.py`
+runs them all."""
+
+from collections import Counter
+
+import pytest
+import silicon  # benchmarks/validation (tests/conftest.py)
+import silicon_rows
+
+CASES, SKIPPED = silicon.cases()
+BY_ID = {c.id: c for c in CASES}
+REMAPPED = "2026_04_06_deepseek_r1_b200_sxm_trtllm_fp8_agg_1024x1024_c16_tp8_ep8_921"
+ADP = "2026_04_06_deepseek_r1_h200_sxm_trtllm_fp8_agg_8192x1024_c64_tp8_ep8_941"
+SAMPLE = [*CASES[::40], BY_ID[REMAPPED], BY_ID[ADP]]
+
+
+def test_no_sampled_row_beats_its_bound():
+    results, refused = silicon.run(SAMPLE)
+    assert len(results) >= 60
+    over = [(r.case.id, round(r.beats, 3)) for r in results if not r.beats <= 1]
+    assert not over, f"measured faster than the bound (a bug): {over}"
+    # refusals are reasons (a layout the library rejects), never silent
+    assert all(why for _, why in refused)
+
+
+def test_every_skip_says_why_and_is_counted():
+    why = Counter(w for _, w in SKIPPED) + silicon_rows.trimmed()
+    assert all(why) and sum(why.values()) + len(CASES) == 5221
+    assert why["GB200 tp_size is a GPU count (12-72), not a layout"] == 55
+    assert why["model MiniMaxAI/MiniMax-M2.5 not in the catalog"] == 523
+    assert sum(n for w, n in why.items() if w.startswith("disaggregated: worker")) == 1281
+
+
+def test_layouts_are_read_by_the_id_where_the_fields_disagree():
+    # tp_size 64 (= tp8 x ep8) on a B200 row whose id says tp8_ep8: an 8-GPU worker
+    assert BY_ID[REMAPPED].layout == silicon_rows.Layout(tp=8, dp=1, ep=8)
+    # attention_dp_size 64 with id tp8_ep8: attention DP over the 8 GPUs
+    assert BY_ID[ADP].layout.gpus == 8 and BY_ID[ADP].layout.dp == 8
+
+
+@pytest.mark.parametrize("rid,clients", [
+    # batch 13 per worker below concurrency 416: the clients span replicas
+    ("nvidia_qwen3_32b_nvfp4_nvidia_qwen3_32b_nvfp4_b200_sxm_trtllm_agg_15000x500_c416"
+     "_tp2_0_epnone_2", 13)])
+def test_clients_per_worker(rid, clients):
+    assert BY_ID[rid].clients == clients
+
+
+def test_a_known_row_scores_near_its_measurement():
+    r = silicon.evaluate(BY_ID[REMAPPED])
+    assert r.beats <= 1 and 0.5 < r.r_tpot < 2
