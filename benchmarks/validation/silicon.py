@@ -16,8 +16,9 @@ one KV dtype) and a closed loop of its concurrency (`Load(concurrency=...)`, per
 The bound reads an unstated KV cache at fp8 (the loosest); the expected time at the engine's
 default (TensorRT-LLM's quantized checkpoints: fp8; otherwise the model's dtype).
 
-Checks: measured TPOT >= bound TPOT, measured TTFT >= the bound's prefill alone, measured
-output tokens/s (concurrency x osl / (TTFT + (osl - 1) TPOT)) <= bound tokens/s. Scores:
+Checks (the bound's running batch: TPOT at the clients decoding on average by Little's law on
+the measurements, `decoding`; the rest at the row's clients): measured TPOT >= bound TPOT,
+measured TTFT >= the bound's prefill alone, measured output tokens/s (concurrency x osl / (TTFT + (osl - 1) TPOT)) <= bound tokens/s. Scores:
 r = expected time / measured time (measured speed over expected speed, check.py's sense):
 |r - 1| its error, r - 1 < 0 a forecast too fast. Halves: check.held_out(row id).
 """
@@ -96,7 +97,7 @@ def decoding(c: Case) -> int:
     return max(1, math.floor(c.clients * d / (d + c.ttft_ms)))
 
 
-def _plan(c: Case, expect: bool) -> dict[str, object]:
+def _plan(c: Case, expect: bool, clients: int | None = None) -> dict[str, object]:
     """The plan's columns at the row's layout (numpy arrays; one point per chunk). The
     expected time runs the row's clients, the bound those decoding (`decoding`)."""
     import numpy as np
@@ -106,7 +107,7 @@ def _plan(c: Case, expect: bool) -> dict[str, object]:
     w = Workload.from_lengths(c.isl, c.osl)
     kv, weights = _kv(c, expect), _weights(c)
     framework = c.engine if expect else None
-    clients = c.clients if expect else decoding(c)
+    clients = clients or c.clients
     d = c.layout
     if not c.disagg:
         chunks = (ENGINE_CHUNK,) if expect else BOUND_CHUNKS
@@ -142,14 +143,16 @@ class NoFit(Exception):
 def evaluate(c: Case) -> Result:
     import numpy as np
 
-    b, e = _plan(c, False), _plan(c, True)
+    # TPOT at the clients decoding (Little's law); TTFT's prefill and tokens/s at the row's
+    b, full, e = _plan(c, False, decoding(c)), _plan(c, False), _plan(c, True)
     ok = np.asarray(b["fits"]) & np.asarray(b["feasible"])
-    if not ok.any():  # the deployment ran: the stated layout or our memory model is wrong
+    fo = np.asarray(full["fits"]) & np.asarray(full["feasible"])
+    if not (ok.any() and fo.any()):  # it ran: the stated layout or our memory model is wrong
         raise NoFit(f"the stated layout does not hold the weights in our memory model "
                     f"({c.model} {c.weights} on {c.layout.gpus} {c.chip})")
     tpot = float(np.min(np.asarray(b["tpot_s"])[ok]))
-    prefill = float(np.min(np.asarray(b["prefill_s"])[ok]))
-    tokens = float(np.max(np.asarray(b["output_tokens_per_s"])[ok]))
+    prefill = float(np.min(np.asarray(full["prefill_s"])[fo]))
+    tokens = float(np.max(np.asarray(full["output_tokens_per_s"])[fo]))
     eo = np.asarray(e["fits"]) & np.asarray(e["feasible"])
     i = int(np.argmax(eo)) if eo.any() else 0
     return Result(c, 1e3 * tpot, 1e3 * prefill, tokens,
