@@ -18,7 +18,8 @@ default (TensorRT-LLM's quantized checkpoints: fp8; otherwise the model's dtype)
 
 Checks (the bound's running batch: TPOT at the clients decoding on average by Little's law on
 the measurements, `decoding`; the rest at the row's clients): measured TPOT >= bound TPOT,
-measured TTFT >= the bound's prefill alone, measured output tokens/s (concurrency x osl / (TTFT + (osl - 1) TPOT)) <= bound tokens/s. Scores:
+measured TTFT >= the bound's prefill alone, measured output tokens/s
+(clients x osl / (TTFT + (osl - 1) TPOT)) <= bound tokens/s. Scores:
 r = expected time / measured time (measured speed over expected speed, check.py's sense):
 |r - 1| its error, r - 1 < 0 a forecast too fast. Halves: check.held_out(row id).
 """
