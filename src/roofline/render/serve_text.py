@@ -90,10 +90,11 @@ def serve_text(data: dict[str, Any]) -> str:
         else "; expected times (no engine named: generic factors)")
     lines = [f"serve {data['model']}: {w['input_len']:g} prompt + {w['output_len']:g} output "
              f"tokens per request; {what}; {targets or 'no latency targets'}{times}",
+             *(f"runtime on {hw}: {text}" for hw, text in data.get("runtime_text", {}).items()),
              f"{data['points']} operating points, {data['feasible_points']} meet the targets", ""]
     best = data["best"]
     if not best:
-        lines.append("no configuration meets the targets (relax them, or allow more chips)")
+        lines.append(f"no configuration meets the targets: {data['infeasible']}")
     else:
         lines += ["best per chip kind (most output tokens/s per chip):",
                   table(HEADERS, [row_cells(r) for r in best.values()]), ""]
