@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time they load 
     )
     from .chipfile import MeasuredMachine, chip_toml, write_chip
     from .comm import CommPoint, CommSweep, LinkFit, fit_alpha_beta, run_comm_sweep
-    from .ops import OpCase, OpPoint, OpSweep, default_cases, run_ops
+    from .ops import OpCase, OpSweep, TimedOp, default_cases, run_ops
     from .peaks import PeakResult, measure_peaks
     from .timing import Settings, Timing
 
@@ -60,7 +60,7 @@ _WHERE = {
     "MeasuredLevel": "bandwidth",
     "MeasuredMachine": "chipfile",
     "OpCase": "ops",
-    "OpPoint": "ops",
+    "TimedOp": "ops",
     "OpSweep": "ops",
     "PeakResult": "peaks",
     "Settings": "timing",
@@ -102,10 +102,10 @@ __all__ = [
     "MeasuredLevel",
     "MeasuredMachine",
     "OpCase",
-    "OpPoint",
     "OpSweep",
     "PeakResult",
     "Settings",
+    "TimedOp",
     "Timing",
     "Unsupported",
     "calibrate",
