@@ -620,7 +620,7 @@ def test_alpha_beta_fit_edge_cases():
 
 @pytest.mark.parametrize("factor", [math.nan, math.inf, -math.inf, 1.0, 0.5])
 def test_comm_sizes_needs_a_finite_factor_above_1(factor):
-    with pytest.raises(RooflineError, match="--factor") as info:
+    with pytest.raises(RooflineError, match="factor: the size step") as info:
         comm_sizes(1024, 2**20, factor)
     assert "\n" not in str(info.value)
 

@@ -145,7 +145,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             args.func(args)
     except RooflineError as exc:
-        print(f"roofline: error: {one_line(str(exc))}", file=sys.stderr)
+        from .flags import cli_message  # a parameter named as the flag the user typed
+
+        print(f"roofline: error: {one_line(cli_message(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `roofline hw list | head`
         return 0

@@ -207,8 +207,8 @@ class Chip:
             have = ", ".join(self.links) or "none"
             reach = "inside a node" if name == "scale-up" else "beyond one scale-up domain"
             raise RooflineError(f"chip {self.id!r} has no {name!r} link (it has: {have}), which "
-                                f"traffic {reach} needs; give a chip file (--hw chip.toml) "
-                                f"with a [link.{name}] table")
+                                f"traffic {reach} needs; give a chip file with a [link.{name}] "
+                                "table")
         return self.links[name]
 
     def resources(self) -> list[str]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..errors import RooflineError
+from ..errors import ParameterError, RooflineError
 from ..hardware import Chip, load_chip
 from .catalog import load_model
 from .params import param_counts
@@ -83,15 +83,15 @@ def mfu(params: float | None, tokens_per_step: float, step_time_s: float, chips:
                                                          filled.items()))
     n, n_layers, width, s = (given[k] for k in ("params", "layers", "hidden", "seq_len"))
     if n is None:
-        raise RooflineError("mfu needs the parameter count: give params (--params) or a model "
-                            "(--model ID) to count them")
+        raise ParameterError("params", "is needed (the parameter count), or a model to count "
+                             "them")
     for name, value in [("params", n), ("tokens_per_step", tokens_per_step),
                         ("step_time_s", step_time_s), ("chips", chips)]:
         if not (value > 0 and math.isfinite(value)):
             raise RooflineError(f"{name} must be positive and finite, got {value!r}")
     attention_args = [n_layers, width, s]
     if any(a is not None for a in attention_args) and not all(a for a in attention_args):
-        raise RooflineError("the attention term needs all of --layers, --hidden and --seq-len")
+        raise RooflineError("the attention term needs all of layers, hidden and seq_len")
     chip = load_chip(hw)
     attention = 0.0
     counted = bool(n_layers and width and s)

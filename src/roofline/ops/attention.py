@@ -79,7 +79,7 @@ def score_pairs(q_len: Any, kv_len: Any, causal: bool = True, window: Any = None
     Lq, Lkv = size("Lq", q_len, "q_len"), size("Lkv", kv_len, "kv_len")
     if causal and any_true(value(Lq) > value(Lkv)):  # cross-attention may have more queries
         raise RooflineError("causal attention: q_len must not exceed kv_len (queries are the "
-                            "last q_len positions; --no-causal for cross-attention)")
+                            "last q_len positions; causal=False for cross-attention)")
     if chunk is not None:
         if window is not None or not causal:
             raise RooflineError("chunked attention is causal and has no sliding window (give "

@@ -21,7 +21,7 @@ from typing import Any
 from ..cost import Cost
 from ..derivation import call, derived, maximum, steps, sym, value
 from ..dtypes import DType, operand_dtypes
-from ..errors import RooflineError
+from ..errors import ParameterError
 from ..hardware import Chip
 from ..opid import Gemm
 from ..units import parse_bytes
@@ -103,8 +103,8 @@ def warm_capacity(chip: Chip) -> float:
     256 MiB Infinity Cache; its traffic charged at the L2's bandwidth, a looser bound)."""
     level = next((m for m in chip.memory if m.name == "l2"), None)
     if level is None or not level.capacity_bytes:
-        raise RooflineError(f"--warm l2: chip {chip.id!r} gives no l2 level with a capacity "
-                            "(give --warm SIZE)")
+        raise ParameterError("warm_l2_bytes", f"l2: chip {chip.id!r} gives no l2 level with a "
+                             "capacity (give a size)")
     return float(level.warm_capacity_bytes or level.capacity_bytes)
 
 
