@@ -61,7 +61,7 @@ class Link:
     base_latency_source: str = ""
 
 
-# What an [efficiency] entry may name (issue 16: the expected time, `roofline.expect`):
+# What an [efficiency] entry may name (the expected time, `roofline.expect`):
 # fractions of a roof in (0, 1], except the `_s` kinds, which are overheads in seconds.
 EFFICIENCY_KINDS = {
     "matmul": "achievable tensor-core fraction of a large GEMM, per dtype (matmul.<dtype>)",

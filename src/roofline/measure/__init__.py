@@ -3,8 +3,8 @@
 - `measure_peaks` / `measure_bandwidth`: peak FLOP/s per dtype (matmuls) and bandwidth per
   memory level (streaming kernels over working sets from 16 KiB past the last cache);
   `write_chip` turns them into an empirical chip file that `--hw` accepts.
-- `run_ops`: real matmuls (seed 001 §2.9's batch sweep and more), elementwise ops and SDPA
-  attention, each timed next to its roofline bound.
+- `run_ops`: real matmuls (a batch sweep X[B, D]·W[D, D], B = 1 ... 4096, and more),
+  elementwise ops and SDPA attention, each timed next to its roofline bound.
 - `run_comm_sweep`: collectives under torchrun (gloo / NCCL), algbw and busbw, and an
   alpha-beta fit (`fit_alpha_beta`) into a link profile.
 - `calibrate(est, load_calibration(path))`: the estimate's Cost evaluated on its chip derated

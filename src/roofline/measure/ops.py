@@ -7,9 +7,9 @@ An efficiency above 1 means the run beat the roof; that happens when the working
 in a cache (`resident` names the level — the roof counts main-memory traffic) or when the
 chip file's figures are below what the machine does.
 
-The matmul sweep is seed 001 §2.9's: X[B, D] · W[D, F] for B = 1 ... 4096 at D = F = 8192 on
-a GPU (D = F = 4096 on a CPU, where 8192 takes minutes), then further shapes and dtypes,
-elementwise ops, and attention through torch's SDPA.
+The matmul sweep walks a weight GEMM across its ridge: X[B, D] · W[D, F] for B = 1 ... 4096
+at D = F = 8192 on a GPU (D = F = 4096 on a CPU, where 8192 takes minutes), then further
+shapes and dtypes, elementwise ops, and attention through torch's SDPA.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from .device import DeviceInfo
 from .progress import Progress, quiet
 from .timing import Settings, Timing, looped, measure
 
-SEED_BATCHES = (1, 8, 32, 128, 256, 512, 1024, 4096)  # seed 001 §2.9
+SEED_BATCHES = (1, 8, 32, 128, 256, 512, 1024, 4096)  # below, at and past H100's ridge
 
 Builder = Callable[[Backend], Callable[[], Any]]
 

@@ -200,7 +200,7 @@ class Row:
 
 
 # not frozen: built once per step, then only read (a frozen dataclass's __init__ sets each
-# field through object.__setattr__: 3% of an analysis over the step's records, issue 15)
+# field through object.__setattr__: 3% of an analysis over the step's records, measured)
 @dataclass(eq=False)
 class StepTimes:
     t_lower_s: Num

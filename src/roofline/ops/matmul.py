@@ -1,6 +1,7 @@
 """Matrix products: matmul [M,K]x[K,N], GEMV (M = 1) and the dot product (M = N = 1).
 
-Counting convention: a multiply-add is 2 FLOPs, so FLOPs = 2·M·N·K (seed 000 §2.1).
+Counting convention: a multiply-add is 2 FLOPs, so FLOPs = 2·M·N·K (the JAX Scaling Book,
+https://jax-ml.github.io/scaling-book/roofline/).
 HBM traffic is the untiled lower bound: each operand read once, the output written once:
 bytes = M·K·s_x + K·N·s_w + M·N·s_o with a separate element size per operand, so
 weight-only quantization (int8 / int4 weights, bf16 activations) is the same formula.

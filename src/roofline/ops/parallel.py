@@ -2,7 +2,8 @@
 `roofline.models.tp_layer`, built from the same layer ops as whole models).
 
 All costs are per chip: the chip's share of the FLOPs and HBM traffic plus the collective it
-takes part in, so `evaluate` weighs T_math against T_comm directly (seed 001 §2.5).
+takes part in, so `evaluate` weighs T_math against T_comm directly (the JAX Scaling Book,
+https://jax-ml.github.io/scaling-book/roofline/, network communication rooflines).
 
 sharded_matmul, X[M,K] x W[K,N] over p chips:
   contraction  each chip holds K/p of X's columns and W's rows and computes a partial
