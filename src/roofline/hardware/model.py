@@ -10,7 +10,7 @@ from typing import Any
 from ..cost import LINKS, MEMORY_LEVELS
 from ..dtypes import dtype as lookup_dtype
 from ..dtypes import dtype_names
-from ..errors import RooflineError
+from ..errors import ParameterError, RooflineError
 from ..lazy import cached_property
 
 
@@ -206,9 +206,9 @@ class Chip:
         if name not in self.links:
             have = ", ".join(self.links) or "none"
             reach = "inside a node" if name == "scale-up" else "beyond one scale-up domain"
-            raise RooflineError(f"chip {self.id!r} has no {name!r} link (it has: {have}), which "
-                                f"traffic {reach} needs; give a chip file with a [link.{name}] "
-                                "table")
+            raise ParameterError("hw", f"with a [link.{name}] table", where=(
+                f"chip {self.id!r} has no {name!r} link (it has: {have}), which traffic "
+                f"{reach} needs; give a chip file as "))
         return self.links[name]
 
     def resources(self) -> list[str]:

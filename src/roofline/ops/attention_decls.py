@@ -59,8 +59,8 @@ def attention_or_mla(**kwargs: Any) -> Cost:
                                  "attention op (head_dim 192, v_head_dim 128), not impl mla")
         return mla_attention(**{**kwargs, "impl": None}, form=mla_form(kwargs["q_len"]))
     if direction != "forward" and kwargs.get("impl", "flash") != "flash":
-        raise ParameterError("direction", "backward is FlashAttention-2's backward: impl "
-                             "flash")
+        raise ParameterError("impl", "flash is the one with a backward pass (FlashAttention-2's), "
+                             f"not {kwargs.get('impl')}")
     forward = attention(**kwargs) if direction != "backward" else None
     if direction == "forward":
         assert forward is not None
