@@ -299,7 +299,7 @@ def test_mfu_model_fills_only_what_is_not_given():
     assert "seq-len" not in given.notes[0] and "N =" not in given.notes[0]
     deepseek = mfu(None, 4096 * 64, 1.0, 8, "h100", model="deepseek-v3")
     assert "seq-len 4096" in deepseek.notes[0]  # the pre-training context, not 163840
-    with pytest.raises(RooflineError, match="give params"):
+    with pytest.raises(RooflineError, match="params is needed"):
         mfu(None, 4096, 1.0, 8, "h100")
 
 
@@ -335,7 +335,7 @@ def test_mfu_warns_once_and_prints_exa_flops(run_cli):
 def test_mfu_needs_params_or_a_model(run_cli):
     code, _, err = run_cli("mfu", "--tokens-per-step", "8M", "--step-time-s", "7", "--gpus",
                            "512")
-    assert code == 2 and "give params (--params) or a model (--model ID)" in err
+    assert code == 2 and "--params is needed (the parameter count), or a model" in err
     assert err.count("\n") == 1
 
 

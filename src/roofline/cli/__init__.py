@@ -159,7 +159,9 @@ def _main(argv: Sequence[str] | None) -> int:
             code = args.func(args)  # a command may end with a status of its own (serve: 3)
         sys.stdout.flush()  # a full disk shows here, not in Python's clean-up at exit
     except RooflineError as exc:
-        print(f"roofline: error: {one_line(str(exc))}", file=sys.stderr)
+        from .flags import cli_message  # a parameter named as the flag the user typed
+
+        print(f"roofline: error: {one_line(cli_message(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `roofline hw list | head`
         drop_stdout()

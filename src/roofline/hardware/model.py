@@ -10,7 +10,7 @@ from typing import Any
 from ..cost import LINKS, MEMORY_LEVELS
 from ..dtypes import dtype as lookup_dtype
 from ..dtypes import dtype_names
-from ..errors import RooflineError
+from ..errors import ParameterError, RooflineError
 from ..lazy import cached_property
 
 
@@ -61,7 +61,7 @@ class Link:
     base_latency_source: str = ""
 
 
-# What an [efficiency] entry may name (issue 16: the expected time, `roofline.expect`):
+# What an [efficiency] entry may name (the expected time, `roofline.expect`):
 # fractions of a roof in (0, 1], except the `_s` kinds, which are overheads in seconds.
 # the floor of an achievable fraction of a roof: a CPU measured against an H100 is ~1e-4;
 # below a millionth it is a broken file (its reciprocal scales times: 5e-324 made them inf)
@@ -209,9 +209,9 @@ class Chip:
         if name not in self.links:
             have = ", ".join(self.links) or "none"
             reach = "inside a node" if name == "scale-up" else "beyond one scale-up domain"
-            raise RooflineError(f"chip {self.id!r} has no {name!r} link (it has: {have}), which "
-                                f"traffic {reach} needs; give a chip file (--hw chip.toml) "
-                                f"with a [link.{name}] table")
+            raise ParameterError("hw", f"with a [link.{name}] table", where=(
+                f"chip {self.id!r} has no {name!r} link (it has: {have}), which traffic "
+                f"{reach} needs; give a chip file as "))
         return self.links[name]
 
     def resources(self) -> list[str]:

@@ -69,7 +69,7 @@ def occurrences(row: OpCost, slots: float) -> float:
 
 
 # not frozen: built once per step, then only read (a frozen dataclass's __init__ sets each
-# field through object.__setattr__: 3% of an analysis over the step's records, issue 15)
+# field through object.__setattr__: 3% of an analysis over the step's records, measured)
 @dataclass(eq=False)
 class StepCore:
     """A step's times from its op rows; the floor on demand (`t_floor_s`)."""

@@ -89,9 +89,6 @@ def _engines(spec: ModelSpec, hardware: Sequence[str], space: Space,
     skipped: list[str] = []
     for chip, par, prec, config in configurations(hardware, space.tp, space.pp, space.dp, eps,
                                                   weights, kvs, precision):
-        if par.ep == -1:  # every chip of the instance holds its share of the experts
-            par = replace(par, ep=par.tp * par.dp)
-            config["ep"] = par.ep
         if prec.expert_weights and prec.expert_weights != prec.weights:  # say the mix
             config["weight_dtype"] = f"{prec.weights}+{prec.expert_weights} experts"
         if par.chips > space.max_chips:
