@@ -1,6 +1,7 @@
 """Compute units other than tensor cores (vector, special functions), the clock a chip runs
 at, and the capacity a device exposes (issue 12)."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -68,8 +69,31 @@ def test_attention_exp_is_a_wall_at_small_head_dims(d, bound):
 def test_the_vector_rate_widens_narrow_dtypes_and_falls_back_to_the_tensor_peak():
     assert H100.vector_flops("fp8") == H100.vector_flops("bf16") == 133.8e12
     assert H100.vector_flops("tf32") == H100.vector_flops("fp32") == 66.9e12
-    v5e = rl.load_chip("v5e")  # no vector figures in its file, no fp32 peak: its highest peak
-    assert v5e.vector_flops("fp32") == max(p.flops_per_s for p in v5e.peaks.values())
+    bare = dataclasses.replace(H100, vector={})
+    # a file without vector figures: the tensor peak of the dtype stands in (loose, valid)
+    assert bare.vector_flops("bf16") == 989.4e12
+
+
+def test_bf16_elementwise_without_a_bf16_vector_figure_runs_at_the_fp32_vector_rate():
+    # MI300X publishes FP32 vector (packed) 163.4 TFLOP/s and no 16-bit vector rate: bf16
+    # elementwise math runs there, not on the 1307.4 TFLOP/s bf16 matrix cores
+    mi300x = rl.load_chip("mi300x")
+    assert mi300x.vector_flops("bf16") == mi300x.vector_flops("fp8") == 163.4e12
+    # by hand: 2000 ops per element over 2^24 elements (1999 on the vector units, one exp)
+    est = rl.evaluate(elementwise(2**24, "softmax", ops_per_element=2000), mi300x)
+    assert est.time_s["vector"] == pytest.approx(1999 * 2**24 / 163.4e12)  # 205 us, not 26
+    assert est.bound == "vector"
+
+
+@pytest.mark.parametrize("chip", rl.list_chips())
+def test_every_catalog_chip_has_a_vector_figure_below_its_tensor_peak(chip):
+    c = rl.load_chip(chip)
+    assert "fp32" in c.vector  # TPU, Gaudi 2, Trainium 2: estimated upper figures, said so
+    for dt in ("fp32", "bf16"):
+        tensor = max(p.flops_per_s for p in c.peaks.values())
+        assert c.vector_flops(dt) < tensor
+    # packed 16-bit lanes: at most 2x (Gaudi 3: its published 28.7 over a rounded 14.3)
+    assert c.vector_flops("bf16") <= 2.01 * c.vector_flops("fp32")
 
 
 def test_a_lower_clock_scales_every_compute_peak_and_nothing_else():
