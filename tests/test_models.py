@@ -518,9 +518,37 @@ def test_expert_parallel_gradients_are_not_all_reduced_over_unique_experts():
 
 
 def test_moe_decode_names_the_expert_critical_batch():
-    a = analyze("deepseek-v3", "h200", decode(64, 1024), Parallel(tp=8))
-    assert a.decode_expert_compute_bound_batch == pytest.approx(
-        a.decode_compute_bound_batch * 256 / 8)
+    # experts see batch·top_k/E tokens each: E/top_k times the batch their own shard needs
+    from roofline.solve import critical_batch
+    a = analyze("qwen3-30b-a3b", "h200", decode(64, 1024), Parallel(tp=4, ep=4))
+    # EP: whole experts, up/gate 2048 x 1536 and down 768 x 2048; the down needs more
+    up, down = critical_batch("h200", k=2048, n=1536), critical_batch("h200", k=768, n=2048)
+    assert up < down
+    assert a.decode_expert_compute_bound_batch == pytest.approx(down * 128 / 8)
+    # fp8 DeepSeek-V3 at TP 8: the kv down-projection (7168 x 576) and the experts' shards
+    # are never compute-bound (2/576 of activation bytes per FLOP outweigh 2·BW/P)
+    v3 = analyze("deepseek-v3", "h200", decode(64, 1024), Parallel(tp=8))
+    assert v3.decode_compute_bound_batch == v3.decode_expert_compute_bound_batch == np.inf
+
+
+def test_the_weight_gemms_critical_batch_uses_each_chips_shard_not_the_large_matrix_limit():
+    # by hand, H100 bf16: M* = s_w / (2·BW/P - s_x/N - s_o/K), BW 3.35e12, P 989.4e12;
+    # Llama-3-70B at TP 4 holds QKV 8192 x (16 + 2·2)·128 = 8192 x 2560 and the attention
+    # output 2048 x 8192 per chip: 2 / (6.7/989.4 - 2/2560 - 2/8192) = 348.0 and
+    # 2 / (6.7/989.4 - 2/8192 - 2/2048) = 360.3; the large-matrix limit is 2·989.4/6.7 = 295.3
+    a = analyze("llama-3-70b", "h100", decode(8, 1024), Parallel(tp=4))
+    ridge = 2 * 3.35e12 / 989.4e12
+    assert 2 / (ridge - 2 / 2560 - 2 / 8192) == pytest.approx(348.0, abs=0.05)
+    assert a.decode_compute_bound_batch == pytest.approx(2 / (ridge - 2 / 8192 - 2 / 2048))
+    assert a.decode_compute_bound_batch == pytest.approx(360.3, abs=0.05)
+    assert a.decode_compute_bound_batch_limit == pytest.approx(2 * 989.4 / 6.7)
+    # a whole matrix (TP 1) is nearer the limit; every shard needs more than the limit
+    one = analyze("llama-3-70b", "h100", decode(8, 1024))
+    assert a.decode_compute_bound_batch_limit < one.decode_compute_bound_batch \
+        < a.decode_compute_bound_batch
+    # and the batch is the DP replicas' together
+    dp = analyze("llama-3-70b", "h100", decode(16, 1024), Parallel(tp=4, dp=2))
+    assert dp.decode_compute_bound_batch == pytest.approx(2 * a.decode_compute_bound_batch)
     assert analyze("llama-3-8b", "h100", decode(8, 1024)).decode_expert_compute_bound_batch \
         is None
 

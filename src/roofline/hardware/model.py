@@ -168,7 +168,8 @@ class Chip:
             key = "bf16" if "bf16" in self.vector else "fp16"
         if key in self.vector:
             return self.vector[key].flops_per_s
-        if d.bits <= 16 and "fp32" in self.vector:  # not the tensor peak (MI300X bf16: 1307 vs 163 TF)
+        # not the tensor peak (MI300X bf16: 163.4 vector, not 1307.4 matrix TFLOP/s)
+        if d.bits <= 16 and "fp32" in self.vector:
             return self.vector["fp32"].flops_per_s
         if key in self.peaks:
             return self.peaks[key].flops_per_s
