@@ -160,3 +160,28 @@ def test_a_clocked_chip_rents_at_its_parts_price():
                          modes=("aggregated",)), load=Load(concurrency=16),
              prices={"h100-sxm": 2.5})
     assert np.isfinite(p.row(0)["usd_per_mtok"])
+
+
+def test_amd_capacities_are_their_gib_labels_less_16_mib_as_rocm_smi_reports():
+    # rocm-smi: MI300X 206141652992 B = 192 GiB - 16 MiB, MI355X 309220868096 = 288 GiB -
+    # 16 MiB; MI325X's "256 GB" is the same kind of figure: 274861129728 B, not 256e9
+    for chip, gib in [("mi300x", 192), ("mi325x", 256), ("mi355x", 288)]:
+        assert rl.load_chip(chip).level("hbm").capacity_bytes == gib * 2**30 - 16 * 2**20
+    from roofline.models import Parallel, analyze, decode
+    # 7.4% more room: Llama-3.1-405B bf16 on 4 MI325X at 4K context holds a larger batch
+    a = analyze("llama-3.1-405b", "mi325x", decode(1, 4096), Parallel(tp=4))
+    weights = a.memory.weights_bytes
+    assert weights < 256e9 < 274861129728  # the weights alone fit either way
+    per_seq = a.memory.kv_cache_bytes + a.memory.activations_bytes
+    assert a.memory.max_batch == int((274861129728 - weights) // per_seq)
+
+
+def test_blackwell_ultra_parts_share_the_doubled_exp_rate():
+    # NVIDIA "Inside NVIDIA Blackwell Ultra": SFU (MUFU.EX2) throughput doubled over
+    # Blackwell, 10.7 TeraExponentials/s; B300 had no figure and left exps unbounded
+    b300, gb300, b200 = (rl.load_chip(c) for c in ("b300", "gb300", "b200"))
+    assert b300.special_ops() == gb300.special_ops() == 10.7e12
+    assert b300.special_ops() >= 2 * b200.special_ops() * 0.99
+    # by hand: 2^30 exps alone on the special-function units take 2^30 / 10.7e12 s
+    est = rl.evaluate(elementwise(2**30, "silu"), b300, shared_special=False)
+    assert est.time_s["sfu"] == pytest.approx(2**30 / 10.7e12)
