@@ -579,6 +579,38 @@ def test_training_activations_include_logits_and_the_recomputed_layer():
     assert recompute == pytest.approx(2 * tokens * h * layers + 34 * tokens * h + logits)
 
 
+def test_training_activations_are_counted_for_the_models_own_shapes():
+    from roofline.models.memory import kept_per_token_layer
+    # Korthikanti et al. 2022 (GPT-3: MHA, 4h GeLU, dropout masks): 34·h bytes per token per
+    # layer at 16-bit: norms 2h + attention (h + q + k + v + o = 5h) + MLP (h + 4h + 4h) =
+    # 16h elements = 32h bytes, plus two 1-byte masks of h
+    gpt3 = load_model("gpt3-175b")
+    assert kept_per_token_layer(gpt3, Parallel(), 2.0, dropout=True) == 34 * gpt3.hidden
+    assert kept_per_token_layer(gpt3, Parallel(), 2.0) == 32 * gpt3.hidden  # no dropout
+    # Llama-3.1-405B (GQA 128/8, SwiGLU f = 3.25h, no dropout): 2·(2 + 1 + 1 + 2/16 + 1 +
+    # 1 + 3·3.25) = 31.75·h; sequence parallelism splits all of it over tp
+    big = load_model("llama-3.1-405b")
+    assert kept_per_token_layer(big, Parallel(), 2.0) == 31.75 * big.hidden
+    assert kept_per_token_layer(big, Parallel(tp=8), 2.0) == 31.75 * big.hidden / 8
+    # past tp = kv_heads each rank keeps a whole K and V head: more than 1/tp of them
+    assert kept_per_token_layer(big, Parallel(tp=16), 2.0) > 31.75 * big.hidden / 16
+
+
+def test_meta_llama3_405b_layout_fits_an_h100():
+    # Llama 3 paper §3.3.2: TP 8, PP 16, DP 128, 8K sequences, micro-batch 1, 16
+    # micro-batches on 16,384 H100 80 GB, optimizer state sharded over DP. At 34·h the first
+    # stage's 16 micro-batches in flight needed 72.4 GB of activations; at 31.75·h, 67.6
+    from roofline.models.memory import kept_per_token_layer
+    a = analyze("llama-3.1-405b", "h100", train(2048, 8192),
+                Parallel(tp=8, pp=16, dp=128, microbatches=16, zero=1))
+    spec = load_model("llama-3.1-405b")
+    layer = kept_per_token_layer(spec, Parallel(tp=8), 2.0) * 8192  # one micro-batch
+    logits = 8192 * spec.vocab / 8 * 4
+    assert a.memory.activations_bytes == pytest.approx(layer * 126 / 16 * 16 + logits)
+    assert a.memory.activations_bytes == pytest.approx(67.64e9, rel=1e-3)
+    assert a.memory.fits and a.memory.total_bytes < a.memory.capacity_bytes
+
+
 def test_mfu_command_agrees_with_the_model_analysis():
     # the same step through both paths: N without the input embedding, causal attention
     spec = load_model("llama-3-8b")
