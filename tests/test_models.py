@@ -120,13 +120,24 @@ def test_train_is_three_forwards_but_attention_has_its_own_backward():
     tr = analyze("llama-3-8b", "h100", train(4, 4096))
     rc = analyze("llama-3-8b", "h100", train(4, 4096, recompute=True))
 
-    def layer_flops(a, attention):
-        return sum(op.flops for op in a.ops if op.group != "model"
+    def layer_flops(a, attention,
+                    kernel=lambda name: "norm" not in name and "activation" not in name):
+        return sum(op.flops for op in a.ops if op.group != "model" and kernel(op.name)
                    and (op.name in ("attention", "attention backward")) == attention)
 
     # every op but attention: forward + 2x backward (3 forwards), 4 with recomputation
     assert layer_flops(tr, False) == pytest.approx(3 * layer_flops(fwd, False))
     assert layer_flops(rc, False) == pytest.approx(4 * layer_flops(fwd, False))
+    # but the fused residual add + norm, whose backward kernel moves what its forward does
+    # (ops.elementwise KINDS backward 1.0: 2 forwards, 3 recomputing)
+    def norms(a):
+        return layer_flops(a, False, lambda name: "norm" in name)
+    assert norms(tr) == pytest.approx(2 * norms(fwd))
+    assert norms(rc) == pytest.approx(3 * norms(fwd))
+    # and SwiGLU's (Liger-Kernel: loads dc, a, b, stores da, db: 5/3 of the forward)
+    swiglu = layer_flops(tr, False, lambda name: "activation" in name)
+    assert swiglu == pytest.approx((1 + 5 / 3) * layer_flops(fwd, False,
+                                                              lambda n: "activation" in n))
     # attention: its forward once (twice recomputing) and FlashAttention-2's backward, which
     # recomputes S: 2.5x the forward's GEMMs (5 products against 2)
     att = next(op for op in fwd.ops if op.name == "attention")
