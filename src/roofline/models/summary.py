@@ -227,11 +227,14 @@ def weight_gemm_critical_batch(chip: Chip, rows: list[OpCost], prec: Precision, 
     The router (N = experts) and batched per-head products (MLA's absorbs) are left out."""
     shapes = {(op.k, op.n, op.weight_dtype) for r in rows if type(op := r.cost.op) is Gemm
               and op.grouped == grouped and (grouped or op.groups == 1)
-              and r.group != "model" and r.name != "router"}
+              and r.group != "model" and r.name != "router"
+              and type(op.k) is not np.ndarray and type(op.n) is not np.ndarray}
     compute = gemm_dtype(prec, chip)
     found = [decode_critical_batch(chip, k, n, prec.activations, w, None, compute, q_len)
-             for k, n, w in sorted(shapes, key=str) if np.ndim(k) == np.ndim(n) == 0]
+             for k, n, w in shapes]  # each kept on the chip (solve.decode_critical_batch)
     if not found:  # no such GEMM (no experts): the large-matrix limit
         return decode_critical_batch(chip, dtype=prec.activations,
                                      weight_dtype=prec.weights, q_len=q_len)
-    return functools.reduce(np.maximum, found) if len(found) > 1 else found[0]
+    if all(type(x) is float for x in found):
+        return max(found)
+    return functools.reduce(np.maximum, found)
