@@ -110,9 +110,10 @@ def test_llama_block_trace_agrees_with_the_model():
     assert t.flops == pytest.approx(flops, rel=1e-4)
     model_bytes = sum(op.hbm_bytes for op in layer)
     # The trace runs RMSNorm as 6 kernels and SwiGLU as 2, the model counts each as one fused
-    # op: the unfused trace moves 1.41x the model's bytes (README; the model's flash attention
-    # re-reads K/V from L2, not HBM); a perfect fusion, less.
-    assert t.bytes / model_bytes == pytest.approx(1.408, rel=0.02)
+    # op, its residual add fused with the norm: the unfused trace moves 1.46x the model's
+    # bytes (the model's flash attention re-reads K/V from L2, not HBM); a perfect fusion,
+    # less.
+    assert t.bytes / model_bytes == pytest.approx(1.464, rel=0.02)
     assert t.bytes - t.fusion("h100").bytes_removed < model_bytes
 
 

@@ -140,7 +140,9 @@ def summary_lines(a: ModelAnalysis) -> list[str]:
                 else "TPOT ")
         lines.append(f"{step}>= {seconds(a.tpot_s)}; <= {si()(a.tokens_per_s)} tokens/s "
                      f"across the batch; dense weight GEMMs turn compute-bound at batch "
-                     f"{a.decode_compute_bound_batch:.4g}{experts}")
+                     f"{a.decode_compute_bound_batch:.4g} at their per-chip shapes ("
+                     f"{a.decode_compute_bound_batch_limit:.4g} for large matrices){experts}"
+                     .replace("at batch inf", "at no batch").replace("at inf:", "at no batch:"))
     else:
         lines.append(f"step >= {seconds(a.t_lower_s)}; <= {si()(a.tokens_per_s)} tokens/s"
                      + common_schedule(a))
