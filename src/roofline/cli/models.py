@@ -91,7 +91,7 @@ def _cmd_model_export(args: argparse.Namespace) -> None:
 
 
 def _model_step(args: argparse.Namespace) -> None:
-    from ..files import check_destinations, write_text
+    from ..files import check_destinations, write_text, wrote
 
     check_destinations([args.csv, args.markdown, args.html])  # all, before writing any
     result = model_analysis(args)
@@ -124,6 +124,7 @@ def _model_step(args: argparse.Namespace) -> None:
     if more:
         text += "\n\n" + more
     emit(data, args.json, text)
+    wrote(args.csv, args.markdown, args.html, json=args.json)
 
 
 def model_analysis(args: argparse.Namespace) -> Any:

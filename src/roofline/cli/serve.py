@@ -111,6 +111,7 @@ def plan_data(p: Any, every_point: bool = False) -> dict[str, Any]:
         "best": best,
         "frontier_tpot": {hw: [p.row(i) for i in p.frontier("tpot_s", hw)] for hw in hws},
         "frontier_ttft": {hw: [p.row(i) for i in p.frontier("ttft_s", hw)] for hw in hws},
+        "frontier": [p.row(i) for i in p.frontier("tpot_s")],  # every chip together
         "skipped": p.skipped, "expected": p.expected, "engine": p.engine,
         "notes": notes(p.expected, p.tdp)}
     # per chip, the source of every catalog figure the plan divides by: the TDP behind
@@ -131,7 +132,7 @@ def plan_data(p: Any, every_point: bool = False) -> dict[str, Any]:
 
 
 def _cmd_serve(args: argparse.Namespace) -> None:
-    from ..files import write_csv, write_text
+    from ..files import write_csv, write_text, wrote
     from ..render.serve_text import serve_text
 
     p = build_plan(args)
@@ -154,7 +155,8 @@ def _cmd_serve(args: argparse.Namespace) -> None:
         from ..render.serve_page import serve_page
 
         write_text(args.html, serve_page(p))
-    emit(data, args.json, serve_text(data))
+    emit(data, args.json, serve_text(data, args.verbose))
+    wrote(args.csv, args.html, args.plot, json=args.json)
 
 
 def register(sub: Any) -> None:
@@ -218,6 +220,9 @@ def register(sub: Any) -> None:
                    "roofline.expect) instead of the bounds")
     s.add_argument("--engine", metavar="NAME", help=ENGINE_HELP)
     s.add_argument("--all", action="store_true", help="with --json: every point too")
+    s.add_argument("--verbose", "-v", action="store_true",
+                   help="text: every chip's frontiers against TPOT and TTFT, every lever, "
+                   "and the notes on what each figure means")
     s.add_argument("--csv", help="write every operating point to this CSV file")
     s.add_argument("--plot", help="draw the frontiers with the targets (PNG / SVG / PDF)")
     s.add_argument("--html", help="write an interactive, offline page")
