@@ -92,7 +92,7 @@ def _section(parser: argparse.ArgumentParser, level: int) -> list[str]:
     if parser.epilog:
         lines += ["", "```text", parser.epilog.strip(), "```"]
     lines.append("")
-    for name, sub in _subparsers(parser):
+    for _name, sub in _subparsers(parser):
         lines += [f"{'#' * level} `{sub.prog}`", ""]
         lines += _section(sub, level + 1)
     return lines

@@ -8,8 +8,6 @@ import sys
 from functools import partial
 from typing import Any
 
-import numpy as np
-
 from ..argtypes import count_arg, emit, typed
 from ..errors import RooflineError
 from ..files import write_csv, wrote
@@ -165,22 +163,9 @@ def duration_with_unit(text: str, what: str) -> float:
 def _cell(value: Any, column: str = "") -> str:
     """A sweep value for people, in engineering units by its column's name (the CSV and
     JSON keep full precision)."""
-    from ..units import format_si, format_time
+    from ..render.frames import human
 
-    if not isinstance(value, float | np.floating):
-        return str(value)
-    v = float(value)
-    if column.endswith("flops_per_s"):
-        return format_si(v, "FLOP/s")
-    if column.endswith("_Bps"):
-        return format_si(v, "B/s")
-    if column.endswith("_s"):
-        return format_time(v)
-    if column.endswith("_bytes"):
-        return format_si(v, "B")
-    if v.is_integer() and abs(v) < 1e9:  # a shape or a count: every digit
-        return str(int(v))
-    return format_si(v)
+    return human(value, column)
 
 
 def _ints(text: str, what: str) -> list[int]:

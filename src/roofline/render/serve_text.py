@@ -73,7 +73,8 @@ def chips(n: float) -> str:
 
 def row_cells(r: dict[str, Any]) -> list[str]:
     return [r["hardware"], r["mode"], format_si(r["chips"]), str(r["tp"]),
-            f"{r['weight_dtype']}/{r['kv_dtype']}", f"{r['running']:g}", f"{r['chunk']:g}", format_si(r["output_tokens_per_s_per_chip"]),
+            f"{r['weight_dtype']}/{r['kv_dtype']}", f"{r['running']:g}", f"{r['chunk']:g}",
+            format_si(r["output_tokens_per_s_per_chip"]),
             format_si(r["requests_per_s"]), format_time(r["ttft_s"]), format_time(r["tpot_s"]),
             format_time(r["e2e_s"]), _cost(r), format_si(r["tokens_per_joule"]), r["bound"]]
 
