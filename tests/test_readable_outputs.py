@@ -103,3 +103,18 @@ def test_human_units_by_column_name():
     assert human(1030.0, "memory_bytes") == "1.03 kB"
     assert human(8192.0, "k") == "8192"
     assert human(None) == "-"
+
+
+def test_table_cells_wrap_at_spaces_not_mid_word():
+    from roofline.render.html import CSS
+
+    cells = next(rule for rule in CSS.split("}") if rule.strip().startswith("th, td"))
+    assert "anywhere" not in cells and "break-all" not in cells  # "attainabl e" came from it
+
+
+def test_parameter_counts_and_positions_read_as_people_write_them(run_cli):
+    from roofline.units import format_params
+
+    assert format_params(1.026e12) == "1.03T" and format_params(70.6e9) == "70.6B"
+    code, out, _ = run_cli("model", "list")
+    assert code == 0 and not E_NOTATION.search(out)

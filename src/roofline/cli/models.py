@@ -34,13 +34,15 @@ def _cmd_model(args: argparse.Namespace) -> None:
     from ..models.params import param_counts
 
     if args.model == "list":
+        from ..units import format_params
+
         _refuse_step_options(args, "model list", ("json",))
         rows, data = [], []
         for name in list_models():
             spec = load_model(name)
             counts = param_counts(spec)
-            rows.append([name, spec.model_type, f"{counts.total / 1e9:.3g}B",
-                         f"{counts.active / 1e9:.3g}B" if counts.active < counts.total else "-",
+            rows.append([name, spec.model_type, format_params(counts.total),
+                         format_params(counts.active) if counts.active < counts.total else "-",
                          str(spec.layers), str(spec.hidden)])
             data.append({"id": name, "model_type": spec.model_type, "params": counts.total,
                          "active_params": counts.active, "source": spec.source})
