@@ -196,13 +196,13 @@ def test_context_limit_knows_rope_scaling(tmp_path):
 
 def test_a_context_beyond_the_maximum_is_a_warning(run_cli):
     a = analyze("llama-3-8b", "h100", decode(1, 10000))
-    assert a.warnings == ["10001 positions exceed the 8192 this model supports; the bound "
+    assert a.warnings == ["10,001 positions exceed the 8,192 this model supports; the bound "
                           "extrapolates"]
     assert a.to_dict()["warnings"] == a.warnings
     assert analyze("llama-3-8b", "h100", decode(1, 8000)).warnings == []
     code, out, err = run_cli("model", "llama-3-8b", "--context", "10000")
     assert code == 0 and err.count("roofline: warning:") == 1 and err.count("\n") == 1
-    assert "note: 10001 positions exceed the 8192" in out
+    assert "note: 10,001 positions exceed the 8,192" in out
     code, out, err = run_cli("model", "llama-3-8b", "--context", "10000", "--json")
     assert code == 0 and err.count("roofline: warning:") == 1
     assert json.loads(out)["warnings"] == a.warnings

@@ -112,6 +112,7 @@ def plan_data(p: Any, every_point: bool = False) -> dict[str, Any]:
         "best": best,
         "frontier_tpot": {hw: [p.row(i) for i in p.frontier("tpot_s", hw)] for hw in hws},
         "frontier_ttft": {hw: [p.row(i) for i in p.frontier("ttft_s", hw)] for hw in hws},
+        "frontier": [p.row(i) for i in p.frontier("tpot_s")],  # every chip together
         "skipped": p.skipped, "expected": p.expected, "engine": p.engine,
         "runtime": {hw: rt.to_dict() for hw, rt in p.runtimes.items()},
         "runtime_text": {hw: rt.describe() for hw, rt in p.runtimes.items()},
@@ -141,7 +142,7 @@ NOTHING_MEETS = 3  # the exit status of a plan with no point meeting the targets
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from ..files import write_csv, write_text
+    from ..files import write_csv, write_text, wrote
     from ..render.serve_text import serve_text
 
     p = build_plan(args)
@@ -166,11 +167,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         from ..render.serve_page import serve_page
 
         write_text(args.html, serve_page(p))
-    text = serve_text(data)
+    text = serve_text(data, args.verbose)
     if "launch" in data:
         text += "\n\nlaunch (" + args.emit + "):\n" + "\n".join(
             f"  {hw}: {cmd}" for hw, cmd in data["launch"].items())
     emit(data, args.json, text)
+    wrote(args.csv, args.html, args.plot, json=args.json)
     return 0 if data["best"] else NOTHING_MEETS
 
 
@@ -262,6 +264,9 @@ def register(sub: Any) -> None:
                    "engine's launch command (vllm, sglang, tensorrt-llm; the flag names of "
                    "the version the output's runtime line cites)")
     s.add_argument("--all", action="store_true", help="with --json: every point too")
+    s.add_argument("--verbose", "-v", action="store_true",
+                   help="text: every chip's frontiers against TPOT and TTFT, every lever, "
+                   "and the notes on what each figure means")
     s.add_argument("--csv", help="write every operating point to this CSV file")
     s.add_argument("--plot", help="draw the frontiers with the targets (PNG / SVG / PDF)")
     s.add_argument("--html", help="write an interactive, offline page")

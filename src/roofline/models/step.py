@@ -77,7 +77,7 @@ def context_warning(phase: Phase, limit: float | None) -> str | None:
     longest = float(np.max(phase.kv_len))
     if not limit or longest <= limit:
         return None
-    return (f"{longest:g} positions exceed the {limit:g} this model supports; the bound "
+    return (f"{longest:,.0f} positions exceed the {limit:,.0f} this model supports; the bound "
             "extrapolates")
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import dtype
-from ..units import format_bytes, format_time
+from ..units import format_bytes, format_si, format_time
 from .plan import ServePlan
 
 GROUP = ("hardware", "mode", "tp", "pp", "dp", "ep", "prefill_tp", "prefill_pp", "prefill_dp",
@@ -56,7 +56,7 @@ def moves(plan: ServePlan, row: dict[str, Any], why: str) -> list[str]:
             nxt = _next_on_frontier(plan, row, key)
             if nxt is not None:
                 out.append(f"a {key[:4].upper()} target of {format_time(nxt[key])} allows "
-                           f"{nxt['output_tokens_per_s_per_chip']:.4g} output tokens/s per "
+                           f"{format_si(nxt['output_tokens_per_s_per_chip'])} output tokens/s per "
                            f"chip ({nxt['mode']}, tp {nxt['tp']})")
     if bound == "hbm":
         out.append("each step is HBM-bound: fewer bytes per token (narrower weights or KV) "

@@ -133,6 +133,23 @@ class ServePlan:
         return (f"ServePlan({self.model}: {len(self)} operating points, "
                 f"{int(self.ok.sum())} meet the targets; {what})")
 
+    def to_frame(self) -> Any:
+        """Every operating point as a pandas DataFrame (pandas is an optional extra)."""
+        from ..render.frames import frame
+
+        return frame(self.columns)
+
+    def _repr_html_(self) -> str:  # a notebook shows the best point per chip, then all
+        from ..render.frames import columns_html
+
+        front = self.frontier("tpot_s")  # every chip together
+        keys = [k for k in ("hardware", "mode", "chips", "tp", "weight_dtype", "kv_dtype",
+                            "running", "chunk", "output_tokens_per_s_per_chip",
+                            "requests_per_s", "ttft_s", "tpot_s", "e2e_s", "bound")
+                if k in self.columns]
+        return columns_html(f"{self!r}: the Pareto frontier against TPOT", self.columns,
+                            rows=front or None, keys=keys)
+
     @property
     def ok(self) -> np.ndarray[Any, Any]:
         """Points that fit, can sustain their load, and meet both targets."""
