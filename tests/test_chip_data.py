@@ -17,16 +17,19 @@ WITH_VECTOR = [c for c in CHIPS if c.vector]
 LABEL_BYTES = {
     "a100-sxm-80gb": 80e9, "a100-pcie-80gb": 80e9, "h100-sxm": 80e9, "h100-pcie": 80e9,
     "h100-nvl": 94e9, "h200-sxm": 141e9, "h200-nvl": 141e9, "gh200": 144e9, "h800-sxm": 80e9,
-    "h20": 96e9, "l40s": 48e9, "b200": 180e9, "gb200": 186e9, "mi300x": 192e9, "mi355x": 288e9,
+    "h20": 96e9, "l40s": 48e9, "b200": 180e9, "gb200": 186e9, "mi300x": 192e9,
+    "mi325x": 256e9, "mi355x": 288e9,
     "gaudi2": 96e9, "gaudi3": 128e9,
 }
 
 
-def test_every_gpu_and_gaudi_has_vector_peaks():
-    # TPUs publish no VPU figure (they fall back to the tensor peak); everything else does
-    have = {c.id for c in WITH_VECTOR}
-    assert {c.id for c in CHIPS if c.vendor in ("NVIDIA", "AMD")} <= have
-    assert "gaudi3" in have and not any(c.vector for c in CHIPS if c.vendor == "Google")
+def test_every_chip_has_vector_peaks_estimated_where_unpublished():
+    # TPUs, Gaudi 2 and Trainium 2 publish no vector figure: their files carry estimated
+    # upper figures (else bf16 elementwise work fell back to the tensor peak)
+    assert {c.id for c in WITH_VECTOR} == {c.id for c in CHIPS}
+    for c in CHIPS:
+        if c.vendor == "Google" or c.id in ("gaudi2", "trainium2"):
+            assert all(p.estimated for p in c.vector.values()), c.id
 
 
 @pytest.mark.parametrize("chip", WITH_VECTOR, ids=lambda c: c.id)

@@ -326,7 +326,7 @@ def test_model_cli(run_cli):
     (["model", "llama-3-8b", "--hw", "l40s", "--phase", "train", "--tp", "8", "--dp", "2",
       "--batch", "2"],  # PCIe cards: 8 to a server's link; no scale-out link catalogued
      "chip 'l40s' has no 'scale-out' link (it has: scale-up), which traffic beyond one "
-     "scale-up domain needs; give a chip file (--hw chip.toml) with a [link.scale-out] table"),
+     "scale-up domain needs; give a chip file as --hw with a [link.scale-out] table"),
     # another phase's option would be silently ignored: refused, naming the right one
     (["model", "llama-3-8b", "--phase", "train", "--context", "4096"],
      "--context applies to --phase decode, not --phase train (--phase train sets its length "

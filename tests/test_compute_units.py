@@ -1,6 +1,7 @@
 """Compute units other than tensor cores (vector, special functions), the clock a chip runs
 at, and the capacity a device exposes (issue 12)."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -68,8 +69,31 @@ def test_attention_exp_is_a_wall_at_small_head_dims(d, bound):
 def test_the_vector_rate_widens_narrow_dtypes_and_falls_back_to_the_tensor_peak():
     assert H100.vector_flops("fp8") == H100.vector_flops("bf16") == 133.8e12
     assert H100.vector_flops("tf32") == H100.vector_flops("fp32") == 66.9e12
-    v5e = rl.load_chip("v5e")  # no vector figures in its file, no fp32 peak: its highest peak
-    assert v5e.vector_flops("fp32") == max(p.flops_per_s for p in v5e.peaks.values())
+    bare = dataclasses.replace(H100, vector={})
+    # a file without vector figures: the tensor peak of the dtype stands in (loose, valid)
+    assert bare.vector_flops("bf16") == 989.4e12
+
+
+def test_bf16_elementwise_without_a_bf16_vector_figure_runs_at_the_fp32_vector_rate():
+    # MI300X publishes FP32 vector (packed) 163.4 TFLOP/s and no 16-bit vector rate: bf16
+    # elementwise math runs there, not on the 1307.4 TFLOP/s bf16 matrix cores
+    mi300x = rl.load_chip("mi300x")
+    assert mi300x.vector_flops("bf16") == mi300x.vector_flops("fp8") == 163.4e12
+    # by hand: 2000 ops per element over 2^24 elements (1999 on the vector units, one exp)
+    est = rl.evaluate(elementwise(2**24, "softmax", ops_per_element=2000), mi300x)
+    assert est.time_s["vector"] == pytest.approx(1999 * 2**24 / 163.4e12)  # 205 us, not 26
+    assert est.bound == "vector"
+
+
+@pytest.mark.parametrize("chip", rl.list_chips())
+def test_every_catalog_chip_has_a_vector_figure_below_its_tensor_peak(chip):
+    c = rl.load_chip(chip)
+    assert "fp32" in c.vector  # TPU, Gaudi 2, Trainium 2: estimated upper figures, said so
+    for dt in ("fp32", "bf16"):
+        tensor = max(p.flops_per_s for p in c.peaks.values())
+        assert c.vector_flops(dt) < tensor
+    # packed 16-bit lanes: at most 2x (Gaudi 3: its published 28.7 over a rounded 14.3)
+    assert c.vector_flops("bf16") <= 2.01 * c.vector_flops("fp32")
 
 
 def test_a_lower_clock_scales_every_compute_peak_and_nothing_else():
@@ -136,3 +160,28 @@ def test_a_clocked_chip_rents_at_its_parts_price():
                          modes=("aggregated",)), load=Load(concurrency=16),
              prices={"h100-sxm": 2.5})
     assert np.isfinite(p.row(0)["usd_per_mtok"])
+
+
+def test_amd_capacities_are_their_gib_labels_less_16_mib_as_rocm_smi_reports():
+    # rocm-smi: MI300X 206141652992 B = 192 GiB - 16 MiB, MI355X 309220868096 = 288 GiB -
+    # 16 MiB; MI325X's "256 GB" is the same kind of figure: 274861129728 B, not 256e9
+    for chip, gib in [("mi300x", 192), ("mi325x", 256), ("mi355x", 288)]:
+        assert rl.load_chip(chip).level("hbm").capacity_bytes == gib * 2**30 - 16 * 2**20
+    from roofline.models import Parallel, analyze, decode
+    # 7.4% more room: Llama-3.1-405B bf16 on 4 MI325X at 4K context holds a larger batch
+    a = analyze("llama-3.1-405b", "mi325x", decode(1, 4096), Parallel(tp=4))
+    weights = a.memory.weights_bytes
+    assert weights < 256e9 < 274861129728  # the weights alone fit either way
+    per_seq = a.memory.kv_cache_bytes + a.memory.activations_bytes
+    assert a.memory.max_batch == int((274861129728 - weights) // per_seq)
+
+
+def test_blackwell_ultra_parts_share_the_doubled_exp_rate():
+    # NVIDIA "Inside NVIDIA Blackwell Ultra": SFU (MUFU.EX2) throughput doubled over
+    # Blackwell, 10.7 TeraExponentials/s; B300 had no figure and left exps unbounded
+    b300, gb300, b200 = (rl.load_chip(c) for c in ("b300", "gb300", "b200"))
+    assert b300.special_ops() == gb300.special_ops() == 10.7e12
+    assert b300.special_ops() >= 2 * b200.special_ops() * 0.99
+    # by hand: 2^30 exps alone on the special-function units take 2^30 / 10.7e12 s
+    est = rl.evaluate(elementwise(2**30, "silu"), b300, shared_special=False)
+    assert est.time_s["sfu"] == pytest.approx(2**30 / 10.7e12)

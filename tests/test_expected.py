@@ -415,7 +415,7 @@ def test_the_engine_option_takes_its_factor_and_is_echoed(run_cli) -> None:
     code, _, err = run_cli(*base, "--engine", "nosuch")
     assert code == 2 and err.count("\n") == 1 and "allowed: gpt-fast, vllm" in err
     code, out, _ = run_cli("serve", "llama-3.1-8b", "--hw", "h100", "--engine", "sglang",
-                           "--json")
+                           "--expect", "--json")
     assert json.loads(out)["engine"] == "sglang" and json.loads(out)["expected"] is True
     code, out, _ = run_cli("sweep", "model", "llama-3-8b", "--hw", "h100", "--batch", "1,8",
                            "--engine", "vllm", "--json")

@@ -124,7 +124,8 @@ def test_dash_writes_the_output_to_stdout_and_the_summary_to_stderr(run_cli, tmp
     code, out, err = run_cli("model", "llama-3-8b", option, "-")
     assert code == 0 and sorted(p.name for p in tmp_path.iterdir()) == ["file"]
     assert out == (tmp_path / "file").read_text()  # stdout holds the file, nothing else
-    assert err == summary  # the text summary still shows, out of the pipe's way
+    # the text summary still shows, out of the pipe's way; only a file says where it went
+    assert summary == err + "wrote file\n"
 
 
 def test_dash_for_report_sweep_and_plot(run_cli, tmp_path):

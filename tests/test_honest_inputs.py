@@ -196,13 +196,13 @@ def test_context_limit_knows_rope_scaling(tmp_path):
 
 def test_a_context_beyond_the_maximum_is_a_warning(run_cli):
     a = analyze("llama-3-8b", "h100", decode(1, 10000))
-    assert a.warnings == ["10001 positions exceed the 8192 this model supports; the bound "
+    assert a.warnings == ["10,001 positions exceed the 8,192 this model supports; the bound "
                           "extrapolates"]
     assert a.to_dict()["warnings"] == a.warnings
     assert analyze("llama-3-8b", "h100", decode(1, 8000)).warnings == []
     code, out, err = run_cli("model", "llama-3-8b", "--context", "10000")
     assert code == 0 and err.count("roofline: warning:") == 1 and err.count("\n") == 1
-    assert "note: 10001 positions exceed the 8192" in out
+    assert "note: 10,001 positions exceed the 8,192" in out
     code, out, err = run_cli("model", "llama-3-8b", "--context", "10000", "--json")
     assert code == 0 and err.count("roofline: warning:") == 1
     assert json.loads(out)["warnings"] == a.warnings
@@ -299,7 +299,7 @@ def test_mfu_model_fills_only_what_is_not_given():
     assert "seq-len" not in given.notes[0] and "N =" not in given.notes[0]
     deepseek = mfu(None, 4096 * 64, 1.0, 8, "h100", model="deepseek-v3")
     assert "seq-len 4096" in deepseek.notes[0]  # the pre-training context, not 163840
-    with pytest.raises(RooflineError, match="give params"):
+    with pytest.raises(RooflineError, match="params is needed"):
         mfu(None, 4096, 1.0, 8, "h100")
 
 
@@ -335,7 +335,7 @@ def test_mfu_warns_once_and_prints_exa_flops(run_cli):
 def test_mfu_needs_params_or_a_model(run_cli):
     code, _, err = run_cli("mfu", "--tokens-per-step", "8M", "--step-time-s", "7", "--gpus",
                            "512")
-    assert code == 2 and "give params (--params) or a model (--model ID)" in err
+    assert code == 2 and "--params is needed (the parameter count), or a model" in err
     assert err.count("\n") == 1
 
 

@@ -48,7 +48,7 @@ from roofline.measure.chipfile import MeasuredMachine, chip_toml
 from roofline.measure.cli import main as measure_main
 from roofline.measure.comm import CommPoint, CommSweep, comm_sizes, link_toml, model_terms
 from roofline.measure.device import CacheInfo, DeviceInfo
-from roofline.measure.ops import OpPoint, OpSweep, elementwise_case, matmul_case
+from roofline.measure.ops import OpSweep, TimedOp, elementwise_case, matmul_case
 from roofline.measure.peaks import PeakResult
 from roofline.measure.progress import Progress
 from roofline.measure.timing import Settings, Timing, WallTimer, looped, measure, threaded
@@ -394,16 +394,16 @@ def test_a_matmul_at_the_peak_kernel_sits_exactly_on_the_compute_roof(cpu):
 
 def test_op_point_figures_from_synthetic_times():
     est = evaluate(matmul(4096, 8192, 8192), "h100")  # compute-bound: t_lower = t_compute
-    p = OpPoint("matmul", "mm", "bf16", est, fixed(2 * est.t_lower_s), None)
+    p = TimedOp("matmul", "mm", "bf16", est, fixed(2 * est.t_lower_s), None)
     assert p.efficiency == pytest.approx(0.5)
     assert p.achieved_flops_per_s == pytest.approx(est.flops / (2 * est.t_lower_s))
     assert p.achieved_Bps == pytest.approx(est.bytes["hbm"] / (2 * est.t_lower_s))
     assert p.clearly_bound()
     gemv = evaluate(matmul(1, 8192, 8192), "h100")
-    q = OpPoint("matmul", "gemv", "bf16", gemv, fixed(gemv.t_lower_s / 0.8), None)
+    q = TimedOp("matmul", "gemv", "bf16", gemv, fixed(gemv.t_lower_s / 0.8), None)
     ridge = evaluate(matmul(300, 8192, 8192), "h100")  # near the ridge: not clearly bound
-    r = OpPoint("matmul", "ridge", "bf16", ridge, fixed(ridge.t_lower_s), None)
-    cached = OpPoint("matmul", "cached", "bf16", gemv, fixed(gemv.t_lower_s / 3), "l2")
+    r = TimedOp("matmul", "ridge", "bf16", ridge, fixed(ridge.t_lower_s), None)
+    cached = TimedOp("matmul", "cached", "bf16", gemv, fixed(gemv.t_lower_s / 3), "l2")
     info = DeviceInfo("cuda", "GPU", "NVIDIA", 132, 80e9, (), "torch")
     sweep = OpSweep("h100-sxm", info, "torch", "2026-01-31", (p, q, r, cached), {})
     assert sweep.summary() == pytest.approx({"compute.bf16": 0.5, "hbm": 0.8})
@@ -620,7 +620,7 @@ def test_alpha_beta_fit_edge_cases():
 
 @pytest.mark.parametrize("factor", [math.nan, math.inf, -math.inf, 1.0, 0.5])
 def test_comm_sizes_needs_a_finite_factor_above_1(factor):
-    with pytest.raises(RooflineError, match="--factor") as info:
+    with pytest.raises(RooflineError, match="factor: the size step") as info:
         comm_sizes(1024, 2**20, factor)
     assert "\n" not in str(info.value)
 

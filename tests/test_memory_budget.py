@@ -19,10 +19,15 @@ def test_largest_batch_follows_the_usable_memory_by_hand():
     assert "90% of 85.5 GB exposed less 2 GB reserved" in a.memory_budget
 
 
-@pytest.mark.parametrize(("budget", "needle"), [
-    (MemoryBudget(0.0), "--mem-util"), (MemoryBudget(1.5), "--mem-util"),
-    (MemoryBudget(1.0, -1.0), "--reserve"), (MemoryBudget(0.5, 1e12), "leaves nothing"),
+@pytest.mark.parametrize(("args", "needle"), [
+    ((0.0,), r"util must be in \(0, 1\], got 0.0"), ((1.5,), "util must be in"),
+    ((True,), "util must be in"), ((1.0, -1.0), "reserve_bytes must be a finite number >= 0"),
 ])
-def test_bad_budgets_are_one_line_errors(budget, needle):
+def test_bad_budgets_fail_when_built_naming_the_field(args, needle):
     with pytest.raises(RooflineError, match=needle):
-        analyze("llama-3-8b", "h100", decode(1, 1024), budget=budget)
+        MemoryBudget(*args)
+
+
+def test_a_reserve_past_the_capacity_is_a_one_line_error():
+    with pytest.raises(RooflineError, match="reserve_bytes of 1e\\+12 B leaves nothing"):
+        analyze("llama-3-8b", "h100", decode(1, 1024), budget=MemoryBudget(0.5, 1e12))

@@ -120,13 +120,24 @@ def test_train_is_three_forwards_but_attention_has_its_own_backward():
     tr = analyze("llama-3-8b", "h100", train(4, 4096))
     rc = analyze("llama-3-8b", "h100", train(4, 4096, recompute=True))
 
-    def layer_flops(a, attention):
-        return sum(op.flops for op in a.ops if op.group != "model"
+    def layer_flops(a, attention,
+                    kernel=lambda name: "norm" not in name and "activation" not in name):
+        return sum(op.flops for op in a.ops if op.group != "model" and kernel(op.name)
                    and (op.name in ("attention", "attention backward")) == attention)
 
     # every op but attention: forward + 2x backward (3 forwards), 4 with recomputation
     assert layer_flops(tr, False) == pytest.approx(3 * layer_flops(fwd, False))
     assert layer_flops(rc, False) == pytest.approx(4 * layer_flops(fwd, False))
+    # but the fused residual add + norm, whose backward kernel moves what its forward does
+    # (ops.elementwise KINDS backward 1.0: 2 forwards, 3 recomputing)
+    def norms(a):
+        return layer_flops(a, False, lambda name: "norm" in name)
+    assert norms(tr) == pytest.approx(2 * norms(fwd))
+    assert norms(rc) == pytest.approx(3 * norms(fwd))
+    # and SwiGLU's (Liger-Kernel: loads dc, a, b, stores da, db: 5/3 of the forward)
+    swiglu = layer_flops(tr, False, lambda name: "activation" in name)
+    assert swiglu == pytest.approx((1 + 5 / 3) * layer_flops(fwd, False,
+                                                              lambda n: "activation" in n))
     # attention: its forward once (twice recomputing) and FlashAttention-2's backward, which
     # recomputes S: 2.5x the forward's GEMMs (5 products against 2)
     att = next(op for op in fwd.ops if op.name == "attention")
@@ -518,9 +529,37 @@ def test_expert_parallel_gradients_are_not_all_reduced_over_unique_experts():
 
 
 def test_moe_decode_names_the_expert_critical_batch():
-    a = analyze("deepseek-v3", "h200", decode(64, 1024), Parallel(tp=8))
-    assert a.decode_expert_compute_bound_batch == pytest.approx(
-        a.decode_compute_bound_batch * 256 / 8)
+    # experts see batch·top_k/E tokens each: E/top_k times the batch their own shard needs
+    from roofline.solve import critical_batch
+    a = analyze("qwen3-30b-a3b", "h200", decode(64, 1024), Parallel(tp=4, ep=4))
+    # EP: whole experts, up/gate 2048 x 1536 and down 768 x 2048; the down needs more
+    up, down = critical_batch("h200", k=2048, n=1536), critical_batch("h200", k=768, n=2048)
+    assert up < down
+    assert a.decode_expert_compute_bound_batch == pytest.approx(down * 128 / 8)
+    # fp8 DeepSeek-V3 at TP 8: the kv down-projection (7168 x 576) and the experts' shards
+    # are never compute-bound (2/576 of activation bytes per FLOP outweigh 2·BW/P)
+    v3 = analyze("deepseek-v3", "h200", decode(64, 1024), Parallel(tp=8))
+    assert v3.decode_compute_bound_batch == v3.decode_expert_compute_bound_batch == np.inf
+
+
+def test_the_weight_gemms_critical_batch_uses_each_chips_shard_not_the_large_matrix_limit():
+    # by hand, H100 bf16: M* = s_w / (2·BW/P - s_x/N - s_o/K), BW 3.35e12, P 989.4e12;
+    # Llama-3-70B at TP 4 holds QKV 8192 x (16 + 2·2)·128 = 8192 x 2560 and the attention
+    # output 2048 x 8192 per chip: 2 / (6.7/989.4 - 2/2560 - 2/8192) = 348.0 and
+    # 2 / (6.7/989.4 - 2/8192 - 2/2048) = 360.3; the large-matrix limit is 2·989.4/6.7 = 295.3
+    a = analyze("llama-3-70b", "h100", decode(8, 1024), Parallel(tp=4))
+    ridge = 2 * 3.35e12 / 989.4e12
+    assert 2 / (ridge - 2 / 2560 - 2 / 8192) == pytest.approx(348.0, abs=0.05)
+    assert a.decode_compute_bound_batch == pytest.approx(2 / (ridge - 2 / 8192 - 2 / 2048))
+    assert a.decode_compute_bound_batch == pytest.approx(360.3, abs=0.05)
+    assert a.decode_compute_bound_batch_limit == pytest.approx(2 * 989.4 / 6.7)
+    # a whole matrix (TP 1) is nearer the limit; every shard needs more than the limit
+    one = analyze("llama-3-70b", "h100", decode(8, 1024))
+    assert a.decode_compute_bound_batch_limit < one.decode_compute_bound_batch \
+        < a.decode_compute_bound_batch
+    # and the batch is the DP replicas' together
+    dp = analyze("llama-3-70b", "h100", decode(16, 1024), Parallel(tp=4, dp=2))
+    assert dp.decode_compute_bound_batch == pytest.approx(2 * a.decode_compute_bound_batch)
     assert analyze("llama-3-8b", "h100", decode(8, 1024)).decode_expert_compute_bound_batch \
         is None
 
@@ -549,6 +588,38 @@ def test_training_activations_include_logits_and_the_recomputed_layer():
     logits = tokens * spec.vocab * 4
     assert plain == pytest.approx(34 * tokens * h * layers + logits)
     assert recompute == pytest.approx(2 * tokens * h * layers + 34 * tokens * h + logits)
+
+
+def test_training_activations_are_counted_for_the_models_own_shapes():
+    from roofline.models.memory import kept_per_token_layer
+    # Korthikanti et al. 2022 (GPT-3: MHA, 4h GeLU, dropout masks): 34·h bytes per token per
+    # layer at 16-bit: norms 2h + attention (h + q + k + v + o = 5h) + MLP (h + 4h + 4h) =
+    # 16h elements = 32h bytes, plus two 1-byte masks of h
+    gpt3 = load_model("gpt3-175b")
+    assert kept_per_token_layer(gpt3, Parallel(), 2.0, dropout=True) == 34 * gpt3.hidden
+    assert kept_per_token_layer(gpt3, Parallel(), 2.0) == 32 * gpt3.hidden  # no dropout
+    # Llama-3.1-405B (GQA 128/8, SwiGLU f = 3.25h, no dropout): 2·(2 + 1 + 1 + 2/16 + 1 +
+    # 1 + 3·3.25) = 31.75·h; sequence parallelism splits all of it over tp
+    big = load_model("llama-3.1-405b")
+    assert kept_per_token_layer(big, Parallel(), 2.0) == 31.75 * big.hidden
+    assert kept_per_token_layer(big, Parallel(tp=8), 2.0) == 31.75 * big.hidden / 8
+    # past tp = kv_heads each rank keeps a whole K and V head: more than 1/tp of them
+    assert kept_per_token_layer(big, Parallel(tp=16), 2.0) > 31.75 * big.hidden / 16
+
+
+def test_meta_llama3_405b_layout_fits_an_h100():
+    # Llama 3 paper §3.3.2: TP 8, PP 16, DP 128, 8K sequences, micro-batch 1, 16
+    # micro-batches on 16,384 H100 80 GB, optimizer state sharded over DP. At 34·h the first
+    # stage's 16 micro-batches in flight needed 72.4 GB of activations; at 31.75·h, 67.6
+    from roofline.models.memory import kept_per_token_layer
+    a = analyze("llama-3.1-405b", "h100", train(2048, 8192),
+                Parallel(tp=8, pp=16, dp=128, microbatches=16, zero=1))
+    spec = load_model("llama-3.1-405b")
+    layer = kept_per_token_layer(spec, Parallel(tp=8), 2.0) * 8192  # one micro-batch
+    logits = 8192 * spec.vocab / 8 * 4
+    assert a.memory.activations_bytes == pytest.approx(layer * 126 / 16 * 16 + logits)
+    assert a.memory.activations_bytes == pytest.approx(67.64e9, rel=1e-3)
+    assert a.memory.fits and a.memory.total_bytes < a.memory.capacity_bytes
 
 
 def test_mfu_command_agrees_with_the_model_analysis():

@@ -190,7 +190,7 @@ def test_device_names() -> None:
     assert chip_for_device("NVIDIA L40S") == "l40s"
     assert chip_for_device("Tesla V100-SXM2-32GB") == "v100-sxm2-32gb"
     for name in ("AMD Radeon Graphics", "Tesla V100-SXM2-16GB", None):
-        with pytest.raises(RooflineError, match="--hw"):
+        with pytest.raises(RooflineError, match="hw is needed"):
             chip_for_device(name)
 
 

@@ -25,19 +25,28 @@ def test_py_typed_shipped():
     assert (ROOT / "src" / "roofline" / "py.typed").exists()
 
 
-def test_readme_model_example_runs():
-    text = (ROOT / "README.md").read_text()
-    code = re.findall(r"^```python\n(.*?)\n```", text, flags=re.M | re.S)[0]
+def python_blocks(page: str) -> list[str]:
+    return re.findall(r"^```python\n(.*?)\n```", (ROOT / page).read_text(), flags=re.M | re.S)
+
+
+def test_readme_python_example_runs():
     scope: dict = {}
-    exec(compile(code, "README.md", "exec"), scope)  # our own README, not user input
+    exec(compile(python_blocks("README.md")[0], "README.md", "exec"), scope)  # our own README
+    assert scope["a"].bound == "hbm" and scope["a"].memory.fits
+    assert f"{scope['a'].tpot_s:.4f}" in python_blocks("README.md")[0]
+
+
+def test_api_page_model_example_runs():
+    code = python_blocks("docs/api.md")[0]
+    scope: dict = {}
+    exec(compile(code, "docs/api.md", "exec"), scope)  # our own docs, not user input
     assert scope["a"].bound == "hbm" and scope["a"].memory.fits
 
 
-def test_readme_python_example_runs_and_its_comments_hold():
-    text = (ROOT / "README.md").read_text()
-    code = re.findall(r"^```python\n(.*?)\n```", text, flags=re.M | re.S)[-1]
+def test_api_page_python_example_runs_and_its_comments_hold():
+    code = python_blocks("docs/api.md")[-1]
     scope: dict = {}
-    exec(compile(code, "README.md", "exec"), scope)  # our own README, not user input
+    exec(compile(code, "docs/api.md", "exec"), scope)  # our own docs, not user input
     assert scope["est"].bound == "hbm"
     assert round(scope["est"].intensity["hbm"], 1) == 124.1
     assert scope["first_compute_bound"] == 160

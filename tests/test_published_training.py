@@ -57,4 +57,7 @@ def test_published_runs_beat_the_common_schedule_but_not_the_headline(
     assert dsv3.value * 2048 == pytest.approx(3.16e6, rel=0.001)
     assert all(cases.training_case(r).ratio < 0.6 for r in (llama, dsv3))
     monkeypatch.setattr(cases, "_named_schedule", lambda p, layout: COMMON)
-    assert cases.training_case(llama).ratio > 1.0
+    # it beat 1F1B (1.007) while the norms and residual adds were charged unfused, whole on
+    # every TP rank, at 3x the forward's bytes; fused and sequence-parallel, as Megatron runs
+    # them, 1F1B with its TP collectives in series holds it too, barely
+    assert 0.9 < cases.training_case(llama).ratio < 1.0

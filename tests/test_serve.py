@@ -70,6 +70,7 @@ def test_throughput_per_chip_never_exceeds_the_compute_roof_of_the_request_mix(s
 def test_throughput_per_chip_never_exceeds_the_hbm_roof_at_its_batch():
     # every step streams each chip's weights at least once: B·s tokens per weight read
     p = plan("llama-3.1-8b", ["h100"], W, space=Space(tp=(1, 2, 4), kv_dtypes=("fp8",),
+                                                      weight_dtypes=("bf16", "fp8"),
                                                       chunks=(512,)))
     c = p.columns
     bw = load_chip("h100").level("hbm").bandwidth_Bps
@@ -458,9 +459,12 @@ def test_fp8_weights_keep_a_checkpoints_narrower_experts():
     """gpt-oss's experts are MXFP4: the fp8 option widened them to fp8 (and the row said
     just 'fp8'); they stay MXFP4 and the row names the mix."""
     w = Workload.from_lengths(1024, 128)
-    p = plan("gpt-oss-120b", ["h100"], w, space=Space(tp=(2,)))
+    p = plan("gpt-oss-120b", ["h100"], w, space=Space(tp=(2,), weight_dtypes=("bf16", "fp8")))
     labels = set(p.columns["weight_dtype"].tolist())
     assert labels == {"bf16+mxfp4 experts", "fp8+mxfp4 experts"}
+    # by default only the checkpoint's own mix is planned (no fp8 a bf16 checkpoint lacks)
+    native = plan("gpt-oss-120b", ["h100"], w, space=Space(tp=(2,)))
+    assert set(native.columns["weight_dtype"].tolist()) == {"bf16+mxfp4 experts"}
 
 
 def test_moe_prompts_ride_in_full_chunks_not_spread_over_every_step():

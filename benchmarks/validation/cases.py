@@ -697,14 +697,18 @@ def serving_case(row: Row) -> tuple[dict[str, Any] | None, str]:
 def serve_plan(model: str, chip: str, input_len: float, output_len: float, tp: int, pp: int,
                dp: int, ep: int, weights: str, kv: str, spec_k: int, concurrency: int | None,
                disagg: bool, expect: bool = False, framework: str | None = None) -> Any:
+    from roofline.models.step import MemoryBudget
     from roofline.serve import Load, Space, Workload, plan
 
     w = Workload.from_lengths(input_len, output_len, spec_k=spec_k, accept=1.0 if spec_k else 0)
     space = Space(tp=(tp,), pp=(pp,), dp=(dp,), ep=(ep,), weight_dtypes=(weights,),
                   kv_dtypes=(kv,), chunks=(512, 2048, 8192, 32768), max_chips=4096,
                   modes=("disaggregated",) if disagg else ("aggregated",))
+    # the run's own memory and running-batch settings are not published: all the memory, no
+    # engine cap (a bound must hold for any setting)
     return plan(model, [chip], w, space=space, load=Load(concurrency=concurrency),
-                expect=expect, framework=framework)
+                budget=MemoryBudget(1.0), expect=expect, framework=framework,
+                engine_limits=False)
 
 
 def serving_ratio(case: dict[str, Any], expect: bool = False) -> float:

@@ -13,6 +13,7 @@ Estimate(matmul on h100-sxm: hbm-bound, t_lower 41.3 us, I_hbm 124.1 FLOP/B)
 
 import sys
 from importlib import import_module
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from .cost import Cost
@@ -40,6 +41,24 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(import_module(_LAZY[name], __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class _Package(ModuleType):
+    """`roofline.trace` is the function, every time: importing the `roofline.trace`
+    subpackage binds the module under that name on its parent, which would shadow the lazy
+    function from then on (`TypeError: 'module' object is not callable` on the second call).
+    The subpackage stays importable as `roofline.trace.cli` and in sys.modules."""
+
+    @property
+    def trace(self) -> Any:
+        return import_module(".trace", __name__).trace
+
+    @trace.setter
+    def trace(self, value: Any) -> None:  # the import system's binding of the subpackage
+        pass
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 if "IPython" in sys.modules:  # a notebook: teach its HTML formatter our result types

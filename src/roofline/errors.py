@@ -17,6 +17,20 @@ class RooflineError(ValueError):
     """Bad input: the message names what was wrong and what is allowed."""
 
 
+class ParameterError(RooflineError):
+    """Bad value of one parameter, named as the library spells it (`util`, `tp`); the CLI
+    shows its own flag in its place (cli/flags.py)."""
+
+    def __init__(self, parameter: str, problem: str, where: str = "") -> None:
+        self.parameter, self.problem, self.where = parameter, problem, where
+        super().__init__(self.naming(parameter))
+
+    def naming(self, name: str) -> str:
+        """The message with the parameter called `name` (the CLI's flag)."""
+        sep = "" if self.problem.startswith(":") else " "
+        return f"{self.where}{name}{sep}{self.problem}"
+
+
 def unknown(kind: str, name: str, allowed: Iterable[str]) -> RooflineError:
     """An error for an unknown name, suggesting the closest allowed ones."""
     choices = sorted(set(allowed))

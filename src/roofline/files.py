@@ -176,6 +176,14 @@ def stdout_reserved() -> Iterator[None]:
         _stdout.pop()
 
 
+def wrote(*paths: str | Path | None, json: bool = False) -> None:
+    """Say where each output went: `wrote PATH` on stdout (stderr under --json, so the JSON
+    stays parseable); nothing for an output sent to stdout ('-') or not asked for."""
+    for path in paths:
+        if path is not None and str(path) != STDOUT:
+            print(f"wrote {path}", file=sys.stderr if json else sys.stdout)
+
+
 def write_bytes(path: str | Path, data: bytes) -> None:
     """Write an output file atomically ('-': stdout); a failure is one RooflineError naming
     the file and leaves any old file intact."""

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .errors import RooflineError
+from .errors import ParameterError, RooflineError
 from .hardware import Chip
 from .hardware.catalog import load_chips
 from .models import Parallel, Precision, analyze, decode, model_precision, prefill, train
@@ -58,11 +58,13 @@ def configurations(hardware: Sequence[str], tp: Sequence[int] = (1,), pp: Sequen
                                                             dict[str, Any]]]:
     """Every combination of the categorical axes: the chip, its parallelism and dtypes, and
     the configuration's columns. `precision(chip, weights, kv)` builds the dtypes (default:
-    bf16 activations)."""
+    bf16 activations). An ep of -1: every chip of the instance holds its share of the
+    experts (ep = tp·dp)."""
     make = precision or (lambda chip, w, kv: Precision(weights=w, activations="bf16",
                                                        kv_cache=kv))
     for chip, t, p, d, e, w, kv in itertools.product(load_chips(hardware), tp, pp,
                                                      dp, ep, weight_dtypes, kv_dtypes):
+        e = t * d if e == -1 else e
         par = Parallel(tp=t, pp=p, dp=d, ep=e, microbatches=microbatches)
         yield chip, par, make(chip, w, kv), {"hardware": chip.id, "tp": t, "pp": p, "dp": d,
                                              "ep": e, "weight_dtype": w, "kv_dtype": kv}
@@ -150,9 +152,9 @@ class ModelSweep:
             total = given * d if batch_per_replica else given[np.mod(given, d) == 0]
             try:
                 if total.size == 0:
-                    raise RooflineError(f"--batch: no value is divisible by dp {d} (the batch "
-                                        "is the total over replicas; --batch-per-replica "
-                                        "gives it per replica)")
+                    raise ParameterError("batch", f": no value is divisible by dp {d} (the "
+                                         "batch is the total over replicas; batch_per_replica "
+                                         "gives it per replica)")
                 check_layout(self.spec, self._phase(total[:1], self.length[:1]), par)
             except RooflineError as exc:  # e.g. ep past dp·tp in a tp x ep grid: skipped
                 self.skipped.append(", ".join(f"{k} {v}" for k, v in config.items()

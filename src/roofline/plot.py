@@ -243,8 +243,9 @@ def matmul_batch_sweep(hw: Chip | str = "v5e", sizes: Sequence[int] = (4096, 102
                        ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Batch 1..max_batch against a metric for square [D, F = D] matmuls, one series per D.
 
-    The defaults are seed 001 Problem 3: int8 weights and bf16 activations on TPU v5e with
-    exact bytes (2BD + DF + 2BF), F = D = 4096 and 1024. One vectorized call per size.
+    The defaults are the JAX Scaling Book's Question 3 (https://jax-ml.github.io/scaling-book/roofline/):
+    int8 weights and bf16 activations on TPU v5e with exact bytes (2BD + DF + 2BF),
+    F = D = 4096 and 1024. One vectorized call per size.
     """
     if metric not in SWEEP_METRICS:
         raise RooflineError(f"unknown metric {metric!r} (allowed: {', '.join(SWEEP_METRICS)})")
@@ -264,7 +265,7 @@ def plot_matmul_sweep(hw: Chip | str = "v5e", sizes: Sequence[int] = (4096, 1024
                       max_batch: int = 512, dtype: str = "bf16",
                       weight_dtype: str | None = "int8", metric: str = "flops",
                       ax: Axes | None = None) -> Axes:
-    """`matmul_batch_sweep` drawn; the defaults reproduce seed 001 Problem 3 in one call."""
+    """`matmul_batch_sweep` drawn; the defaults reproduce the Scaling Book's Question 3."""
     chip = load_chip(hw)
     batch, series = matmul_batch_sweep(chip, sizes, max_batch, dtype, weight_dtype, metric)
     compute = lookup_dtype(dtype).peak

@@ -1,4 +1,6 @@
-"""Quantization schemes and their critical batch on a chip (seed 003 §4, its §4.3 table).
+"""Quantization schemes and their critical batch on a chip: a weight GEMM turns compute-bound
+at batch M* = s_w·P / (2·BW) (solve.critical_batch), so each scheme moves it by its weight
+bytes s_w and its compute peak P.
 
 Each scheme fixes the weight, activation and compute dtypes (and the output dtype, bf16 for
 all: real kernels dequantize their output). The bytes per parameter include group scales
@@ -80,7 +82,7 @@ class QuantRow:
 def quant_table(hw: Chip | str, k: object = None, n: object = None) -> list[QuantRow]:
     """The schemes the chip has a compute peak for, with their critical batch.
 
-    k and n are the weight's dimensions (None: the large-K, N limit, as in seed 003's table).
+    k and n are the weight's dimensions (None: the large-K, N limit).
 
     >>> [(r.scheme, round(r.critical_batch)) for r in quant_table("h100")][:3]
     [('bf16', 295), ('int8 weight-only', 148), ('int4-g128 weight-only', 76)]

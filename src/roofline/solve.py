@@ -3,8 +3,9 @@
 Closed forms where the algebra gives one (built from `Sym`s like the ops, so each carries its
 derivation), a vectorized numeric root otherwise. Everything accepts numpy arrays.
 
-critical_batch (seed 001 §2.4, §2.6, Problem 5): matmul X[M,K] x W[K,N] on a chip with peak
-P (FLOP/s, the compute dtype's) and HBM bandwidth BW is compute-bound when
+critical_batch (the JAX Scaling Book, https://jax-ml.github.io/scaling-book/roofline/: matrix
+multiplication, Question 5): matmul X[M,K] x W[K,N] on a chip with peak P (FLOP/s, the
+compute dtype's) and HBM bandwidth BW is compute-bound when
     2·M·K·N / P >= (M·K·s_x + K·N·s_w + M·N·s_o) / BW
     <=> M·(2·K·N/P - (K·s_x + N·s_o)/BW) >= K·N·s_w/BW,
 so  M* = (K·N·s_w/BW) / (2·K·N/P - (K·s_x + N·s_o)/BW)   (inf if the bracket is <= 0:
@@ -15,14 +16,15 @@ by K·N/BW gives M* = s_w / (2·BW/P - s_x/N - s_o/K), whose limit for large K a
 fp8 (twice the peak, half the bytes) 295 again. Weight-only quantization lowers the critical
 batch; quantizing weights, activations and compute together leaves it unchanged.
 
-critical_shard_dim (seed 001 §2.5): X[B,D] x W[D,F] with D sharded over chips. With two chips
-each computes a partial sum over its shard d = D/2, 2·B·d·F FLOPs, and the partial sums
-Y_i[B,F] (s bytes per element) are summed across the link: each chip sends B·F·s bytes per
-direction (one swap with two chips; in general bytes_factor·B·F·s). Compute-bound when
+critical_shard_dim (the same chapter's network communication rooflines): X[B,D] x W[D,F]
+with D sharded over chips. With two chips each computes a partial sum over its shard
+d = D/2, 2·B·d·F FLOPs, and the partial sums Y_i[B,F] (s bytes per element) are summed
+across the link: each chip sends B·F·s bytes per direction (one swap with two chips; in
+general bytes_factor·B·F·s). Compute-bound when
     2·B·d·F / P >= bytes_factor·B·F·s / W   <=>   d >= bytes_factor·s·P / (2·W)
 B and F cancel: the per-chip contraction shard decides, not the batch. W is the link's
-bandwidth PER DIRECTION (H100 NVLink 450 GB/s, not the 900 GB/s bidirectional figure that
-seed 003 divides by; DESIGN §4 item 4): bf16 on H100 gives d* ≈ 2200 over NVLink, ≈ 20000
+bandwidth PER DIRECTION (H100 NVLink 450 GB/s, not the 900 GB/s bidirectional figure
+some write-ups divide by): bf16 on H100 gives d* ≈ 2200 over NVLink, ≈ 20000
 over a 50 GB/s NIC. Link latency (alpha) is ignored: this is the bandwidth-only bound.
 """
 
@@ -189,8 +191,8 @@ def decode_critical_batch(
 
     Only the weight GEMMs follow this. Decode attention does NOT become compute-bound by
     batching: each sequence reads its own KV cache, so its intensity is set by the query
-    heads per KV head (GQA) and q_len, not by the number of sequences (DESIGN §4 item 3;
-    seed 003's "batch 32 lifts attention to ~250" is wrong).
+    heads per KV head (GQA) and q_len, not by the number of sequences (a claim that batching
+    32 sequences lifts decode attention to ~250 FLOP/B is wrong).
 
     >>> round(decode_critical_batch("h100", q_len=4), 1)
     73.8
@@ -241,8 +243,9 @@ def critical_shard_dim(
     d* = bytes_factor·s·P / (2·W) with W the link's per-direction bandwidth, P the dtype's
     peak and s its element size (the partial sums travel in the same dtype). bytes_factor
     is the bytes each chip sends per direction, in units of one B·F partial sum: 1 for the
-    two-chip swap of seed 001 §2.5. The collectives work will generalise it; a ring
-    all-reduce over n chips sends 2(n-1)/n partial sums per chip (1 at n = 2, -> 2 for
+    two-chip swap of the Scaling Book's network rooflines
+    (https://jax-ml.github.io/scaling-book/roofline/). The collectives work will generalise it;
+    a ring all-reduce over n chips sends 2(n-1)/n partial sums per chip (1 at n = 2, -> 2 for
     large n), a reduce-scatter alone (n-1)/n.
 
     >>> round(critical_shard_dim("h100")), round(critical_shard_dim("h100", "scale-out"))

@@ -65,8 +65,8 @@ def parse_axis(text: str, what: str, number: Callable[[str, str], float] = parse
 def _check_points(points: int) -> None:
     if points > MAX_POINTS:
         raise RooflineError(f"the sweep has more than {MAX_POINTS:.0e} points to keep in memory "
-                            "(about 50 B each); stream it (roofline sweep model --csv, or "
-                            "roofline.sweep.ModelSweep) or narrow an axis")
+                            "(about 50 B each); stream it (roofline.sweep.ModelSweep; on the "
+                            "command line: sweep model with a CSV output) or narrow an axis")
 
 
 def parse_list(text: str, what: str = "list") -> list[str]:

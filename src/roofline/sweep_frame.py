@@ -96,6 +96,19 @@ class SweepResult:
         latency, tokens = ranking(expected)
         return pareto_front(c[latency], c[tokens], feasible(c, max_latency_s, latency))
 
+    def to_frame(self) -> Any:
+        """Every point as a pandas DataFrame (pandas is an optional extra)."""
+        from .render.frames import frame
+
+        return frame({k: self.columns[k] for k in self.columns})
+
+    def _repr_html_(self) -> str:  # a notebook shows the Pareto frontier
+        from .render.frames import columns_html
+
+        front = self.pareto()
+        return columns_html(f"sweep ({self.phase}): {len(self)} points, Pareto frontier "
+                            f"({len(front)})", self.columns, rows=front[:40] or None)
+
     def row(self, i: int) -> dict[str, Any]:
         c = self.columns
         if isinstance(c, Columns):

@@ -128,3 +128,8 @@ def format_time(seconds: float, digits: int = 3) -> str:
         if abs(seconds) >= scale:
             return f"{seconds / scale:.{digits}g} {unit}"
     return "0 s" if seconds == 0 else f"{seconds / 1e-9:.{digits}g} ns"
+
+
+def format_params(count: float) -> str:
+    """A parameter count as model cards write it: `8.03B`, `671B`, `1.03T`."""
+    return f"{count / 1e12:.3g}T" if count >= 999.5e9 else f"{count / 1e9:.3g}B"

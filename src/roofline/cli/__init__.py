@@ -156,14 +156,16 @@ def _main(argv: Sequence[str] | None) -> int:
         # warnings would only add lines before it
         with stdout_reserved() if STDOUT in outputs else nullcontext(), \
                 np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            args.func(args)
+            code = args.func(args)  # a command may end with a status of its own (serve: 3)
         sys.stdout.flush()  # a full disk shows here, not in Python's clean-up at exit
     except RooflineError as exc:
-        print(f"roofline: error: {one_line(str(exc))}", file=sys.stderr)
+        from .flags import cli_message  # a parameter named as the flag the user typed
+
+        print(f"roofline: error: {one_line(cli_message(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `roofline hw list | head`
         drop_stdout()
         return 0
     except OSError as exc:  # stdout on a full disk (`> /dev/full`); files fail as RooflineError
         return output_failed(exc)
-    return 0
+    return code or 0

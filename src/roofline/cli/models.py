@@ -34,13 +34,15 @@ def _cmd_model(args: argparse.Namespace) -> None:
     from ..models.params import param_counts
 
     if args.model == "list":
+        from ..units import format_params
+
         _refuse_step_options(args, "model list", ("json",))
         rows, data = [], []
         for name in list_models():
             spec = load_model(name)
             counts = param_counts(spec)
-            rows.append([name, spec.model_type, f"{counts.total / 1e9:.3g}B",
-                         f"{counts.active / 1e9:.3g}B" if counts.active < counts.total else "-",
+            rows.append([name, spec.model_type, format_params(counts.total),
+                         format_params(counts.active) if counts.active < counts.total else "-",
                          str(spec.layers), str(spec.hidden)])
             data.append({"id": name, "model_type": spec.model_type, "params": counts.total,
                          "active_params": counts.active, "source": spec.source})
@@ -91,7 +93,7 @@ def _cmd_model_export(args: argparse.Namespace) -> None:
 
 
 def _model_step(args: argparse.Namespace) -> None:
-    from ..files import check_destinations, write_text
+    from ..files import check_destinations, write_text, wrote
 
     check_destinations([args.csv, args.markdown, args.html])  # all, before writing any
     result = model_analysis(args)
@@ -124,6 +126,7 @@ def _model_step(args: argparse.Namespace) -> None:
     if more:
         text += "\n\n" + more
     emit(data, args.json, text)
+    wrote(args.csv, args.markdown, args.html, json=args.json)
 
 
 def model_analysis(args: argparse.Namespace) -> Any:

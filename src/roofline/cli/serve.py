@@ -20,7 +20,7 @@ from ..argtypes import (
     typed,
 )
 from ..errors import RooflineError
-from .expect import ENGINE_HELP, engine
+from ..expect.table import check_engine
 from .sweeps import duration_with_unit
 
 
@@ -72,7 +72,7 @@ def build_plan(args: argparse.Namespace) -> Any:
         ins, outs = read_lengths(args.lengths)
     else:
         ins, outs = args.input_len or 2048, args.output_len or 256
-    name = engine(args)  # naming one implies --expect
+    name = None if args.engine is None else check_engine(args.engine)
     if args.accept is not None and not args.spec_k:
         raise RooflineError("--accept needs --spec-k (the drafts per step)")
     w = Workload.from_lengths(ins, outs, args.prefix_hit, args.spec_k or 0, args.accept or 0.0)
@@ -84,16 +84,17 @@ def build_plan(args: argparse.Namespace) -> Any:
         ep=_ints(args.ep, "--ep", ()) or None,
         weight_dtypes=parse_list(args.weight_dtype, "--weight-dtype") if args.weight_dtype
         else None,
-        kv_dtypes=tuple(parse_list(args.kv_dtype, "--kv-dtype")) if args.kv_dtype
-        else ("bf16", "fp8"),
+        kv_dtypes=tuple(parse_list(args.kv_dtype, "--kv-dtype")) if args.kv_dtype else None,
         dtype=args.dtype,
         batch=tuple(parse_axis(args.batch, "--batch")) if args.batch else None,
-        chunks=tuple(parse_axis(args.chunk, "--chunk")) if args.chunk else (512, 2048, 8192),
+        chunks=tuple(parse_axis(args.chunk, "--chunk")) if args.chunk else None,
         modes=modes, max_chips=args.max_chips)
     return plan(args.model, parse_list(args.hw, "--hw"), w, Targets(args.ttft, args.tpot),
                 space, Load(args.rate, args.concurrency),
-                MemoryBudget(args.mem_util, args.reserve or 0.0), _prices(args.price),
-                expect=args.expect, framework=name)
+                None if args.mem_util is None and args.reserve is None else
+                MemoryBudget(0.9 if args.mem_util is None else args.mem_util,
+                             args.reserve or 0.0),
+                _prices(args.price), expect=args.expect, framework=name)
 
 
 def plan_data(p: Any, every_point: bool = False) -> dict[str, Any]:
@@ -111,7 +112,10 @@ def plan_data(p: Any, every_point: bool = False) -> dict[str, Any]:
         "best": best,
         "frontier_tpot": {hw: [p.row(i) for i in p.frontier("tpot_s", hw)] for hw in hws},
         "frontier_ttft": {hw: [p.row(i) for i in p.frontier("ttft_s", hw)] for hw in hws},
+        "frontier": [p.row(i) for i in p.frontier("tpot_s")],  # every chip together
         "skipped": p.skipped, "expected": p.expected, "engine": p.engine,
+        "runtime": {hw: rt.to_dict() for hw, rt in p.runtimes.items()},
+        "runtime_text": {hw: rt.describe() for hw, rt in p.runtimes.items()},
         "notes": notes(p.expected, p.tdp)}
     # per chip, the source of every catalog figure the plan divides by: the TDP behind
     # tokens_per_joule (its watts are each row's tdp_w), and with --expect the efficiencies
@@ -125,17 +129,26 @@ def plan_data(p: Any, every_point: bool = False) -> dict[str, Any]:
         for hw in hws:
             data["sources"].setdefault(hw, {}).update(
                 {k: source(f) for k, f in figures(load_chip(hw)).items()})
+    if not best:  # nothing meets the targets: why, and what would fix it
+        from ..serve.explain import infeasible
+
+        data["infeasible"] = infeasible(p)
     if every_point:
         data["all_points"] = {k: v.tolist() for k, v in p.columns.items()}
     return data
 
 
-def _cmd_serve(args: argparse.Namespace) -> None:
-    from ..files import write_csv, write_text
+NOTHING_MEETS = 3  # the exit status of a plan with no point meeting the targets (README)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from ..files import write_csv, write_text, wrote
     from ..render.serve_text import serve_text
 
     p = build_plan(args)
     data = plan_data(p, args.all)
+    if args.emit and data["best"]:
+        data["launch"] = _launch(p, data["best"], args)
     if args.csv:  # each row says what its times are and where its TDP comes from
         import numpy as np
 
@@ -154,7 +167,32 @@ def _cmd_serve(args: argparse.Namespace) -> None:
         from ..render.serve_page import serve_page
 
         write_text(args.html, serve_page(p))
-    emit(data, args.json, serve_text(data))
+    text = serve_text(data, args.verbose)
+    if "launch" in data:
+        text += "\n\nlaunch (" + args.emit + "):\n" + "\n".join(
+            f"  {hw}: {cmd}" for hw, cmd in data["launch"].items())
+    emit(data, args.json, text)
+    wrote(args.csv, args.html, args.plot, json=args.json)
+    return 0 if data["best"] else NOTHING_MEETS
+
+
+def _launch(p: Any, best: dict[str, Any], args: argparse.Namespace) -> dict[str, str]:
+    """Per chip kind, the best point as the `--emit` engine's launch command."""
+    import math
+
+    from ..hardware import load_chip
+    from ..models import load_model, model_precision
+    from ..serve.launch import command
+    from ..serve.runtime import check_runs_on, hub_id
+
+    spec = load_model(args.model)
+    model_id = hub_id(spec.source, spec.name)
+    name = check_engine(args.emit)
+    for hw in best:
+        check_runs_on(name, load_chip(hw))
+    max_len = math.ceil(p.workload.input_len + p.workload.output_len)
+    return {hw: command(name, row, model_id, max_len,
+                        model_precision(spec).weights) for hw, row in best.items()}
 
 
 def register(sub: Any) -> None:
@@ -195,8 +233,9 @@ def register(sub: Any) -> None:
     for name in ("tp", "pp", "dp", "ep"):
         s.add_argument(f"--{name}", help=f"{name} degrees (list)")
     s.add_argument("--weight-dtype", help="weight dtypes (list; default the checkpoint's "
-                   "and fp8)")
-    s.add_argument("--kv-dtype", help="KV cache dtypes (list; default bf16,fp8)")
+                   "own)")
+    s.add_argument("--kv-dtype", help="KV cache dtypes (list; default the model's activation "
+                   "dtype, as the engines' 'auto')")
     s.add_argument("--dtype", help="compute dtype (default: fp8/fp4 weights compute in "
                    "their dtype, others in bf16)")
     s.add_argument("--prefix-hit", type=ranged("--prefix-hit", FRACTION), default=0.0,
@@ -207,17 +246,27 @@ def register(sub: Any) -> None:
     s.add_argument("--accept", type=ranged("--accept", FRACTION),
                    help=f"per-draft acceptance rate (with --spec-k; {FRACTION})")
     s.add_argument("--price", help=f"USD per chip-hour, e.g. h100=2.5,mi300x=2 ({PRICE})")
-    s.add_argument("--mem-util", type=ranged("--mem-util", SHARE), default=1.0,
+    s.add_argument("--mem-util", type=ranged("--mem-util", SHARE),
                    help="fraction of device memory usable (as vLLM's gpu_memory_utilization;"
-                   f" {SHARE})")
+                   f" {SHARE}; default: the engine's, 0.9 with none named)")
     s.add_argument("--reserve", type=bytes_arg("--reserve"),
-                   help="bytes per chip kept for the runtime, e.g. 2GiB")
+                   help="bytes per chip kept for the runtime, e.g. 2GiB (default 0)")
     s.add_argument("--json", action="store_true", help="print the plan as JSON")
     s.add_argument("--expect", action="store_true",
                    help="plan with expected step times (a forecast with sourced efficiencies, "
                    "roofline.expect) instead of the bounds")
-    s.add_argument("--engine", metavar="NAME", help=ENGINE_HELP)
+    s.add_argument("--engine", metavar="NAME", help="the serving engine (vllm, sglang, "
+                   "tensorrt-llm): its default memory fraction, running-sequence cap and "
+                   "prefill chunk (cited per version; see the output's runtime line), and with "
+                   "--expect its fitted factors; default: generic defaults, said in the "
+                   "output")
+    s.add_argument("--emit", metavar="ENGINE", help="print the best plan per chip as the "
+                   "engine's launch command (vllm, sglang, tensorrt-llm; the flag names of "
+                   "the version the output's runtime line cites)")
     s.add_argument("--all", action="store_true", help="with --json: every point too")
+    s.add_argument("--verbose", "-v", action="store_true",
+                   help="text: every chip's frontiers against TPOT and TTFT, every lever, "
+                   "and the notes on what each figure means")
     s.add_argument("--csv", help="write every operating point to this CSV file")
     s.add_argument("--plot", help="draw the frontiers with the targets (PNG / SVG / PDF)")
     s.add_argument("--html", help="write an interactive, offline page")

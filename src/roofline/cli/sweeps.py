@@ -8,11 +8,9 @@ import sys
 from functools import partial
 from typing import Any
 
-import numpy as np
-
 from ..argtypes import count_arg, emit, typed
 from ..errors import RooflineError
-from ..files import write_csv
+from ..files import write_csv, wrote
 from ..ops.params import OpDecl
 from ..render.sweep import sweep_text
 from ..render.text import table
@@ -73,8 +71,10 @@ def _cmd_sweep_model(args: argparse.Namespace) -> None:
         if args.all:
             data["points"] = {k: v.tolist() for k, v in result.columns.items()}
         emit(data, True, "")
+        wrote(args.csv, args.plot, json=True)
         return
     print(sweep_text(sweep, frontier, limit))
+    wrote(args.csv, args.plot)
 
 
 def _streamed(sweep: Any, reduce: Any, csv: str | None) -> dict[str, Any]:
@@ -124,13 +124,14 @@ def _cmd_sweep_op(args: argparse.Namespace) -> None:
     if args.json:
         emit({"points": {k: v.tolist() for k, v in c.items()},
                "bound_changes": result.bound_changes}, True, "")
+        wrote(args.csv, json=True)
         return
     shown = range(min(len(result), args.rows))
     cols = ["hardware", *categorical, *numeric, "t_lower_s",
             *(["expected_t_s"] if args.expect else []), "attainable_flops_per_s",
             *(["expected_flops_per_s"] if args.expect else []),
             *(["busbw_Bps", "expected_busbw_Bps"] if "expected_busbw_Bps" in c else []), "bound"]
-    body = [[_cell(c[k][i]) for k in cols] for i in shown]
+    body = [[_cell(c[k][i], k) for k in cols] for i in shown]
     lines = [f"{len(result)} points of {decl.name}" + (f" (first {args.rows})"
                                                        if len(result) > args.rows else ""),
              table(cols, body)]
@@ -143,6 +144,7 @@ def _cmd_sweep_op(args: argparse.Namespace) -> None:
                   + ":"] + [f"  {ch['hardware']} {ch['from']} -> {ch['to']} at {ch['at']:g}"
                             for ch in result.bound_changes[:20]]
     print("\n".join(lines))
+    wrote(args.csv)
 
 
 _AXIS = {"count": (parse_number, True), "bytes": (parse_bytes, False),
@@ -158,10 +160,12 @@ def duration_with_unit(text: str, what: str) -> float:
     return parse_duration(text, what)
 
 
-def _cell(value: Any) -> str:
-    if isinstance(value, (float, np.floating)):
-        return f"{float(value):.4g}"
-    return str(value)
+def _cell(value: Any, column: str = "") -> str:
+    """A sweep value for people, in engineering units by its column's name (the CSV and
+    JSON keep full precision)."""
+    from ..render.frames import human
+
+    return human(value, column)
 
 
 def _ints(text: str, what: str) -> list[int]:

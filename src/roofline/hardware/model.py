@@ -10,7 +10,7 @@ from typing import Any
 from ..cost import LINKS, MEMORY_LEVELS
 from ..dtypes import dtype as lookup_dtype
 from ..dtypes import dtype_names
-from ..errors import RooflineError
+from ..errors import ParameterError, RooflineError
 from ..lazy import cached_property
 
 
@@ -61,7 +61,7 @@ class Link:
     base_latency_source: str = ""
 
 
-# What an [efficiency] entry may name (issue 16: the expected time, `roofline.expect`):
+# What an [efficiency] entry may name (the expected time, `roofline.expect`):
 # fractions of a roof in (0, 1], except the `_s` kinds, which are overheads in seconds.
 # the floor of an achievable fraction of a roof: a CPU measured against an H100 is ~1e-4;
 # below a millionth it is a broken file (its reciprocal scales times: 5e-324 made them inf)
@@ -154,8 +154,11 @@ class Chip:
     def vector_flops(self, compute_dtype: str) -> float:
         """Peak FLOP/s of the vector (non-tensor) units for a dtype. Narrow and storage-only
         dtypes (fp8, int8, fp4, scale formats) are widened to the 16-bit rate, tf32 to fp32.
-        Without a vector figure for it, the tensor peak of that dtype (else the chip's highest
-        peak) stands in: a valid but loose bound."""
+        A 16-bit dtype without its own vector figure runs at the fp32 vector rate: 16-bit
+        elementwise math is widened to fp32 in registers, and where a chip packs two 16-bit
+        lanes (half2 / bfloat162, at most 2x) its file says so with a `vector.bf16` figure
+        of its own. Without any vector figure (a user's file), the tensor peak of that dtype
+        (else the chip's highest peak) stands in: a valid but loose bound."""
         rate = self.memo.get(("vector", compute_dtype))
         if rate is None:
             rate = self.memo[("vector", compute_dtype)] = self._vector_flops(compute_dtype)
@@ -168,6 +171,9 @@ class Chip:
             key = "bf16" if "bf16" in self.vector else "fp16"
         if key in self.vector:
             return self.vector[key].flops_per_s
+        # not the tensor peak (MI300X bf16: 163.4 vector, not 1307.4 matrix TFLOP/s)
+        if d.bits <= 16 and "fp32" in self.vector:
+            return self.vector["fp32"].flops_per_s
         if key in self.peaks:
             return self.peaks[key].flops_per_s
         return max(p.flops_per_s for p in self.peaks.values())
@@ -209,9 +215,9 @@ class Chip:
         if name not in self.links:
             have = ", ".join(self.links) or "none"
             reach = "inside a node" if name == "scale-up" else "beyond one scale-up domain"
-            raise RooflineError(f"chip {self.id!r} has no {name!r} link (it has: {have}), which "
-                                f"traffic {reach} needs; give a chip file (--hw chip.toml) "
-                                f"with a [link.{name}] table")
+            raise ParameterError("hw", f"with a [link.{name}] table", where=(
+                f"chip {self.id!r} has no {name!r} link (it has: {have}), which traffic "
+                f"{reach} needs; give a chip file as "))
         return self.links[name]
 
     def resources(self) -> list[str]:

@@ -3,8 +3,8 @@
 - `measure_peaks` / `measure_bandwidth`: peak FLOP/s per dtype (matmuls) and bandwidth per
   memory level (streaming kernels over working sets from 16 KiB past the last cache);
   `write_chip` turns them into an empirical chip file that `--hw` accepts.
-- `run_ops`: real matmuls (seed 001 §2.9's batch sweep and more), elementwise ops and SDPA
-  attention, each timed next to its roofline bound.
+- `run_ops`: real matmuls (a batch sweep X[B, D]·W[D, D], B = 1 ... 4096, and more),
+  elementwise ops and SDPA attention, each timed next to its roofline bound.
 - `run_comm_sweep`: collectives under torchrun (gloo / NCCL), algbw and busbw, and an
   alpha-beta fit (`fit_alpha_beta`) into a link profile.
 - `calibrate(est, load_calibration(path))`: the estimate's Cost evaluated on its chip derated
@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time they load 
     )
     from .chipfile import MeasuredMachine, chip_toml, write_chip
     from .comm import CommPoint, CommSweep, LinkFit, fit_alpha_beta, run_comm_sweep
-    from .ops import OpCase, OpPoint, OpSweep, default_cases, run_ops
+    from .ops import OpCase, OpSweep, TimedOp, default_cases, run_ops
     from .peaks import PeakResult, measure_peaks
     from .timing import Settings, Timing
 
@@ -60,7 +60,7 @@ _WHERE = {
     "MeasuredLevel": "bandwidth",
     "MeasuredMachine": "chipfile",
     "OpCase": "ops",
-    "OpPoint": "ops",
+    "TimedOp": "ops",
     "OpSweep": "ops",
     "PeakResult": "peaks",
     "Settings": "timing",
@@ -102,10 +102,10 @@ __all__ = [
     "MeasuredLevel",
     "MeasuredMachine",
     "OpCase",
-    "OpPoint",
     "OpSweep",
     "PeakResult",
     "Settings",
+    "TimedOp",
     "Timing",
     "Unsupported",
     "calibrate",

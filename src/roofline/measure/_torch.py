@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ..errors import RooflineError
+from ..errors import ParameterError, RooflineError
 
 INSTALL_HINT = "pip install torch==2.13.0"
 
@@ -30,8 +30,8 @@ def require_torch(what: str = "this measurement") -> Any:
 def require_cuda(torch: Any) -> None:
     """Raise unless torch sees a CUDA device."""
     if not torch.cuda.is_available():
-        raise RooflineError(f"--device cuda: torch {torch.__version__} sees no CUDA device "
-                            "(a CPU-only build, or no GPU here); use --device cpu")
+        raise ParameterError("device", f"cuda: torch {torch.__version__} sees no CUDA device "
+                             "(a CPU-only build, or no GPU here); use cpu")
 
 
 def torch_dtype(torch: Any, name: str) -> Any:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..errors import RooflineError
+from ..errors import ParameterError, RooflineError
 from .device import DeviceInfo
 from .timing import Run, Timer
 
@@ -73,7 +73,8 @@ def get_backend(device: str = "cpu", backend: str | None = None) -> Backend:
         raise RooflineError(f"unknown backend {name!r} (allowed: {', '.join(BACKENDS)})")
     if name == "numpy":
         if device != "cpu":
-            raise RooflineError("the numpy backend runs on the CPU only (use --backend torch)")
+            raise ParameterError("device", f"{device}: the numpy backend runs on the CPU only "
+                                 "(the torch backend runs on GPUs)")
         from .numpy_backend import NumpyBackend
 
         return NumpyBackend()

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RooflineError, unknown
+from ..errors import ParameterError, RooflineError, unknown
 from ..ops.collectives import DEFAULT_ALGO, busbw_factor, collective
 from ._torch import require_torch, torch_dtype
 from .progress import Progress, quiet
@@ -197,8 +197,8 @@ def link_toml(sweep: CommSweep, fit: LinkFit, link: str = "scale-up") -> str:
 def comm_sizes(min_bytes: float, max_bytes: float, factor: float = 4.0) -> list[float]:
     """Message sizes from min to max, multiplying by `factor` (nccl-tests' -b -e -f)."""
     if not (math.isfinite(factor) and factor > 1):  # NaN and inf pass a plain `<= 1` test
-        raise RooflineError(f"--factor: the size step must be a finite number above 1, "
-                            f"got {factor!r}")
+        raise ParameterError("factor", f": the size step must be a finite number above 1, "
+                             f"got {factor!r}")
     if not (0 < min_bytes <= max_bytes and math.isfinite(max_bytes)):
         raise RooflineError("message sizes: need 0 < min <= max, both finite")
     n = math.floor(math.log(max_bytes / min_bytes, factor) + 1e-9) + 1
@@ -236,7 +236,7 @@ def init_group(backend: str | None = None) -> Group:
     device = "cpu"
     if name == "nccl":
         if not torch.cuda.is_available():
-            raise RooflineError("--backend nccl needs CUDA GPUs (use --backend gloo)")
+            raise ParameterError("backend", "nccl needs CUDA GPUs (use gloo)")
         local = int(os.environ.get("LOCAL_RANK", "0"))
         torch.cuda.set_device(local)
         device = f"cuda:{local}"

@@ -41,7 +41,7 @@ class NumpyBackend:
     def _dtype(self, dtype: str) -> Any:
         if dtype not in _NP_DTYPES:
             raise Unsupported(f"the numpy backend computes in {', '.join(_NP_DTYPES)}, "
-                              f"not {dtype} (use --backend torch)")
+                              f"not {dtype} (the torch backend has it)")
         return _NP_DTYPES[dtype]
 
     def _random(self, shape: tuple[int, ...], dtype: str) -> Any:
@@ -101,8 +101,8 @@ class NumpyBackend:
 
     def attention(self, batch: int, q_len: int, kv_len: int, heads: int, kv_heads: int,
                   head_dim: int, causal: bool, dtype: str) -> Callable[[], Any]:
-        raise Unsupported("attention runs through torch's SDPA (use --backend torch or "
-                          "--device cuda)")
+        raise Unsupported("attention runs through torch's SDPA (the torch backend, on the "
+                          "CPU or a GPU)")
 
 
 def _stream_fn(kernel: str, a: Any, b: Any, c: Any) -> Callable[[], Any]:

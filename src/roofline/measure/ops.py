@@ -7,9 +7,9 @@ An efficiency above 1 means the run beat the roof; that happens when the working
 in a cache (`resident` names the level — the roof counts main-memory traffic) or when the
 chip file's figures are below what the machine does.
 
-The matmul sweep is seed 001 §2.9's: X[B, D] · W[D, F] for B = 1 ... 4096 at D = F = 8192 on
-a GPU (D = F = 4096 on a CPU, where 8192 takes minutes), then further shapes and dtypes,
-elementwise ops, and attention through torch's SDPA.
+The matmul sweep walks a weight GEMM across its ridge: X[B, D] · W[D, F] for B = 1 ... 4096
+at D = F = 8192 on a GPU (D = F = 4096 on a CPU, where 8192 takes minutes), then further
+shapes and dtypes, elementwise ops, and attention through torch's SDPA.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from .device import DeviceInfo
 from .progress import Progress, quiet
 from .timing import Settings, Timing, looped, measure
 
-SEED_BATCHES = (1, 8, 32, 128, 256, 512, 1024, 4096)  # seed 001 §2.9
+SEED_BATCHES = (1, 8, 32, 128, 256, 512, 1024, 4096)  # below, at and past H100's ridge
 
 Builder = Callable[[Backend], Callable[[], Any]]
 
@@ -136,7 +136,7 @@ def default_cases(backend: Backend, chip: Chip, quick: bool = False) -> list[OpC
 
 
 @dataclass(frozen=True)
-class OpPoint:
+class TimedOp:
     """One timed case next to its bound."""
 
     family: str
@@ -198,7 +198,7 @@ class OpSweep:
     device: DeviceInfo
     backend: str
     date: str
-    points: tuple[OpPoint, ...]
+    points: tuple[TimedOp, ...]
     skipped: dict[str, str]  # case label -> why it did not run
     quick: bool = False
 
@@ -220,7 +220,7 @@ class OpSweep:
                 "efficiency_by_resource": self.summary()}
 
 
-def _compute_key(p: OpPoint) -> str:
+def _compute_key(p: TimedOp) -> str:
     dts = list(p.estimate.flops_by_dtype)
     return f"compute.{dts[0] if len(dts) == 1 else p.dtype}"
 
@@ -257,7 +257,7 @@ def run_ops(backend: Backend, chip: Chip, cases: Sequence[OpCase], date: str,
         est = evaluate(case.cost, chip)
         footprint = float(est.bytes.get("hbm", 0.0))
         fused = case.kind not in getattr(backend, "multi_pass", ())
-        points.append(OpPoint(case.family, case.label, case.dtype, est, timing,
+        points.append(TimedOp(case.family, case.label, case.dtype, est, timing,
                               resident_level(chip, footprint), fused))
         progress.step(case.label)
     return OpSweep(chip.id, backend.info, backend.name, date, tuple(points), skipped, quick)

@@ -43,6 +43,7 @@ from .summary import (
     load_step,
     occurrences,
     step_core,
+    weight_gemm_critical_batch,
 )
 
 # ModelAnalysis's figures computed on first read (properties), written by to_dict too
@@ -120,9 +121,11 @@ class ModelAnalysis:
     bound: str | np.ndarray[Any, Any]
     mfu: Num  # at t_lower: model FLOPs / (t_lower · the peak of `mfu_dtype`)
     memory: MemoryFootprint
-    decode_compute_bound_batch: Num  # batch at which decode's dense weight GEMMs turn
-    # compute-bound; MoE experts see batch·top_k/E tokens each, so they need E/top_k times more
+    decode_compute_bound_batch: Num  # batch at which every dense weight GEMM of decode
+    # turns compute-bound at its per-chip shard shape (summary.weight_gemm_critical_batch);
+    # MoE experts see batch·top_k/E tokens each, so they need E/top_k times more
     decode_expert_compute_bound_batch: Num | None = None
+    decode_compute_bound_batch_limit: Num | None = None  # the large-matrix limit s_w·P/(2·BW)
     memory_budget: str = "all the device exposes"  # what `memory.capacity_bytes` is
     schedule: Schedule = field(default_factory=Schedule)  # what overlapped with what
     exposed_comm_s: Num = 0.0  # communication on the critical path (in series or exposed)
@@ -339,8 +342,7 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
     counts = param_counts(spec)
     device = chip.memory[0].capacity_bytes or 0.0
     q_len = phase.q_len if phase.kind == "decode" else 1
-    critical = floats(decode_critical_batch(chip, dtype=prec.activations,
-                                            weight_dtype=prec.weights, q_len=q_len))
+    critical = floats(weight_gemm_critical_batch(chip, rows, prec, q_len))  # per shard
     return ModelAnalysis(
         model=spec.name, hardware=chip.id, model_source=spec.source, phase=phase, parallel=par,
         precision=prec, params_total=counts.total, params_active=counts.active,
@@ -355,8 +357,11 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
                          schedule.in_flight(par.pp, m)),
         memory_budget=budget.describe(device),
         decode_compute_bound_batch=unwrap(critical * par.dp),
-        decode_expert_compute_bound_batch=unwrap(
-            critical * par.dp * spec.moe.experts / spec.moe.top_k) if spec.moe else None,
+        decode_expert_compute_bound_batch=unwrap(weight_gemm_critical_batch(
+            chip, rows, prec, q_len, True) * par.dp * spec.moe.experts / spec.moe.top_k)
+        if spec.moe else None,
+        decode_compute_bound_batch_limit=unwrap(floats(decode_critical_batch(
+            chip, dtype=prec.activations, weight_dtype=prec.weights, q_len=q_len)) * par.dp),
         schedule=schedule, schedule_named=named,
         exposed_comm_s=in_shape(times.exposed_comm_s, shape),
         hidden_comm_s=in_shape(times.hidden_comm_s, shape),
@@ -366,7 +371,7 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
 
 
 # not frozen: built once per step, then only read (a frozen dataclass's __init__ sets each
-# field through object.__setattr__: 3% of an analysis over the step's records, issue 15)
+# field through object.__setattr__: 3% of an analysis over the step's records, measured)
 @dataclass(eq=False)
 class StepParts:
     """A step's op rows and their times (models/summary.py), kept for its tables."""

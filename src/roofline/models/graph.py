@@ -9,7 +9,8 @@ Prefill, decode and training are the same layers with different parameters (DESI
                                                                          (4 with recompute)
 
 Training counts the backward pass as twice the forward for FLOPs and HBM bytes (dX and dW for
-every matmul: the "6·N per token" convention) but once the forward for collectives (each
+every matmul: the "6·N per token" convention; an elementwise kernel's backward as its fused
+kernel's bytes, ops.elementwise KINDS) but once the forward for collectives (each
 forward collective has one backward partner); full activation recomputation re-runs the
 forward once more, communication included (HFU counts it, MFU does not).
 
@@ -38,7 +39,9 @@ from ..derivation import Sym, Term, any_true, numeric, times_n, unwrap
 from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError
 from ..hardware import Chip, System, make_system
+from ..opid import OpKind, Plain
 from ..ops.collectives import collective
+from ..ops.elementwise import KINDS
 from ..ops.optimizer import adam_update
 from .layers import (
     BACKWARD,
@@ -194,8 +197,9 @@ def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chi
             else:  # work every TP rank repeats is the model's once: 1/tp of it on each
                 share = c.model_shares.get(name, 1.0)
                 forward = cost.total_flops if share == 1 else share * cost.total_flops
+                back = None if useful == 1 else _elementwise_backward(cost)
                 useful_flops = forward if useful == 1 or name in SPLIT_BACKWARD else \
-                    useful * forward  # (n = 1: no pass over a sweep's arrays)
+                    useful * forward if back is None else (1.0 + back) * forward
             rows.append(OpCost(group, name, per_stage, _step(cost, phase, name) if train
                                else cost, useful_flops, False, None, _stream(name)))
     for name, cost in edge_ops(c):  # the last stage holds the LM head: the slowest stage
@@ -223,9 +227,22 @@ def _step(cost: Cost, phase: Phase, name: str = "") -> Cost:
         return cost
     if name in SPLIT_BACKWARD:
         factor = 2.0 if phase.recompute else 1.0
+    elif (back := _elementwise_backward(cost)) is not None:
+        # the forward, its fused backward kernel's bytes (ops.elementwise KINDS: 2x the
+        # forward for a fused add + norm, 8/3 for SwiGLU, not 3x), and any recomputation
+        factor = 1.0 + back + (1.0 if phase.recompute else 0.0)
     else:
         factor = phase.comm_factor if cost.link_bytes else phase.work_factor
     return cost if factor == 1 else cost.scaled(factor, "f")
+
+
+def _elementwise_backward(cost: Cost) -> float | None:
+    """An elementwise kernel's backward over its forward (KINDS[...].backward); None for
+    other ops."""
+    op = cost.op
+    if type(op) is Plain and op.kind == OpKind.ELEMENTWISE and op.what in KINDS:
+        return KINDS[op.what].backward
+    return None
 
 
 def _step_ops(c: Ctx) -> list[OpCost]:

@@ -10,6 +10,8 @@ from typing import Any
 from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError, brief
 from ..files import check_text
+from .hf_fields import ConfigReader
+from .hf_legacy import gpt2, mpt, opt
 from .spec import MLA, LinearAttention, ModelSpec, MoE
 
 SUPPORTED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma",
@@ -17,9 +19,6 @@ SUPPORTED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen
              "phi3", "llama4", "llama4_text", "gpt_oss", "kimi_k2", "qwen3_next", "mpt")
 _DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2")  # Kimi K2 is DeepSeek-V3's architecture
 
-
-MAX_LAYERS = 10_000  # the largest models have a few hundred
-_LAYER_KEYS = ("num_hidden_layers", "n_layer")
 
 # transformers' defaults for keys real configs leave out: Gemma 3's multimodal config.json
 # files give only some text_config keys (4B: no heads, head_dim or vocab_size)
@@ -29,56 +28,6 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "gemma3_text": _GEMMA3, "gemma3": _GEMMA3, "gpt_oss": {"sliding_window": 128}}
 # the layer_types names (transformers' ALLOWED_LAYER_TYPES) read here
 _LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention")
-
-
-class _Config:
-    """Typed reads from a config dict; errors name the file and the key."""
-
-    def __init__(self, data: dict[str, Any], origin: str) -> None:
-        self.data, self.origin = data, origin
-
-    def error(self, key: str, message: str) -> RooflineError:
-        return RooflineError(f"{self.origin}: field '{key}': {message}")
-
-    def integer(self, *keys: str, default: int | None = None) -> int:
-        for key in keys:
-            value = self.data.get(key)
-            if value is not None:
-                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                    raise self.error(key, f"must be a positive integer, got {value!r}")
-                # layers are walked one by one; every size must stay an exact float
-                limit = MAX_LAYERS if key in _LAYER_KEYS else 2**53
-                if value > limit:
-                    raise self.error(key, f"must be at most {limit}, got {brief(value)}")
-                return value
-        if default is None:
-            raise self.error(keys[0], "required")
-        return default
-
-    def number(self, key: str) -> float:
-        value = self.data.get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-                not 0 < value < 2**53:
-            raise self.error(key, f"must be a positive number, got {brief(value)}")
-        return float(value)
-
-    def opt_int(self, key: str) -> int | None:
-        return self.integer(key) if self.data.get(key) is not None else None
-
-    def count(self, key: str, default: int) -> int:
-        """A whole number that may be 0 (default when absent or null)."""
-        value = self.data.get(key)
-        if value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 2**53:
-            raise self.error(key, f"must be a whole number (0 or more), got {brief(value)}")
-        return value
-
-    def flag(self, key: str, default: bool) -> bool:
-        value = self.data.get(key, default)
-        if not isinstance(value, bool):
-            raise self.error(key, f"must be true or false, got {value!r}")
-        return value
 
 
 def parse_config(data: Any, name: str, origin: str) -> ModelSpec:
@@ -99,13 +48,13 @@ def parse_config(data: Any, name: str, origin: str) -> ModelSpec:
     if model_type == "llama4":  # a flat llama4 config: its keys are text_config's
         model_type = "llama4_text"
     data = {**_DEFAULTS.get(model_type, {}), **data}
-    c = _Config(data, origin)
+    c = ConfigReader(data, origin)
     if model_type in ("gpt2",):
-        return _gpt2(c, name)
+        return gpt2(c, name)
     if model_type == "opt":
-        return _opt(c, name)
+        return opt(c, name)
     if model_type == "mpt":
-        return _mpt(c, name)
+        return mpt(c, name)
 
     hidden = c.integer("hidden_size")
     heads = c.integer("num_attention_heads")
@@ -159,7 +108,7 @@ def parse_config(data: Any, name: str, origin: str) -> ModelSpec:
 _STRETCHING_ROPE = ("dynamic", "yarn")
 
 
-def _context(c: _Config) -> tuple[int | None, int | None]:
+def _context(c: ConfigReader) -> tuple[int | None, int | None]:
     """(the longest context the model supports, the context it was trained at before RoPE
     scaling)."""
     positions = c.opt_int("max_position_embeddings")
@@ -169,7 +118,7 @@ def _context(c: _Config) -> tuple[int | None, int | None]:
         return positions, c.opt_int("original_max_position_embeddings") or positions
     if not isinstance(rope, dict):
         raise c.error(key, f"must be an object, got {type(rope).__name__}")
-    r = _Config(rope, f"{c.origin}: {key}")
+    r = ConfigReader(rope, f"{c.origin}: {key}")
     original = r.opt_int("original_max_position_embeddings") or \
         c.opt_int("original_max_position_embeddings")
     kind = rope.get("rope_type", rope.get("type"))
@@ -180,7 +129,7 @@ def _context(c: _Config) -> tuple[int | None, int | None]:
     return limit, original or positions
 
 
-def _quantization(c: _Config) -> tuple[str | None, str]:
+def _quantization(c: ConfigReader) -> tuple[str | None, str]:
     """(the weight dtype a quantized checkpoint stores its linear layers in, the config's
     quant_method) from quantization_config; (None, method) for a method not read here, whose
     weights then default to the activation dtype and the output says so."""
@@ -214,7 +163,7 @@ def _quantization(c: _Config) -> tuple[str | None, str]:
     return name, method
 
 
-def _layer_types(c: _Config, model_type: str, layers: int) -> list[str] | None:
+def _layer_types(c: ConfigReader, model_type: str, layers: int) -> list[str] | None:
     """The config's layer_types (newer configs list every layer), validated; None if absent."""
     kinds = c.data.get("layer_types")
     if kinds is None:
@@ -231,14 +180,14 @@ def _layer_types(c: _Config, model_type: str, layers: int) -> list[str] | None:
     return kinds
 
 
-def _window_size(c: _Config, model_type: str) -> int | None:
+def _window_size(c: ConfigReader, model_type: str) -> int | None:
     if c.data.get("sliding_window") is None or (
             model_type.startswith("qwen") and not c.flag("use_sliding_window", False)):
         return None
     return c.integer("sliding_window")
 
 
-def _default_layer_types(c: _Config, model_type: str, layers: int,
+def _default_layer_types(c: ConfigReader, model_type: str, layers: int,
                          window: int | None) -> list[str]:
     """Each layer's attention as transformers derives it when layer_types is absent."""
     if model_type == "llama4_text":  # chunked with RoPE; every interval-th layer global, NoPE
@@ -269,7 +218,7 @@ def _default_layer_types(c: _Config, model_type: str, layers: int,
     return kinds
 
 
-def _mixers(c: _Config, model_type: str, layers: int) -> dict[str, Any]:
+def _mixers(c: ConfigReader, model_type: str, layers: int) -> dict[str, Any]:
     """Each layer's token mixer: full, sliding-window, chunked or linear attention."""
     window = _window_size(c, model_type)
     kinds = _layer_types(c, model_type, layers)
@@ -293,7 +242,7 @@ def _mixers(c: _Config, model_type: str, layers: int) -> dict[str, Any]:
     return out
 
 
-def _layer_patterns(c: _Config, model_type: str, layers: int) -> dict[str, Any]:
+def _layer_patterns(c: ConfigReader, model_type: str, layers: int) -> dict[str, Any]:
     """What Llama 4, gpt-oss and Qwen3-Next change per layer, and what gpt-oss quantizes."""
     out: dict[str, Any] = {}
     if model_type == "llama4_text":
@@ -315,7 +264,7 @@ def _layer_patterns(c: _Config, model_type: str, layers: int) -> dict[str, Any]:
     return out
 
 
-def _routed(c: _Config, experts_key: str, *top_k_keys: str) -> tuple[int, int]:
+def _routed(c: ConfigReader, experts_key: str, *top_k_keys: str) -> tuple[int, int]:
     """(routed experts, experts per token), at most as many per token as there are."""
     experts, top_k = c.integer(experts_key), c.integer(*top_k_keys)
     if top_k > experts:
@@ -325,7 +274,7 @@ def _routed(c: _Config, experts_key: str, *top_k_keys: str) -> tuple[int, int]:
     return experts, top_k
 
 
-def _moe(c: _Config, model_type: str) -> MoE | None:
+def _moe(c: ConfigReader, model_type: str) -> MoE | None:
     if model_type == "mixtral":
         return MoE(*_routed(c, "num_local_experts", "num_experts_per_tok"),
                    c.integer("intermediate_size"))
@@ -365,7 +314,7 @@ def _moe(c: _Config, model_type: str) -> MoE | None:
     return None
 
 
-def _groups(c: _Config, experts: int, top_k: int) -> dict[str, int]:
+def _groups(c: ConfigReader, experts: int, top_k: int) -> dict[str, int]:
     """DeepSeek's group-limited routing (modeling_deepseek.py MoEGate: topk_method
     "group_limited_greedy" / "noaux_tc" pick topk_group of n_group groups, then top_k experts
     among them); absent or one group: unrestricted."""
@@ -384,7 +333,7 @@ def _groups(c: _Config, experts: int, top_k: int) -> dict[str, int]:
     return {"groups": groups, "topk_groups": chosen}
 
 
-def _layer_list(c: _Config, key: str) -> frozenset[int]:
+def _layer_list(c: ConfigReader, key: str) -> frozenset[int]:
     """A list of layer indices (e.g. mlp_only_layers), each within num_hidden_layers."""
     value = c.data.get(key)
     if value is None:
@@ -397,7 +346,7 @@ def _layer_list(c: _Config, key: str) -> frozenset[int]:
     return frozenset(value)
 
 
-def _first_dense(c: _Config) -> int:
+def _first_dense(c: ConfigReader) -> int:
     if c.data.get("first_k_dense_replace") == 0:  # every layer MoE
         return 0
     first = c.integer("first_k_dense_replace", default=1)
@@ -406,73 +355,3 @@ def _first_dense(c: _Config) -> int:
         raise c.error("first_k_dense_replace", f"{first} dense layers exceed the {layers} "
                       "layers (num_hidden_layers); at most that many")
     return first
-
-
-def _gpt2(c: _Config, name: str) -> ModelSpec:
-    hidden = c.integer("n_embd")
-    heads = c.integer("n_head")
-    return ModelSpec(
-        name=name, model_type="gpt2", hidden=hidden, layers=c.integer("n_layer"), heads=heads,
-        kv_heads=heads, head_dim=hidden // heads, ffn=c.integer("n_inner", default=4 * hidden),
-        vocab=c.integer("vocab_size"), gated_mlp=False, tied_embeddings=True,
-        learned_positions=c.integer("n_positions"), norm="layernorm", bias="all",
-        max_context=c.integer("n_positions"), trained_context=c.integer("n_positions"),
-        source=str(c.data.get("_source") or c.origin))
-
-
-def _opt(c: _Config, name: str) -> ModelSpec:
-    hidden = c.integer("hidden_size")
-    heads = c.integer("num_attention_heads")
-    if c.integer("word_embed_proj_dim", default=hidden) != hidden:
-        raise c.error("word_embed_proj_dim", "OPT with a projected embedding (opt-350m) is "
-                      "not supported")
-    positions = c.integer("max_position_embeddings")
-    return ModelSpec(
-        name=name, model_type="opt", hidden=hidden, layers=c.integer("num_hidden_layers"),
-        heads=heads, kv_heads=heads, head_dim=hidden // heads, ffn=c.integer("ffn_dim"),
-        vocab=c.integer("vocab_size"), gated_mlp=False,
-        tied_embeddings=c.flag("tie_word_embeddings", True),
-        learned_positions=positions + 2,  # OPT's position table carries an offset of 2
-        norm="layernorm", bias="all", max_context=positions, trained_context=positions,
-        source=str(c.data.get("_source") or c.origin))
-
-
-# MPTConfig's defaults (mosaicml/llm-foundry llmfoundry/models/mpt/configuration_mpt.py) for
-# the keys a config leaves out: its pretraining yamls give only the shapes
-_MPT_FFN = {"mptmlp": False, "te_ln_mlp": False, "mptglu": True}  # gated?
-
-
-def _mpt(c: _Config, name: str) -> ModelSpec:
-    """MosaicML MPT (llm-foundry's `mpt_causal_lm`): LayerNorm, a GELU MLP (`mptglu`: gated)
-    of expansion_ratio x d_model, tied embeddings; biases unless `no_bias`; a learned
-    position table of max_seq_len unless ALiBi or RoPE replaces it."""
-    hidden, heads = c.integer("d_model"), c.integer("n_heads")
-    attn = c.data.get("attn_config") or {}
-    ffn_config = c.data.get("ffn_config") or {}
-    for key, table in (("attn_config", attn), ("ffn_config", ffn_config)):
-        if not isinstance(table, dict):
-            raise c.error(key, f"must be an object, got {type(table).__name__}")
-    a, f = _Config(attn, f"{c.origin}: attn_config"), _Config(ffn_config,
-                                                             f"{c.origin}: ffn_config")
-    kind = attn.get("attn_type", "multihead_attention")
-    kv_heads = {"multihead_attention": heads, "multiquery_attention": 1}.get(kind) or \
-        a.integer("kv_n_heads")
-    if heads % kv_heads:
-        raise a.error("kv_n_heads", f"n_heads ({heads}) must be a multiple of it ({kv_heads})")
-    ffn_type = ffn_config.get("ffn_type", "mptmlp")
-    if ffn_type not in _MPT_FFN:
-        raise f.error("ffn_type", f"unsupported {ffn_type!r} (supported: {', '.join(_MPT_FFN)})")
-    ratio = ffn_config.get("expansion_ratio", c.data.get("expansion_ratio", 4))
-    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio < 1e3:
-        raise c.error("expansion_ratio", f"must be a positive number, got {brief(ratio)}")
-    positions = c.integer("max_seq_len", default=2048)
-    learned = c.flag("learned_pos_emb", True) and not a.flag("alibi", False) and \
-        not a.flag("rope", False)
-    return ModelSpec(
-        name=name, model_type="mpt", hidden=hidden, layers=c.integer("n_layers"), heads=heads,
-        kv_heads=kv_heads, head_dim=hidden // heads, ffn=int(ratio * hidden),
-        vocab=c.integer("vocab_size", default=50368), gated_mlp=_MPT_FFN[ffn_type],
-        tied_embeddings=c.flag("tie_word_embeddings", True),
-        learned_positions=positions if learned else 0, norm="layernorm",
-        bias="none" if c.flag("no_bias", False) else "all", max_context=positions,
-        trained_context=positions, source=str(c.data.get("_source") or c.origin))

@@ -29,10 +29,14 @@ from .step import Parallel, Phase, Placement, Precision, kv_bytes_per_token_per_
 LAYER_STREAMS = ("tp", "cp", "ep")
 BACKWARD = " backward"  # a training row that is the backward pass of the row before it
 SPLIT_BACKWARD = ("attention", "mla attention")  # their backward is a row of its own
+# each block opens with the residual add of the block before fused with its norm (one kernel:
+# ops.elementwise "add_rmsnorm"); training splits them over the TP ranks' tokens (Megatron
+# sequence parallelism, Korthikanti et al. 2022, as models/memory.py keeps activations)
+NORMS = ("residual + attention norm", "residual + mlp norm")
 # ops every TP rank runs whole on the same tokens (no sequence parallelism): the model's
 # FLOPs count them once, 1/tp on each rank (Ctx.model_share)
-TP_REPLICATED = frozenset({"attention norm", "mlp norm", "attention residual", "mlp residual",
-                           "router", "q down projection", "kv down projection", "final norm"})
+TP_REPLICATED = frozenset({*NORMS, "router", "q down projection", "kv down projection",
+                           "final norm"})
 
 
 # not frozen: built once per step, then only read (a frozen dataclass's __init__ sets each
@@ -82,6 +86,9 @@ class Ctx:
         with others."""
         tp = self.par.tp
         shares = dict.fromkeys(TP_REPLICATED, 1 / tp)
+        if self.phase.kind == "train":  # sequence parallelism: each rank its own tokens
+            for name in NORMS:
+                del shares[name]
         if self.kv_heads_local * tp > self.spec.kv_heads:
             gate = self.heads_local if self.spec.attn_output_gate else 0
             shares["qkv projection"] = (self.heads_local + 2 * self.spec.kv_heads / tp + gate) / (
@@ -292,16 +299,21 @@ def _ep_all_to_all(c: Ctx, nbytes: Any) -> Cost:
 
 def layer_ops(c: Ctx, moe_layer: bool, window: int | None, kind: str = "window"
               ) -> list[tuple[str, Cost]]:
-    """One decoder layer's forward ops on this chip (pre-norm residual blocks)."""
+    """One decoder layer's forward ops on this chip (pre-norm residual blocks). Each block
+    opens with one fused kernel, the residual add of the block before and its own norm
+    (the first layer's has no add to fuse, the last layer's add fuses with the final norm:
+    one pass either way, left out); in training with TP each rank runs it on 1/tp of the
+    tokens (sequence parallelism). SwiGLU / GeLU is its own fused kernel (two inputs read,
+    one output written), not folded into the GEMM's epilogue."""
     s, T, act = c.spec, c.tokens, c.prec.activations
-    norm = elementwise(T * s.hidden, s.norm, act)
-    add = elementwise(T * s.hidden, "add", act)
-    return [("attention norm", norm), *_attention_ops(c, window, kind),
+    split = c.par.tp if c.phase.kind == "train" else 1  # sequence parallelism
+    norm = elementwise(T / split * s.hidden if split > 1 else T * s.hidden, "add_" + s.norm,
+                       act)
+    return [(NORMS[0], norm), *_attention_ops(c, window, kind),
             *_chunk_attention(c, window, kind),
             *c.tp_all_reduce("attention"),
-            ("attention residual", add), ("mlp norm", norm), *_mlp_ops(c, moe_layer),
-            *c.tp_all_reduce("mlp", "all-gather" if moe_layer and c.par.ep > 1 else "all-reduce"),
-            ("mlp residual", add)]
+            (NORMS[1], norm), *_mlp_ops(c, moe_layer),
+            *c.tp_all_reduce("mlp", "all-gather" if moe_layer and c.par.ep > 1 else "all-reduce")]
 
 
 def edge_ops(c: Ctx) -> list[tuple[str, Cost]]:

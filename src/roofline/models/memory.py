@@ -9,11 +9,12 @@
   state per sequence instead of a KV cache, the same bytes at any context.
 - activations, inference: one layer's working set (input, residual, MLP up/gate output)
   plus fp32 logits — an estimate of the transient peak, not a bound.
-- activations, training (Korthikanti et al. 2022, with FlashAttention so no [s, s] scores are
-  kept, and sequence parallelism): 34·T·h/tp bytes per layer at 16-bit (scaled by the
-  activation dtype), 2·T·h/tp with full recomputation (only layer inputs kept, plus the one
-  layer being recomputed); times the micro-batches in flight on the first pipeline stage,
-  min(pp, m); plus the micro-batch's fp32 logits.
+- activations, training (Korthikanti et al. 2022's count redone for the model's own shapes,
+  with FlashAttention so no [s, s] scores are kept, sequence parallelism, no dropout):
+  `kept_per_token_layer` bytes per token per layer over tp (Llama-3-405B: 31.75·h/tp at
+  16-bit; GPT-3 with dropout: Korthikanti's 34·h/tp), 2·T·h/tp with full recomputation (only
+  layer inputs kept, plus the one layer being recomputed); times the micro-batches in flight
+  on the first pipeline stage, min(pp, m); plus the micro-batch's fp32 logits.
 - optimizer state (training): fp32 master weights and two Adam moments (12 B/param) plus the
   gradients; FSDP shards weights, gradients and state over dp.
 """
@@ -226,7 +227,7 @@ def _activations(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
     tokens = seqs * tokens_per_seq
     if phase.kind == "train":
         micro = tokens / par.microbatches
-        full = 34.0 / par.tp * micro * spec.hidden * s_a / 2  # one layer, all it keeps
+        full = kept_per_token_layer(spec, par, s_a) * micro  # one layer, all it keeps
         # sequence parallelism shards what is kept (layer inputs alone with recomputation,
         # plus the one layer being recomputed)
         kept = (2.0 / par.tp * micro * spec.hidden * s_a / 2) if phase.recompute else full
@@ -240,6 +241,43 @@ def _activations(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
     logits_tokens = tokens if phase.kind == "decode" else seqs
     return layer + logits_tokens * spec.vocab / par.tp * 4.0
 
+
+
+def kept_per_token_layer(spec: ModelSpec, par: Parallel, s_a: float,
+                         dropout: bool = False) -> float:
+    """Bytes one token keeps for the backward pass in one decoder layer on one TP rank, at
+    s_a bytes per activation (Korthikanti et al. 2022, "Reducing Activation Recomputation in
+    Large Transformer Models", §4.1, recounted for the model's shapes). Per token, elements:
+
+        two norms' inputs (the residual stream)          2·h
+        attention: norm output (QKV input), Q, K, V,     h + q + 2·kv + q
+                   and its output O (FlashAttention's backward re-reads Q, K, V, O; no
+                   [s, s] scores are kept)
+        MLP: norm output (up/gate input), the gate       h + (2 if gated else 1)·f + f
+             and up outputs (the activation's inputs), the activation's output (down input)
+        dropout masks (1 byte each), if any: after attention and after the MLP: 2·h bytes
+
+    with q = heads·head_dim, kv = kv_heads·head_dim and f the MLP width (MoE: top_k routed
+    experts' f plus the shared experts'). With sequence parallelism every term is split over
+    the TP ranks (the norms and residuals run on 1/tp of the tokens; K and V are kept per
+    KV head, so past tp = kv_heads each rank keeps one). GPT-3 (MHA, q = kv = h, GeLU with
+    f = 4h, dropout) gives 2 + 4 + 2 + 2·(1 + 4 + 4) = 32 sbh at 2 bytes plus 2 of masks: 34,
+    Korthikanti's count. Llama-3-405B (h 16384, 128 heads over 8 KV heads of 128, SwiGLU f
+    53248 = 3.25·h, no dropout): 2·(2 + 1 + 1 + 1/8 + 1 + 1 + 3·3.25) = 31.75·h bytes."""
+    h, tp = spec.hidden, par.tp
+    if spec.mla is not None:  # expanded K and V per head, as the prefill / training form
+        m = spec.mla
+        q = k = spec.heads * (m.qk_nope_dim + m.qk_rope_dim) / tp
+        v = spec.heads * m.v_head_dim / tp
+        o = v
+    else:
+        q = o = spec.heads * spec.head_dim / tp
+        k = v = max(1.0, spec.kv_heads / tp) * spec.head_dim
+    moe = spec.moe
+    f = (moe.top_k * moe.expert_ffn + moe.shared_experts * moe.shared_ffn) if moe else spec.ffn
+    mlp = (3 if spec.gated_mlp else 2) * f / tp
+    elements = 2 * h / tp + (h / tp + q + k + v + o) + (h / tp + mlp)
+    return elements * s_a + (2 * h / tp if dropout else 0.0)
 
 
 class ChipShare(NamedTuple):

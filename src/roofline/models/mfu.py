@@ -1,10 +1,11 @@
-"""MFU and HFU of a measured training step (seed 001 §2.8, seed 000 §5).
+"""MFU and HFU of a measured training step (the definitions of Chowdhery et al., PaLM,
+arXiv:2204.02311, Appendix B).
 
 model FLOPs per step = 6·N·tokens  +  12·L·h·s² per sequence · sequences
   6·N per token: 2 (a multiply-add) x 3 (forward, backward for activations, for weights);
   12·L·h·s² per sequence: the attention score and value matmuls (4·s²·h per layer forward,
   times 3), which the 6·N term misses. It is per sequence, so a step of `tokens` tokens at
-  sequence length s holds tokens / s sequences (DESIGN §4 item 6: the seed's code forgets to
+  sequence length s holds tokens / s sequences (a per-sequence term a step must
   multiply by them). Non-causal counting by default, as in Megatron-LM; `causal=True` counts
   half the score matrix, the convention `roofline model` uses. The two MFUs then agree when N
   leaves out the input embedding table (a lookup does no multiply-adds; `roofline model`
@@ -13,7 +14,8 @@ hardware FLOPs (HFU) add what recomputation re-executes: one more forward, 2·N 
   and 4·L·h·s² per sequence with full activation recomputation.
 MFU = model FLOPs / (step time · chips · dense peak). Above ~75% a real training run is
 implausible (communication, bubbles and memory-bound ops always cost something); above 100%
-the inputs are inconsistent (seed 001's worked example computes 99%, not 49%: DESIGN §4 1).
+the inputs are inconsistent (3.5e18 FLOP in 7 s on 512 chips of 989 TFLOP/s is
+99%, not the 49% sometimes quoted for it).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..errors import RooflineError
+from ..errors import ParameterError, RooflineError
 from ..hardware import Chip, load_chip
 from .catalog import load_model
 from .params import param_counts
@@ -83,15 +85,15 @@ def mfu(params: float | None, tokens_per_step: float, step_time_s: float, chips:
                                                          filled.items()))
     n, n_layers, width, s = (given[k] for k in ("params", "layers", "hidden", "seq_len"))
     if n is None:
-        raise RooflineError("mfu needs the parameter count: give params (--params) or a model "
-                            "(--model ID) to count them")
+        raise ParameterError("params", "is needed (the parameter count), or a model to count "
+                             "them")
     for name, value in [("params", n), ("tokens_per_step", tokens_per_step),
                         ("step_time_s", step_time_s), ("chips", chips)]:
         if not (value > 0 and math.isfinite(value)):
             raise RooflineError(f"{name} must be positive and finite, got {value!r}")
     attention_args = [n_layers, width, s]
     if any(a is not None for a in attention_args) and not all(a for a in attention_args):
-        raise RooflineError("the attention term needs all of --layers, --hidden and --seq-len")
+        raise RooflineError("the attention term needs all of layers, hidden and seq_len")
     chip = load_chip(hw)
     attention = 0.0
     counted = bool(n_layers and width and s)

@@ -40,7 +40,7 @@ from typing import Protocol
 
 from ..cost import LINKS
 from ..derivation import Num, add_all, any_true, maximum, times_n, where
-from ..errors import RooflineError
+from ..errors import ParameterError, RooflineError
 from ..evaluate import LATENCY, Estimate
 from .step import Parallel
 
@@ -166,9 +166,11 @@ def check_schedule(schedule: Schedule, par: Parallel) -> Schedule:
     if schedule.pipeline not in SCHEDULES:
         raise RooflineError(f"pipeline schedule {schedule.pipeline!r}: allowed "
                             f"{', '.join(SCHEDULES)}")
-    if schedule.vpp < 1 or (schedule.vpp > 1 and schedule.pipeline != "interleaved"):
-        raise RooflineError(f"vpp {schedule.vpp}: virtual stages need --pp-schedule "
-                            "interleaved (and vpp >= 1)")
+    if schedule.vpp < 1:
+        raise ParameterError("vpp", f"must be at least 1, got {schedule.vpp}")
+    if schedule.vpp > 1 and schedule.pipeline != "interleaved":
+        raise ParameterError("pipeline", f"{schedule.pipeline}: virtual stages (vpp "
+                             f"{schedule.vpp}) need interleaved")
     if schedule.pipeline == "interleaved" and par.pp > 1 and par.microbatches % par.pp:
         raise RooflineError(f"interleaved 1F1B needs micro-batches ({par.microbatches}) in "
                             f"multiples of pp ({par.pp}), as Megatron-LM does")
@@ -198,7 +200,7 @@ class Row:
 
 
 # not frozen: built once per step, then only read (a frozen dataclass's __init__ sets each
-# field through object.__setattr__: 3% of an analysis over the step's records, issue 15)
+# field through object.__setattr__: 3% of an analysis over the step's records, measured)
 @dataclass(eq=False)
 class StepTimes:
     t_lower_s: Num

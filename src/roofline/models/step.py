@@ -4,6 +4,7 @@ the KV cache bytes one token adds to one layer on one chip."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
@@ -11,9 +12,9 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import Num
+from ..derivation import Num, any_true
 from ..dtypes import dtype as lookup_dtype
-from ..errors import RooflineError
+from ..errors import ParameterError
 from ..hardware import Chip, System
 from ..ops.attention import kv_cache_bytes
 from ..ops.collectives import collective
@@ -21,6 +22,16 @@ from ..ops.mla import mla_cache_elements
 from .spec import ModelSpec
 
 PHASES = ("prefill", "decode", "train")
+
+
+def _whole(x: Any) -> bool:
+    """An integer (numpy's too) or an integral float; never a bool."""
+    return not isinstance(x, bool) and isinstance(x, (int, np.integer, float, np.floating)) \
+        and float(x).is_integer()
+
+
+def _real(x: Any) -> bool:
+    return not isinstance(x, bool) and isinstance(x, (int, float, np.integer, np.floating))
 
 
 @dataclass(frozen=True)
@@ -37,6 +48,15 @@ class Phase:
     prefill_tokens: Any = 0  # all DP replicas together
     prefill_q_len: Any = 1  # tokens computed per prompt (prefix-cache hits excluded)
     prefill_kv_len: Any = 1  # the prompt's length: keys its last token sees
+
+    def __post_init__(self) -> None:
+        if self.kind not in PHASES:
+            raise ParameterError("kind", f"must be one of {', '.join(PHASES)}, got "
+                                 f"{self.kind!r}")
+        for name in ("batch", "q_len", "kv_len"):  # scalars or arrays: each point
+            if any_true(np.asarray(getattr(self, name)) < 1):
+                raise ParameterError(name, "must be at least 1 (every point), got "
+                                     f"{getattr(self, name)}")
 
     @property
     def work_factor(self) -> float:
@@ -57,7 +77,7 @@ def context_warning(phase: Phase, limit: float | None) -> str | None:
     longest = float(np.max(phase.kv_len))
     if not limit or longest <= limit:
         return None
-    return (f"{longest:g} positions exceed the {limit:g} this model supports; the bound "
+    return (f"{longest:,.0f} positions exceed the {limit:,.0f} this model supports; the bound "
             "extrapolates")
 
 
@@ -95,6 +115,16 @@ class Parallel:
     microbatches: int = 1
     fsdp: bool = False  # ZeRO-3 (kept as an alias of zero=3)
     zero: int = 0  # ZeRO stage over dp: 1 shards optimizer state, 2 gradients too, 3 weights
+
+    def __post_init__(self) -> None:
+        for name in ("tp", "pp", "dp", "ep", "cp", "microbatches"):
+            given = getattr(self, name)
+            if not _whole(given) or given < 1:
+                raise ParameterError(name, f"must be a whole number >= 1, got {given!r}")
+        if not _whole(self.zero) or self.zero not in (0, 1, 2, 3):
+            raise ParameterError("zero", f"must be 0, 1, 2 or 3, got {self.zero!r}")
+        if self.fsdp and self.zero not in (0, 3):
+            raise ParameterError("zero", f"must be 0 or 3 with fsdp (ZeRO-3), got {self.zero}")
 
     @property
     def chips(self) -> int:
@@ -184,7 +214,7 @@ def model_precision(spec: ModelSpec, weights: str | None = None, activations: st
 
 
 # not frozen: built once per step, then only read (a frozen dataclass's __init__ sets each
-# field through object.__setattr__: 3% of an analysis over the step's records, issue 15)
+# field through object.__setattr__: 3% of an analysis over the step's records, measured)
 @dataclass(eq=False)
 class Placement:
     """Which link each parallel group sits on, for a given chip's scale-up domain."""
@@ -275,15 +305,19 @@ class MemoryBudget:
     util: float = 1.0
     reserve_bytes: float = 0.0
 
+    def __post_init__(self) -> None:
+        if not _real(self.util) or not 0 < self.util <= 1:
+            raise ParameterError("util", f"must be in (0, 1], got {self.util!r}")
+        if not _real(self.reserve_bytes) or not 0 <= self.reserve_bytes < math.inf:
+            raise ParameterError("reserve_bytes", f"must be a finite number >= 0, got "
+                                 f"{self.reserve_bytes!r}")
+
     def usable(self, capacity_bytes: float) -> float:
-        if not 0 < self.util <= 1:
-            raise RooflineError(f"--mem-util must be in (0, 1], got {self.util:g}")
-        if self.reserve_bytes < 0:
-            raise RooflineError(f"--reserve must be >= 0, got {self.reserve_bytes:g}")
         usable = capacity_bytes * self.util - self.reserve_bytes
         if usable <= 0:
-            raise RooflineError(f"--reserve of {self.reserve_bytes:g} B leaves nothing of "
-                                f"{capacity_bytes * self.util:g} B (capacity x --mem-util)")
+            raise ParameterError("reserve_bytes", f"of {self.reserve_bytes:g} B leaves nothing "
+                                 f"of {capacity_bytes * self.util:g} B (the capacity times "
+                                 "the share of it used)")
         return usable
 
     def describe(self, capacity_bytes: float) -> str:

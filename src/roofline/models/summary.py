@@ -19,7 +19,9 @@ from ..derivation import Num, add_all, any_true, maximum, scaled_sum
 from ..evaluate import Estimate, evaluate, max_argmax
 from ..hardware import Chip, System, load_chip
 from ..lazy import cached_property
+from ..opid import Gemm
 from ..ops.attention import flash_tiling
+from ..solve import decode_critical_batch
 from .catalog import load_model
 from .graph import OpCost, build, gemm_dtype
 from .memory import footprint
@@ -69,7 +71,7 @@ def occurrences(row: OpCost, slots: float) -> float:
 
 
 # not frozen: built once per step, then only read (a frozen dataclass's __init__ sets each
-# field through object.__setattr__: 3% of an analysis over the step's records, issue 15)
+# field through object.__setattr__: 3% of an analysis over the step's records, measured)
 @dataclass(eq=False)
 class StepCore:
     """A step's times from its op rows; the floor on demand (`t_floor_s`)."""
@@ -213,3 +215,26 @@ def step_summary(model: str | ModelSpec, hw: Chip | System | str, phase: Phase,
         mfu = core.model_flops / (t_lower * chip.peak_flops(gemm_dtype(prec, chip)))
     return StepSummary(t_lower, core.t_upper_s, phase.batch * phase.q_len / t_lower, mfu,
                        names, index, memory.total_bytes, memory.fits)
+
+
+def weight_gemm_critical_batch(chip: Chip, rows: list[OpCost], prec: Precision, q_len: Any,
+                               grouped: bool = False) -> Num:
+    """Sequences per DP replica at which every weight GEMM of the step (the routed experts'
+    grouped GEMMs with `grouped`) is compute-bound: the largest of their critical batches
+    (solve.critical_batch) at each chip's own shard K x N, not the large-matrix limit
+    s_w·P/(2·BW). H100 bf16: the limit is 295.3; Llama-3-70B at TP 4 has QKV 8192 x 2560 and
+    attention output 2048 x 8192 per chip, M* = 2 / (2·BW/P - 2/N - 2/K) = 348.0 and 360.3.
+    The router (N = experts) and batched per-head products (MLA's absorbs) are left out."""
+    shapes = {(op.k, op.n, op.weight_dtype) for r in rows if type(op := r.cost.op) is Gemm
+              and op.grouped == grouped and (grouped or op.groups == 1)
+              and r.group != "model" and r.name != "router"
+              and type(op.k) is not np.ndarray and type(op.n) is not np.ndarray}
+    compute = gemm_dtype(prec, chip)
+    found = [decode_critical_batch(chip, k, n, prec.activations, w, None, compute, q_len)
+             for k, n, w in shapes]  # each kept on the chip (solve.decode_critical_batch)
+    if not found:  # no such GEMM (no experts): the large-matrix limit
+        return decode_critical_batch(chip, dtype=prec.activations,
+                                     weight_dtype=prec.weights, q_len=q_len)
+    if all(type(x) is float for x in found):
+        return max(found)
+    return functools.reduce(np.maximum, found)

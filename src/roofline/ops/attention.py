@@ -4,7 +4,8 @@ Shapes: Q [B, Lq, H, d], K [B, Lkv, Hkv, d], V [B, Lkv, Hkv, d_v]; the queries a
 Lq of the Lkv positions (prefill: Lq = Lkv; decode: Lq = 1, or k for speculative decoding).
 G = H / Hkv query heads share one KV head (MHA: G = 1, GQA: G > 1, MQA: Hkv = 1).
 
-Counting conventions (seed 000 §2.4, seed 003 §5):
+Counting conventions (IO of naive and flash attention: Dao et al., FlashAttention,
+arXiv:2205.14135 §3.2; decode reads every cached K and V once per step):
 - score pairs per head P: non-causal Lq·Lkv; causal Lq·Lkv − Lq·(Lq − 1)/2 (only keys at or
   before the query, so N(N+1)/2 ≈ N²/2 for prefill: causal halves the score work); a causal
   sliding window W caps each query at the W most recent keys (itself included); chunked local
@@ -79,7 +80,7 @@ def score_pairs(q_len: Any, kv_len: Any, causal: bool = True, window: Any = None
     Lq, Lkv = size("Lq", q_len, "q_len"), size("Lkv", kv_len, "kv_len")
     if causal and any_true(value(Lq) > value(Lkv)):  # cross-attention may have more queries
         raise RooflineError("causal attention: q_len must not exceed kv_len (queries are the "
-                            "last q_len positions; --no-causal for cross-attention)")
+                            "last q_len positions; causal=False for cross-attention)")
     if chunk is not None:
         if window is not None or not causal:
             raise RooflineError("chunked attention is causal and has no sliding window (give "
@@ -141,7 +142,7 @@ def attention(
     chunked local attention (Llama 4): each query sees only the keys of its own aligned chunk.
 
     >>> c = attention(1, 1, 4096, heads=64, kv_heads=8, head_dim=128, impl="decode")
-    >>> round(c.bytes["hbm"] / 2**20, 2)   # the 16 MiB KV cache of seed 003 §5 (+ Q and O)
+    >>> round(c.bytes["hbm"] / 2**20, 2)   # 4096 · 8 KV heads · 128 · (K, V) · 2 B: 16 MiB, + Q, O
     16.03
     """
     if impl not in IMPLEMENTATIONS:

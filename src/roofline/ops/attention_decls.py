@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..cost import Cost
-from ..errors import RooflineError
+from ..errors import ParameterError
 from ..hardware import Chip
 from .attention import IMPLEMENTATIONS, attention, flash_tiling
 from .mla import mla_attention, mla_form, mla_kernel
@@ -51,14 +51,16 @@ def attention_or_mla(**kwargs: Any) -> Cost:
     the forward, FlashAttention-2's backward (ops.attention_backward), or both."""
     direction = kwargs.pop("direction", "forward")
     if direction not in PASSES:
-        raise RooflineError(f"--pass: one of {', '.join(PASSES)}, got {direction!r}")
+        raise ParameterError("direction", f"must be one of {', '.join(PASSES)}, got "
+                             f"{direction!r}")
     if kwargs.get("impl") == "mla":
         if direction != "forward":
-            raise RooflineError("--pass backward: give the expanded MLA shapes to op attention "
-                                "(--head-dim 192 --v-head-dim 128), not --impl mla")
+            raise ParameterError("direction", "backward: give the expanded MLA shapes to the "
+                                 "attention op (head_dim 192, v_head_dim 128), not impl mla")
         return mla_attention(**{**kwargs, "impl": None}, form=mla_form(kwargs["q_len"]))
     if direction != "forward" and kwargs.get("impl", "flash") != "flash":
-        raise RooflineError("--pass backward is FlashAttention-2's backward: --impl flash")
+        raise ParameterError("impl", "flash is the one with a backward pass (FlashAttention-2's), "
+                             f"not {kwargs.get('impl')}")
     forward = attention(**kwargs) if direction != "backward" else None
     if direction == "forward":
         assert forward is not None

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import RooflineError
+from ..errors import ParameterError
 from ..hardware import Chip, make_system
 from .collectives import (
     ALGORITHMS,
@@ -44,12 +44,12 @@ def _place(kwargs: dict[str, Any], chip: Chip, pair: bool) -> dict[str, Any]:
         domain = kwargs.get("domain_size")
         inside = ranks if domain is None else domain
         # a send/recv has one peer; a group past a domain spreads evenly over the fewest
-        # domains that hold it (ops.collectives._hierarchical): that many ranks share a link
+        # domains that hold it (ops.collectives.hierarchical): that many ranks share a link
         with np.errstate(divide="ignore", invalid="ignore"):  # bad ranks: refused below
             group = 2 if pair else np.asarray(ranks) / np.ceil(np.asarray(ranks) / inside)
         kwargs["link_share"] = system.link_share(link, group) if link in chip.links else 1.0
     if kwargs.get("algo") == "nvls" and not chip.link(link).in_switch_reduction:
-        raise RooflineError(f"--algo nvls needs in-switch reduction (NVLink SHARP), which "
+        raise ParameterError("algo", f"nvls needs in-switch reduction (NVLink SHARP), which "
                             f"{chip.id!r}'s {link} link does not have (use ring or tree)")
     return kwargs
 

@@ -2,8 +2,8 @@
 
 FLOPs = c·N for c operations per element (a stated small constant per kind, below), run on
 the vector units (CUDA cores / VPU), except the transcendentals (exp, tanh), which go to the
-special-function units; bytes = N·(n_in·s_in + s_out): every input read once and the output
-written once.
+special-function units; bytes = N·(n_in·s_in + n_out·s_out): every input read once and every
+output written once (n_out = 1 but for a fused residual add + norm, which writes two).
 Intensity ≈ c / (2s): a constant, so these ops sit far left of every ridge point.
 The reduction in a norm or softmax reads its row once more only if it does not fit on chip;
 we count the single-pass (fused-row) lower bound. Norm weights (one vector) are ignored.
@@ -33,20 +33,35 @@ class ElementwiseKind:
     inputs: int
     note: str
     special: float = 0.0  # of which transcendentals (exp, tanh) per element
+    outputs: int = 1  # tensors written (a fused residual add + norm writes two)
+    # training: the backward kernel's HBM bytes over the forward's (Liger-Kernel's fused
+    # kernels, linkedin/Liger-Kernel src/liger_kernel/ops: rms_norm backward loads dY and X,
+    # stores dX: 3 passes to the forward's 2; swiglu backward loads dc, a, b, stores da, db:
+    # 5 to 3; a fused add + norm's backward loads dY, X and the residual's gradient, stores
+    # dX: 4 to 4; an add's gradient passes through: none)
+    backward: float = 1.5
 
 
 # Operation counts per output element (the convention, written once):
 KINDS: dict[str, ElementwiseKind] = {
     "generic": ElementwiseKind(1, 1, "one operation per element"),
-    "add": ElementwiseKind(1, 2, "x + y (residual add)"),
+    "add": ElementwiseKind(1, 2, "x + y (residual add)", backward=0.0),
     "mul": ElementwiseKind(1, 2, "x · y"),
     "relu": ElementwiseKind(1, 1, "max(x, 0)"),
     "silu": ElementwiseKind(4, 1, "x / (1 + exp(-x)): neg, exp, add, div", 1),
     "gelu": ElementwiseKind(8, 1, "tanh approximation: ~8 ops, one tanh", 1),
-    "swiglu": ElementwiseKind(5, 2, "silu(a) · b: 4 + 1 ops, two inputs", 1),
+    "swiglu": ElementwiseKind(5, 2, "silu(a) · b: 4 + 1 ops, two inputs", 1, backward=5 / 3),
     "rmsnorm": ElementwiseKind(4, 1, "square, sum, scale by rsqrt, scale by weight"),
     "layernorm": ElementwiseKind(7, 1, "mean, subtract, square, sum, normalise, scale, shift"),
     "softmax": ElementwiseKind(5, 1, "max, subtract, exp, sum, divide", 1),
+    # the residual add fused with the next norm, one kernel (vLLM csrc/layernorm_kernels.cu
+    # fused_add_rms_norm; Apex / Transformer Engine / Liger-Kernel fused norms): reads the
+    # residual and the block's output, writes the new residual and the normed activations:
+    # 4 passes over the tokens, not the add's 3 and the norm's 2
+    "add_rmsnorm": ElementwiseKind(5, 2, "x + y, then rmsnorm of it; writes both", outputs=2,
+                                   backward=1.0),
+    "add_layernorm": ElementwiseKind(8, 2, "x + y, then layernorm of it; writes both",
+                                     outputs=2, backward=1.0),
 }
 
 
@@ -86,7 +101,9 @@ def elementwise(
     c_sfu = min(spec.special, per_element) if type(per_element) is float else \
         np.minimum(spec.special, per_element)
     special = sym("c_sfu", c_sfu) * N
-    hbm = N * (n_in * sym("s_in", x.bytes) + sym("s_out", o.bytes))
+    out = sym("s_out", o.bytes) if spec.outputs == 1 else \
+        sym("n_out", float(spec.outputs)) * sym("s_out", o.bytes)
+    hbm = N * (n_in * sym("s_in", x.bytes) + out)
     transcendentals = [("of which transcendentals (special-function units)", special)]
     return Cost(  # by position (flops, bytes, steps, name, vector_flops, special_ops): hot
         None, {"hbm": value(hbm)},

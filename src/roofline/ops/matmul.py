@@ -1,6 +1,7 @@
 """Matrix products: matmul [M,K]x[K,N], GEMV (M = 1) and the dot product (M = N = 1).
 
-Counting convention: a multiply-add is 2 FLOPs, so FLOPs = 2·M·N·K (seed 000 §2.1).
+Counting convention: a multiply-add is 2 FLOPs, so FLOPs = 2·M·N·K (the JAX Scaling Book,
+https://jax-ml.github.io/scaling-book/roofline/).
 HBM traffic is the untiled lower bound: each operand read once, the output written once:
 bytes = M·K·s_x + K·N·s_w + M·N·s_o with a separate element size per operand, so
 weight-only quantization (int8 / int4 weights, bf16 activations) is the same formula.
@@ -21,7 +22,7 @@ from typing import Any
 from ..cost import Cost
 from ..derivation import call, derived, maximum, steps, sym, value
 from ..dtypes import DType, operand_dtypes
-from ..errors import RooflineError
+from ..errors import ParameterError
 from ..hardware import Chip
 from ..opid import Gemm
 from ..units import parse_bytes
@@ -103,8 +104,8 @@ def warm_capacity(chip: Chip) -> float:
     256 MiB Infinity Cache; its traffic charged at the L2's bandwidth, a looser bound)."""
     level = next((m for m in chip.memory if m.name == "l2"), None)
     if level is None or not level.capacity_bytes:
-        raise RooflineError(f"--warm l2: chip {chip.id!r} gives no l2 level with a capacity "
-                            "(give --warm SIZE)")
+        raise ParameterError("warm_l2_bytes", f"l2: chip {chip.id!r} gives no l2 level with a "
+                             "capacity (give a size)")
     return float(level.warm_capacity_bytes or level.capacity_bytes)
 
 

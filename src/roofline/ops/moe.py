@@ -6,7 +6,8 @@ every operand read once and every output written once, as for `matmul`):
 batched_matmul: X[B,M,K] x W[B,K,N] -> Y[B,M,N], each batch element with its own weight:
     FLOPs = 2·B·M·N·K,  bytes = B·(M·K·s_x + K·N·s_w + M·N·s_o).
     Nothing is shared between batch elements, so batching does not raise the intensity: with
-    M = 1 it stays ≈ 2/s_w whatever B is (seed 001 Problem 4: ≈ 2 for int8, ≈ 1 for bf16).
+    M = 1 it stays ≈ 2/s_w whatever B is (the JAX Scaling Book,
+    https://jax-ml.github.io/scaling-book/roofline/, Question 4: ≈ 2 for int8, ≈ 1 for bf16).
     This is the MoE efficiency problem: tokens spread over many experts each meet a weight
     matrix that few other tokens share.
 

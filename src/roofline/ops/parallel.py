@@ -2,7 +2,8 @@
 `roofline.models.tp_layer`, built from the same layer ops as whole models).
 
 All costs are per chip: the chip's share of the FLOPs and HBM traffic plus the collective it
-takes part in, so `evaluate` weighs T_math against T_comm directly (seed 001 §2.5).
+takes part in, so `evaluate` weighs T_math against T_comm directly (the JAX Scaling Book,
+https://jax-ml.github.io/scaling-book/roofline/, network communication rooflines).
 
 sharded_matmul, X[M,K] x W[K,N] over p chips:
   contraction  each chip holds K/p of X's columns and W's rows and computes a partial
@@ -24,7 +25,7 @@ import numpy as np
 from ..cost import Cost
 from ..derivation import derived, value
 from ..dtypes import DType, operand_dtypes
-from ..errors import RooflineError
+from ..errors import ParameterError, RooflineError
 from ..hardware import Chip
 from ._common import shown, size, whole
 from .attention import IMPLEMENTATIONS
@@ -116,9 +117,8 @@ def _layer_shape(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
         given = kwargs.get(name)
         if isinstance(given, np.ndarray):
             if np.unique(given).size > 1:
-                flag = "--" + name.replace("_", "-")
-                raise RooflineError(f"tp-layer: {flag} shapes the layer and cannot be swept "
-                                    "(sweep --batch or --seq-len; one sweep per layer shape)")
+                raise ParameterError(name, "shapes the layer and cannot be swept (sweep batch "
+                                     "or seq_len; one sweep per layer shape)", where="tp-layer: ")
             kwargs[name] = int(given.flat[0])
     if kwargs.get("head_dim") is None and kwargs["hidden"] % kwargs["heads"] == 0:
         kwargs["head_dim"] = kwargs["hidden"] // kwargs["heads"]

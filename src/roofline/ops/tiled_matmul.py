@@ -1,4 +1,5 @@
-"""A tiled matmul: the traffic a GEMM moves when its tiles live on chip (seed 001 §2.4).
+"""A tiled matmul: the traffic a GEMM moves when its tiles live on chip (the JAX Scaling Book,
+"All About Rooflines", matrix multiplication: https://jax-ml.github.io/scaling-book/roofline/).
 
 X[M,K] x W[K,N] -> Y[M,N] computed in block tiles: each thread block owns a bm x bn tile of
 Y and walks K in steps of bk, staging a bm x bk tile of X and a bk x bn tile of W in on-chip

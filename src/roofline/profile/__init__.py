@@ -1,4 +1,4 @@
-"""Profiles in: a real run's trace placed kernel by kernel on the roofline (issue 32).
+"""Profiles in: a real run's trace placed kernel by kernel on the roofline.
 
 `profile(path)` reads a PyTorch profiler (Kineto) trace, maps each GPU kernel to the op it
 ran with its shapes, and bounds it with the one evaluator and the forecast.

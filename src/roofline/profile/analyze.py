@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cost import Cost
-from ..errors import RooflineError
+from ..errors import ParameterError, RooflineError
 from ..evaluate import evaluate
 from ..expect import expected
 from ..hardware import Chip, load_chip
@@ -43,7 +43,7 @@ def _select_step(trace: KinetoTrace, step: int | None) -> tuple[list[Kernel], st
         if s.number == step:
             return [k for k in trace.kernels if s.start_s <= k.launch_s <= s.end_s], s.name
     have = ", ".join(str(s.number) for s in trace.steps) or "none (no ProfilerStep marks)"
-    raise RooflineError(f"--step {step}: no ProfilerStep#{step} in the trace (steps: {have})")
+    raise ParameterError("step", f"{step}: no ProfilerStep#{step} in the trace (steps: {have})")
 
 
 def _groups(kernels: list[Kernel]) -> list[list[Kernel]]:
@@ -243,12 +243,12 @@ def profile(path: str | Path, hw: Chip | str | None = None, on: Chip | str | Non
     file = trace_file(Path(path), rank)
     trace = read_kineto(file)
     if rank is not None and trace.rank is not None and trace.rank != rank:
-        raise RooflineError(f"--rank {rank}: {file} is rank {trace.rank}'s trace")
+        raise ParameterError("rank", f"{rank}: {file} is rank {trace.rank}'s trace")
     if not trace.kernels:
         raise RooflineError(
             f"{file}: no GPU kernels, copies or fills in the trace ({trace.cpu_ops} CPU ops: "
-            "a CPU-only profile); profile places GPU work on its bounds; for CPU code run "
-            "`roofline trace script.py:fn --hw <chip file>`")
+            "a CPU-only profile); profile places GPU work on its bounds; CPU code is traced "
+            "instead (roofline.trace, with a chip file for the CPU)")
     chip = load_chip(hw if hw is not None else chip_for_device(trace.device_name))
     other = load_chip(on) if on is not None else None
     kernels, step_name = _select_step(trace, step)

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from ..argtypes import count_arg
-from ..files import write_text
+from ..files import write_text, wrote
 from ..serialize import jsonable
 
 
@@ -26,6 +26,7 @@ def _cmd_profile(args: argparse.Namespace) -> None:
         print(json.dumps(jsonable(result.to_dict()), indent=2))
     else:
         print(profile_text(result, args.top))
+    wrote(args.csv, args.html, json=args.json)
 
 
 def register(subparsers: Any) -> None:

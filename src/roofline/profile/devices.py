@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import RooflineError
+from ..errors import ParameterError
 
 # (every pattern that must appear, chip id); first match wins
 RULES: tuple[tuple[tuple[str, ...], str], ...] = (
@@ -31,12 +31,12 @@ RULES: tuple[tuple[tuple[str, ...], str], ...] = (
 def chip_for_device(name: str | None) -> str:
     """The catalog chip id for a device name; RooflineError (asking for --hw) if unknown."""
     if not name:
-        raise RooflineError("the trace names no device (no deviceProperties): name the chip "
-                            "with --hw (roofline hw list)")
+        raise ParameterError("hw", "is needed: the trace names no device (no deviceProperties; "
+                             "roofline hw list shows the chips)")
     words = re.sub(r"[^a-z0-9]+", " ", name.lower())
     tokens = set(words.split())
     for needed, chip in RULES:
         if all(n in tokens or any(t.startswith(n) for t in tokens) for n in needed):
             return chip
-    raise RooflineError(f"device {name[:80]!r} is not one the catalog knows: name the chip "
-                        "with --hw (roofline hw list)")
+    raise ParameterError("hw", f"is needed: device {name[:80]!r} is not one the catalog knows "
+                         "(roofline hw list shows the chips)")

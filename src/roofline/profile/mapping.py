@@ -31,15 +31,8 @@ from ..ops.attention_backward import attention_backward
 from ..ops.collectives import collective
 from ..ops.matmul import matmul
 from ..ops.moe import batched_matmul
-from ..trace.torch_trace import (
-    ALLOCATIONS,
-    ATTENTION_BACKWARD_OPS,
-    ATTENTION_OPS,
-    FACTORIES,
-    POINTWISE,
-    REDUCTION,
-    VIEWS,
-)
+from ..trace.torch_attention import ATTENTION_BACKWARD_OPS, ATTENTION_OPS
+from ..trace.torch_trace import ALLOCATIONS, FACTORIES, POINTWISE, REDUCTION, VIEWS
 from .events import Comm, CpuOp, Kernel
 
 # PyTorch's tensor type names (profiler 'Input type') -> roofline dtypes

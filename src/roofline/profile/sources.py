@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..errors import RooflineError
+from ..errors import ParameterError, RooflineError
 
 SUFFIXES = (".json", ".json.gz")
 
@@ -24,12 +24,12 @@ def trace_file(path: Path, rank: int | None) -> Path:
         raise RooflineError(f"{path}: a directory without .json / .json.gz traces")
     if rank is None:
         if len(found) > 1:
-            raise RooflineError(f"{path}: {len(found)} traces; choose one rank's with --rank "
-                                "(or give the file)")
+            raise ParameterError("rank", f"is needed: {path} holds {len(found)} traces (or give "
+                                 "one file)")
         return found[0]
     mine = [p for p in found if re.search(rf"rank[-_]?{rank}(?![0-9])", p.name)]
     if len(mine) != 1:
         names = ", ".join(p.name for p in found[:5])
-        raise RooflineError(f"--rank {rank}: {len(mine)} trace file names in {path} name rank "
+        raise ParameterError("rank", f"{rank}: {len(mine)} trace file names in {path} name rank "
                             f"{rank} (files: {names}{', ...' if len(found) > 5 else ''})")
     return mine[0]

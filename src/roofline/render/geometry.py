@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import dtype as lookup_dtype
-from ..errors import RooflineError, brief
+from ..errors import ParameterError, RooflineError, brief
 from ..evaluate import Estimate
 from ..files import read_json
 from ..hardware import Chip
@@ -324,9 +324,9 @@ def check_chip(r: OpPoint, chip: Chip, where: str = "", figures: bool = True) ->
     for m in chip.memory if figures else ():
         moved, took = r.bytes.get(m.name, 0.0), r.time_s.get(m.name, 0.0)
         if moved > 0 and took > 0 and abs(moved / took / m.bandwidth_Bps - 1) > 1e-6:
-            raise RooflineError(f"{where}op {r.name!r} was evaluated on a {r.hardware!r} whose "
-                                f"{m.name} bandwidth is {moved / took:.4g} B/s, not "
-                                f"{m.bandwidth_Bps:.4g} (give that chip file with --hw)")
+            raise ParameterError("hw", "must be that chip file", where=(
+                f"{where}op {r.name!r} was evaluated on a {r.hardware!r} whose {m.name} "
+                f"bandwidth is {moved / took:.4g} B/s, not {m.bandwidth_Bps:.4g}: "))
 
 
 def roof_at(geo: RooflineGeometry, intensity: float) -> float:

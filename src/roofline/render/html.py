@@ -43,8 +43,9 @@ h1 { margin-bottom: 0.25rem; }
 table { border-collapse: collapse; margin: 0.5rem 0; font-size: 0.9rem; }
 .table-box { max-width: 100%; overflow-x: auto; margin-bottom: 1rem; }
 caption { text-align: left; font-weight: 600; padding: 0.25rem 0; }
-th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: left;
-         vertical-align: top; overflow-wrap: anywhere; }
+th, td { /* break-word: wrap at spaces, never "attainabl e" */
+         border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: left;
+         vertical-align: top; overflow-wrap: break-word; }
 th { background: #f3f3f3; }
 pre { background: #f7f7f7; padding: 0.75rem; white-space: pre-wrap;
       overflow-wrap: anywhere; font-size: 0.85rem; }

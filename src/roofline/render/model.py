@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..units import format_si
+from ..units import format_params, format_si
 from . import text
 from .safe import terminal_safe
 from .table import Column, Table, gains, general, nbytes, percent, seconds, si
@@ -63,7 +63,7 @@ def layer_table(a: ModelAnalysis) -> Table:
 
 def header(a: ModelAnalysis) -> str:
     p, par = a.phase, a.parallel
-    active = (f", {a.params_active / 1e9:.3g}B active" if a.params_active < a.params_total
+    active = (f", {format_params(a.params_active)} active" if a.params_active < a.params_total
               else "")
     length = (f"{p.q_len} new token(s) per sequence after a context of {p.kv_len - p.q_len}"
               if p.kind == "decode" else f"{p.q_len} tokens per sequence")
@@ -71,7 +71,7 @@ def header(a: ModelAnalysis) -> str:
     why = [prec.weights_from] if prec.weights_from else []
     why += [f"embedding and lm head {prec.tables}"] if prec.tables != prec.weights else []
     weights = prec.weights + (f" ({'; '.join(why)})" if why else "")
-    return (f"{a.model} ({a.params_total / 1e9:.3g}B params{active}) on {a.hardware}, "
+    return (f"{a.model} ({format_params(a.params_total)} params{active}) on {a.hardware}, "
             f"{p.kind}: batch {p.batch}, {length}; tp {par.tp} pp {par.pp} dp {par.dp} "
             f"ep {par.ep} cp {par.cp}; weights {weights}, activations "
             f"{a.precision.activations}" + ("" if p.kind == "train" else
@@ -140,7 +140,9 @@ def summary_lines(a: ModelAnalysis) -> list[str]:
                 else "TPOT ")
         lines.append(f"{step}>= {seconds(a.tpot_s)}; <= {si()(a.tokens_per_s)} tokens/s "
                      f"across the batch; dense weight GEMMs turn compute-bound at batch "
-                     f"{a.decode_compute_bound_batch:.4g}{experts}")
+                     f"{a.decode_compute_bound_batch:.4g} at their per-chip shapes ("
+                     f"{a.decode_compute_bound_batch_limit:.4g} for large matrices){experts}"
+                     .replace("at batch inf", "at no batch").replace("at inf:", "at no batch:"))
     else:
         lines.append(f"step >= {seconds(a.t_lower_s)}; <= {si()(a.tokens_per_s)} tokens/s"
                      + common_schedule(a))

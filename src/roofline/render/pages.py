@@ -11,6 +11,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..hardware import Chip, load_chip
@@ -24,6 +25,7 @@ from .geometry import (
     Measured,
     OpPoint,
     default_dtypes,
+    estimate_points,
     has_point,
     roof_at,
     roofline_geometry,
@@ -170,24 +172,16 @@ def estimate_html(est: Estimate) -> str:
 # --- a model step ----------------------------------------------------------------------------
 
 
-def step_points(a: ModelAnalysis, chip: Chip) -> list[OpPoint]:
-    """The step's ops as chart points, from the same rows as the tables (all occurrences,
-    pipeline slots included), named 'group: op'."""
+def step_points(a: ModelAnalysis) -> list[OpPoint]:
+    """The step's ops as chart points, named 'group: op' and numbered as in the tables: each
+    from the step's own Estimate of ONE occurrence (the evaluator's peak for the op's
+    compute dtype, its ridge, intensity and attainable FLOP/s; its derivation), so a point's
+    FLOPs sit beside that occurrence's time, as its derivation shows them."""
     out = []
-    for op in a.ops:
-        hbm = float(op.hbm_bytes)
-        t = float(op.t_lower_s)
-        flops = float(op.flops)
-        peak = chip.peak_flops(a.precision.activations)
-        out.append(OpPoint(
-            name=f"{op.group}: {op.name}", hardware=a.hardware, bound=str(op.bound),
-            t_lower_s=t, t_upper_s=float(op.t_upper_s), flops=flops,
-            attainable_flops_per_s=flops / t if t > 0 else 0.0, peak_flops_per_s=peak,
-            intensity={"hbm": flops / hbm} if hbm > 0 and flops > 0 else {},
-            ridge={"hbm": peak / chip.bandwidth_Bps("hbm")},
-            time_s={k: float(v) for k, v in op.time_s.items()},
-            bytes={"hbm": hbm}, dtypes=(a.precision.activations,),
-            derivation=tuple(op.cost.explain())))
+    for op, est in zip(a.ops, a.parts.core.ests, strict=False):  # (past the rows: a link's
+        for point in estimate_points(est):  # unhidden time, no arithmetic to place)
+            index = point.name[len(est.cost.name or "op"):]  # "[i, j]" of a sweep's point
+            out.append(replace(point, name=f"{op.group}: {op.name}{index}"))
     return out
 
 
@@ -213,7 +207,7 @@ def model_html(a: ModelAnalysis, hw: Chip | str, what_if: Sequence[Any] = (),
 
     chip = load_chip(hw)
     title = title or f"{a.model} on {a.hardware}: {a.phase.kind}"
-    points = step_points(a, chip)
+    points = step_points(a)
     summary = summary_lines(a)
     body = [f"<header><h1>{xml_text(title)}</h1>",
             f'<p class="note">{xml_text(header(a))} · roofline {xml_text(__version__)}</p>',

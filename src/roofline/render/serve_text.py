@@ -66,19 +66,26 @@ def _cost(r: dict[str, Any]) -> str:
     return "-" if not math.isfinite(r["usd_per_mtok"]) else f"${r['usd_per_mtok']:.3g}"
 
 
+def chips(n: float) -> str:
+    """`1 chip`, `8 chips`, `2.5 chips` (a disaggregated plan's share of a prefill pool)."""
+    return f"{format_si(n)} chip" + ("" if n == 1 else "s")
+
+
 def row_cells(r: dict[str, Any]) -> list[str]:
-    return [r["hardware"], r["mode"][:5], f"{r['chips']:.3g}", str(r["tp"]),
+    return [r["hardware"], r["mode"], format_si(r["chips"]), str(r["tp"]),
             f"{r['weight_dtype']}/{r['kv_dtype']}", f"{r['running']:g}", f"{r['chunk']:g}",
-            f"{r['output_tokens_per_s_per_chip']:.4g}", f"{r['requests_per_s']:.3g}",
-            format_time(r["ttft_s"]), format_time(r["tpot_s"]), format_time(r["e2e_s"]),
-            _cost(r), f"{r['tokens_per_joule']:.3g}", r["bound"]]
+            format_si(r["output_tokens_per_s_per_chip"]),
+            format_si(r["requests_per_s"]), format_time(r["ttft_s"]), format_time(r["tpot_s"]),
+            format_time(r["e2e_s"]), _cost(r), format_si(r["tokens_per_joule"]), r["bound"]]
 
 
 HEADERS = ["hardware", "mode", "chips", "tp", "w/kv", "batch", "chunk", "out tok/s/chip",
            "req/s", "TTFT", "TPOT", "E2E", "$/Mtok", "tok/J", "bound"]
 
 
-def serve_text(data: dict[str, Any]) -> str:
+def serve_text(data: dict[str, Any], verbose: bool = False) -> str:
+    """The plan for people: by default the best plan per chip, its first lever and one
+    frontier over every chip; `verbose` adds each chip's frontiers, every lever and the notes."""
     w, t, load = data["workload"], data["targets"], data["load"]
     targets = ", ".join(f"{k.upper()[:4]} <= {format_time(v)}" for k, v in
                         (("ttft", t["ttft_s"]), ("tpot", t["tpot_s"])) if v is not None)
@@ -90,27 +97,42 @@ def serve_text(data: dict[str, Any]) -> str:
         else "; expected times (no engine named: generic factors)")
     lines = [f"serve {data['model']}: {w['input_len']:g} prompt + {w['output_len']:g} output "
              f"tokens per request; {what}; {targets or 'no latency targets'}{times}",
+             *(f"runtime on {hw}: {text}" for hw, text in data.get("runtime_text", {}).items()),
              f"{data['points']} operating points, {data['feasible_points']} meet the targets", ""]
     best = data["best"]
     if not best:
-        lines.append("no configuration meets the targets (relax them, or allow more chips)")
+        lines.append(f"no configuration meets the targets: {data['infeasible']}")
     else:
         lines += ["best per chip kind (most output tokens/s per chip):",
                   table(HEADERS, [row_cells(r) for r in best.values()]), ""]
         for hw, r in best.items():
             lines.append(f"{hw}: {describe(r)}; {format_si(r['output_tokens_per_s'])} output "
-                         f"tokens/s on {r['chips']:.3g} chips; batch limited by {r['limit']}")
-            lines += [f"  - {m}" for m in r["what_would_move_it"]]
-    for key, label in (("frontier_tpot", "TPOT"), ("frontier_ttft", "TTFT")):
-        for hw, rows in data[key].items():
-            if rows:
-                spread = rows[::max(1, -(-len(rows) // 12))][:11]  # spread over it, both ends
-                shown = spread + [r for r in rows[-1:] if r is not spread[-1]]
-                lines += ["", f"{hw}: output tokens/s per chip vs {label} (Pareto frontier, "
-                          f"{len(shown)} of {len(rows)} points):",
-                          table(HEADERS, [row_cells(r) for r in shown])]
+                         f"tokens/s on {chips(r['chips'])}; batch limited by {r['limit']}")
+            moves = r["what_would_move_it"]
+            lines += [f"  - {m}" for m in (moves if verbose else moves[:1])]
+    if verbose:
+        for key, label in (("frontier_tpot", "TPOT"), ("frontier_ttft", "TTFT")):
+            for hw, rows in data[key].items():
+                lines += _frontier(rows, f"{hw}: output tokens/s per chip vs {label}")
+    else:
+        lines += _frontier(data.get("frontier", []), "output tokens/s per chip vs TPOT, "
+                           "every chip")
     if data["skipped"]:
         lines += ["", f"skipped {len(data['skipped'])} configurations, e.g. "
                   f"{data['skipped'][0]}"]
-    lines += ["", *data["notes"]]
+    if verbose:
+        lines += ["", *data["notes"]]
+    else:
+        lines += ["", data["notes"][0].split(":", 1)[0] + " (--verbose: every chip's "
+                  "frontiers against TPOT and TTFT, every lever, and what each figure means)"]
     return "\n".join(lines)
+
+
+def _frontier(rows: list[dict[str, Any]], title: str) -> list[str]:
+    """A Pareto frontier as a table of at most 12 points spread over it, both ends kept."""
+    if not rows:
+        return []
+    spread = rows[::max(1, -(-len(rows) // 12))][:11]
+    shown = spread + [r for r in rows[-1:] if r is not spread[-1]]
+    return ["", f"{title} (Pareto frontier, {len(shown)} of {len(rows)} points):",
+            table(HEADERS, [row_cells(r) for r in shown])]

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import dtype
-from ..units import format_time
+from ..units import format_bytes, format_si, format_time
 from .plan import ServePlan
 
 GROUP = ("hardware", "mode", "tp", "pp", "dp", "ep", "prefill_tp", "prefill_pp", "prefill_dp",
@@ -56,7 +56,7 @@ def moves(plan: ServePlan, row: dict[str, Any], why: str) -> list[str]:
             nxt = _next_on_frontier(plan, row, key)
             if nxt is not None:
                 out.append(f"a {key[:4].upper()} target of {format_time(nxt[key])} allows "
-                           f"{nxt['output_tokens_per_s_per_chip']:.4g} output tokens/s per "
+                           f"{format_si(nxt['output_tokens_per_s_per_chip'])} output tokens/s per "
                            f"chip ({nxt['mode']}, tp {nxt['tp']})")
     if bound == "hbm":
         out.append("each step is HBM-bound: fewer bytes per token (narrower weights or KV) "
@@ -86,3 +86,43 @@ def _next_on_frontier(plan: ServePlan, row: dict[str, Any], key: str) -> dict[st
 def annotate(plan: ServePlan, row: dict[str, Any]) -> dict[str, Any]:
     why = limit(plan, row)
     return {**row, "limit": why, "what_would_move_it": moves(plan, row, why)}
+
+
+def infeasible(plan: ServePlan) -> str:
+    """Why no operating point meets the targets, and what would fix it: the weights (or the
+    weights and one sequence) overflow the usable memory at every layout tried, or the
+    targets are beyond the best times found."""
+    c = plan.columns
+    reasons = []
+    for hw in dict.fromkeys(c["hardware"].tolist()):
+        rows = c["hardware"] == hw
+        if not np.any(c["fits"] & rows):
+            j = int(np.flatnonzero(rows)[np.argmax(c["chips"][rows])])
+            weights, usable = c["weights_bytes_per_chip"][j], c["usable_bytes_per_chip"][j]
+            chips = float(c["chips"][j])
+            if weights > usable:
+                need = int(np.ceil(weights * chips / usable))
+                reasons.append(f"{hw}: weights {format_bytes(weights)} per chip > "
+                               f"{format_bytes(usable)} usable x {chips:g} chip(s), the most "
+                               f"tried: allow >= {need} chips (--tp, --pp, --max-chips), or "
+                               "quantize (--weight-dtype fp8)")
+            else:
+                reasons.append(f"{hw}: weights {format_bytes(weights)} of "
+                               f"{format_bytes(usable)} usable per chip leave no room for "
+                               "one sequence's KV cache: allow more chips, shorter requests, "
+                               "or an fp8 KV cache (--kv-dtype fp8)")
+            continue
+        ok = c["fits"] & c["feasible"] & rows
+        if not np.any(ok):
+            reasons.append(f"{hw}: no point that fits sustains the load given: allow more "
+                           "chips or a lower --rate / --concurrency")
+            continue
+        t = plan.targets
+        best = [f"{name} {format_time(float(c[key][ok].min()))} > {format_time(target)}"
+                for name, key, target in (("TTFT", "ttft_s", t.ttft_s),
+                                          ("TPOT", "tpot_s", t.tpot_s))
+                if target is not None and c[key][ok].min() > target]
+        reasons.append(f"{hw}: the best found is " + (", ".join(best) or
+                       "each target met at different points, never both") +
+                       ": relax the targets or allow more chips")
+    return "; ".join(reasons)

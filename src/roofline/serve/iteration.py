@@ -20,7 +20,7 @@ from ..dtypes import dtype as lookup_dtype
 from ..evaluate import evaluate
 from ..hardware import Chip
 from ..models import ModelAnalysis, ModelSpec, Parallel, Phase, Precision, analyze
-from ..models.memory import footprint, kv_bytes_per_token
+from ..models.memory import MemoryFootprint, footprint, kv_bytes_per_token
 from ..models.step import MemoryBudget, decode, mixed
 from ..ops.collectives import collective
 from .workload import Workload
@@ -58,6 +58,7 @@ class Engine:
     impl: str = "flash"
     expect: bool = False  # step times are expected times, not bounds
     framework: str | None = None  # the engine of the expected times (vllm, sglang, ...)
+    max_seqs: int | None = None  # the engine's cap on running sequences (runtime.Runtime)
 
     def step_time(self, a: ModelAnalysis) -> Any:
         return step_time(a, self.expect, self.chip, self.framework)
@@ -76,18 +77,25 @@ class Engine:
         return analyze(self.spec, self.chip, phase, self.par, self.prec, impl=self.impl,
                        budget=self.budget)
 
-    def max_running(self, w: Workload) -> int:
-        """Most sequences the instance can hold at once: weights, then per sequence its
-        paged KV blocks (and activations, recurrent state), within the memory budget; a
-        shared prefix-cache hit is held once."""
+    def footprint(self, w: Workload) -> MemoryFootprint:
+        """Per chip: the weights, then per sequence its paged KV blocks (and activations,
+        recurrent state), within the memory budget; a shared prefix-cache hit is held
+        once."""
         device = self.chip.memory[0].capacity_bytes or 0.0
         shared = w.shared_prefix_tokens * float(kv_bytes_per_token(self.spec, self.par,
                                                                    self.prec))
         budget = MemoryBudget(self.budget.util, self.budget.reserve_bytes + shared)
         phase = decode(self.par.dp, w.kv_tokens_per_sequence(), w.verify_len)
-        fp = footprint(self.spec, phase, self.par, self.prec, budget.usable(device))
-        most = float(np.asarray(fp.max_batch))
-        return int(min(most, 1e7) // self.unit * self.unit)
+        return footprint(self.spec, phase, self.par, self.prec, budget.usable(device))
+
+    def max_running(self, w: Workload) -> int:
+        """Most sequences the instance can hold at once (`footprint`), at most the engine's
+        cap."""
+        fp = self.footprint(w)
+        # (the cap is per engine process: one per data-parallel replica)
+        most = min(float(np.asarray(fp.max_batch)),
+                   float(self.max_seqs * self.par.dp if self.max_seqs else 1e7))
+        return int(most // self.unit * self.unit)
 
     def iteration(self, running: Any, w: Workload, prefill_tokens: Any) -> ModelAnalysis:
         """A continuous-batching iteration of `running` sequences (all micro-batches)."""

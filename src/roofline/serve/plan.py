@@ -21,9 +21,13 @@ from ..models.step import MemoryBudget
 from ..sweep import configurations, pareto_front
 from .grid import Pools, aggregated, disaggregated, pools, running_grid
 from .iteration import Engine, activation_dtype
+from .runtime import RUNTIMES, Runtime, check_runs_on, runtime
 from .workload import Workload
 
 MODES = ("aggregated", "disaggregated")
+SEARCHED_CHUNKS = (512, 2048, 8192)  # with no engine named: its prefill budget is searched
+INTEGERS = ("running", "chunk", "instances", "chips", "decode_chips", "max_running", "tp",
+            "pp", "dp", "ep", "prefill_tp", "prefill_pp", "prefill_dp", "prefill_ep")
 
 
 @dataclass(frozen=True)
@@ -40,11 +44,13 @@ class Space:
     pp: Sequence[int] = (1,)
     dp: Sequence[int] = (1,)
     ep: Sequence[int] | None = None  # None: 1, and for MoE models also ep = tp·dp
-    weight_dtypes: Sequence[str] | None = None  # None: the checkpoint's, and fp8 if wider
-    kv_dtypes: Sequence[str] = ("bf16", "fp8")
+    weight_dtypes: Sequence[str] | None = None  # None: the checkpoint's own
+    kv_dtypes: Sequence[str] | None = None  # None: the model's activation dtype (engines' auto)
     dtype: str | None = None  # compute dtype; None: activation_dtype() per weight dtype
     batch: Sequence[float] | None = None  # running sequences per instance (all its replicas)
-    chunks: Sequence[float] = (512, 2048, 8192)  # prompt tokens per iteration per replica
+    # prompt tokens per iteration per replica; None: the named engine's budget
+    # (runtime.Runtime.chunk_tokens), or these three searched where none is named
+    chunks: Sequence[float] | None = None
     modes: Sequence[str] = ("aggregated",)
     max_chips: int = 64
 
@@ -58,16 +64,17 @@ class Load:
     concurrency: int | None = None
 
 
-def _engines(spec: ModelSpec, hardware: Sequence[str], space: Space, budget: MemoryBudget,
-             expect: bool = False, framework: str | None = None
-             ) -> tuple[list[tuple[Engine, dict[str, Any]]], list[str]]:
+def _engines(spec: ModelSpec, hardware: Sequence[str], space: Space,
+             budget: MemoryBudget | None, expect: bool = False, framework: str | None = None,
+             limits: bool = True) -> tuple[list[tuple[Engine, dict[str, Any]]], list[str]]:
     """Every valid instance configuration; invalid ones (tp not dividing the heads, ep on a
-    dense model, more chips than allowed) are skipped with the reason, unless all are."""
-    weights = list(space.weight_dtypes or dict.fromkeys(
-        [model_precision(spec).weights, "fp8"]))
-    eps = list(space.ep or [1, -1] if spec.moe else space.ep or [1])
-
+    dense model, more chips than allowed) are skipped with the reason, unless all are. The
+    engine's defaults (runtime.py) set the memory budget where none is given and cap the
+    running sequences."""
     native = model_precision(spec)
+    weights = list(space.weight_dtypes or [native.weights])
+    kvs = list(space.kv_dtypes or [native.kv])
+    eps = list(space.ep or [1, -1] if spec.moe else space.ep or [1])
 
     def precision(chip: Any, w: str, kv: str) -> Precision:
         act = space.dtype or activation_dtype(w, chip)
@@ -81,18 +88,21 @@ def _engines(spec: ModelSpec, hardware: Sequence[str], space: Space, budget: Mem
     out: list[tuple[Engine, dict[str, Any]]] = []
     skipped: list[str] = []
     for chip, par, prec, config in configurations(hardware, space.tp, space.pp, space.dp, eps,
-                                                  weights, space.kv_dtypes, precision):
-        if par.ep == -1:  # every chip of the instance holds its share of the experts
-            par = replace(par, ep=par.tp * par.dp)
-            config["ep"] = par.ep
+                                                  weights, kvs, precision):
         if prec.expert_weights and prec.expert_weights != prec.weights:  # say the mix
             config["weight_dtype"] = f"{prec.weights}+{prec.expert_weights} experts"
         if par.chips > space.max_chips:
             skipped.append(f"{_name(config)}: {par.chips} chips > --max-chips "
                            f"{space.max_chips}")
             continue
-        out.append((Engine(spec, chip, par, prec, budget, expect=expect, framework=framework),
-                    {**config, "dtype": prec.activations}))
+        if framework:
+            check_runs_on(engine_name(framework), chip)
+        rt = runtime(engine_name(framework) if framework else None, chip, par.tp)
+        mem = budget or MemoryBudget(rt.memory_fraction)
+        out.append((Engine(spec, chip, par, prec, mem, expect=expect, framework=framework,
+                           max_seqs=rt.max_running if limits else None),
+                    {**config, "dtype": prec.activations, "memory_fraction": mem.util,
+                     "reserve_bytes": mem.reserve_bytes}))
     return out, skipped
 
 
@@ -108,6 +118,9 @@ class ServePlan:
     skipped: list[str] = field(default_factory=list)
     expected: bool = False  # step times are expected times (a forecast), not bounds
     engine: str | None = None  # the engine whose fitted factors the expected times took
+    # per chip id: the engine's (or the generic) defaults the plan assumed, at TP 1 (a row's
+    # memory_fraction column has its own TP's)
+    runtimes: dict[str, Runtime] = field(default_factory=dict)
     # per chip id: the TDP that tokens_per_joule divides by, with its source (the chip file's
     # tdp_w, tdp_source, tdp_estimated; tdp_w None where the file gives none)
     tdp: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -119,6 +132,23 @@ class ServePlan:
         what = "expected" if self.expected else "bounds"
         return (f"ServePlan({self.model}: {len(self)} operating points, "
                 f"{int(self.ok.sum())} meet the targets; {what})")
+
+    def to_frame(self) -> Any:
+        """Every operating point as a pandas DataFrame (pandas is an optional extra)."""
+        from ..render.frames import frame
+
+        return frame(self.columns)
+
+    def _repr_html_(self) -> str:  # a notebook shows the best point per chip, then all
+        from ..render.frames import columns_html
+
+        front = self.frontier("tpot_s")  # every chip together
+        keys = [k for k in ("hardware", "mode", "chips", "tp", "weight_dtype", "kv_dtype",
+                            "running", "chunk", "output_tokens_per_s_per_chip",
+                            "requests_per_s", "ttft_s", "tpot_s", "e2e_s", "bound")
+                if k in self.columns]
+        return columns_html(f"{self!r}: the Pareto frontier against TPOT", self.columns,
+                            rows=front or None, keys=keys)
 
     @property
     def ok(self) -> np.ndarray[Any, Any]:
@@ -163,13 +193,17 @@ class ServePlan:
 def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
          targets: Targets | None = None, space: Space | None = None, load: Load | None = None,
          budget: MemoryBudget | None = None, prices: dict[str, float] | None = None,
-         expect: bool = False, framework: str | None = None) -> ServePlan:
+         expect: bool = False, framework: str | None = None,
+         engine_limits: bool = True) -> ServePlan:
     """Every operating point of every configuration (see grid.py for the model); with
     `expect`, step times are expected times (roofline.expect) instead of bounds, with the
-    fitted factor of the serving engine `framework` names where one exists."""
+    fitted factor of the serving engine `framework` names where one exists. The engine's
+    defaults (runtime.py: its memory fraction where `budget` is None, its cap on running
+    sequences, its prefill chunk where `space` names none) apply unless not
+    `engine_limits` (a published run whose own settings are not known)."""
     spec = load_model(model)
     targets, space, load = targets or Targets(), space or Space(), load or Load()
-    budget = budget or MemoryBudget()
+    name = engine_name(framework) if framework else None
     for mode in space.modes:
         if mode not in MODES:
             raise RooflineError(f"unknown mode {mode!r} (allowed: {', '.join(MODES)})")
@@ -180,7 +214,8 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
         # rate x time in decode); a pinned one it cannot sustain reported a TPOT no run sees
         raise RooflineError("--batch pins the running batch, --rate sets it (Little's law: "
                             "rate x decode time): give one, or a --batch grid to pick from")
-    engines, skipped = _engines(spec, hardware, space, budget, expect, framework)
+    engines, skipped = _engines(spec, hardware, space, budget, expect, framework,
+                                engine_limits)
     groups: list[dict[str, np.ndarray[Any, Any]]] = []
 
     def add(config: dict[str, Any], cols: dict[str, Any], most: Any) -> None:
@@ -191,10 +226,15 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
         flat.update({k: np.full(flat["running"].size, v) for k, v in config.items()})
         groups.append(flat)
 
-    chunks = np.asarray(space.chunks, dtype=float)
     batch = None if space.batch is None else np.asarray(space.batch, dtype=float)
-    sides: list[tuple[Engine, dict[str, Any], Pools, int]] = []
+    sides: list[tuple[Engine, dict[str, Any], Pools, int, Any]] = []
     for e, config in engines:
+        chunks = np.asarray(space.chunks or ((runtime(name, e.chip, e.par.tp).chunk_tokens,)
+                                             if name in RUNTIMES else SEARCHED_CHUNKS),
+                            dtype=float)
+        fp = e.footprint(workload)  # what a plan that fits nothing says: explain.infeasible
+        config = {**config, "weights_bytes_per_chip": fp.weights_bytes,
+                  "usable_bytes_per_chip": fp.capacity_bytes}
         try:
             running, most = running_grid(e, workload, batch, load.concurrency)
             if "aggregated" in space.modes:
@@ -202,11 +242,11 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
                                   load.concurrency)
                 add({**config, "mode": "aggregated", **_prefill_config(config)}, cols, most)
             if "disaggregated" in space.modes:
-                sides.append((e, config, pools(e, workload, running, chunks), most))
+                sides.append((e, config, pools(e, workload, running, chunks), most, chunks))
         except RooflineError as exc:  # e.g. tp not dividing the heads: skipped, said why
             skipped.append(f"{_name(config)}: {exc}")
-    for d, dconf, dpool, most in sides:
-        for p, pconf, ppool, _ in sides:
+    for d, dconf, dpool, most, chunks in sides:
+        for p, pconf, ppool, _, _ in sides:
             if p.chip.id == d.chip.id and p.prec == d.prec:  # one chip kind, one set of dtypes
                 add({**dconf, "mode": "disaggregated", **_prefill_config(pconf)},
                     disaggregated(dpool, ppool, workload, chunks, load.rate,
@@ -227,8 +267,18 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
     tdp = {e.chip.id: {"tdp_w": e.chip.tdp_w, "source": e.chip.tdp_source,
                        "estimated": e.chip.tdp_estimated} for e, _ in engines
            if e.chip.id in shown}
-    return ServePlan(spec.name, workload, targets, load, columns, skipped, expect,
-                     engine_name(framework) if expect and framework else None, tdp)
+    runtimes = {e.chip.id: runtime(name, e.chip) for e, _ in engines if e.chip.id in shown}
+    plan = ServePlan(spec.name, workload, targets, load, columns, skipped, expect,
+                     engine_name(framework) if expect and framework else None, {}, tdp)
+    columns["meets_targets"] = plan.ok  # fits, sustains its load, meets every target
+    for key in INTEGERS:  # counts print as counts (where whole: a disaggregated plan's
+        if key in columns and np.all(np.mod(columns[key], 1) == 0):  # pools can be split)
+            columns[key] = columns[key].astype(np.int64)
+    if budget is not None:  # the memory the user gave, not the engine's
+        runtimes = {k: replace(rt, memory_fraction=budget.util,
+                               reserve_bytes=budget.reserve_bytes)
+                    for k, rt in runtimes.items()}
+    return replace(plan, runtimes=runtimes)
 
 
 def _name(config: dict[str, Any]) -> str:

@@ -92,6 +92,32 @@ class Trace:
         """Ops that do arithmetic the counter has no formula for (counted as zero)."""
         return [op for op in self.ops if op.flops_source == "unknown"]
 
+    def records(self, hw: Chip | str | None = None) -> list[dict[str, Any]]:
+        """One dict per traced op; with `hw`, its bound on that chip beside it."""
+        keys = ("index", "op", "kind", "dtype", "flops", "flops_source", "bytes_read",
+                "bytes_written", "time_s")
+        out = [{k: getattr(op, k) for k in keys} for op in self.ops]
+        if hw is not None:
+            for record, row in zip(out, self.rows(hw), strict=True):
+                record.update(t_lower_s=row.t_lower_s, bound=row.bound,
+                              efficiency=row.efficiency)
+        return out
+
+    def to_frame(self, hw: Chip | str | None = None) -> Any:
+        """The traced ops as a pandas DataFrame (with `hw`, each op's bound on that chip)."""
+        from ..render.frames import frame
+
+        return frame(self.records(hw))
+
+    def _repr_html_(self) -> str:
+        from ..render.frames import human, records_html
+
+        keys = ("op", "dtype", "flops", "bytes_read", "bytes_written", "time_s")
+        rows = [[human(r[k], k) for k in keys] for r in self.records()[:40]]
+        return records_html(f"trace: {len(self.ops)} ops, {human(self.flops)} FLOPs, "
+                            f"{human(self.bytes, 'bytes')} moved", keys, rows,
+                            "to_frame(hw) adds each op's bound on a chip")
+
     def rows(self, hw: Chip | str) -> list[TraceRow]:
         chip = load_chip(hw)
         return [self._row(op.kind, [op], chip) for op in self.ops]

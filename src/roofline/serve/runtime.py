@@ -1,0 +1,115 @@
+"""What a serving engine does with a GPU by default, cited for the version named: how much of
+the device memory it takes, how many sequences it runs at once, its chunked-prefill token
+budget and KV block size. A plan for an engine uses these unless the user sets them; a plan
+with no engine named says which generic defaults it assumed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..hardware import Chip
+
+GiB = 2**30
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """An engine's defaults on one chip at one tensor-parallel size."""
+
+    engine: str  # vllm, sglang, tensorrt-llm; "generic" when none is named
+    version: str
+    memory_fraction: float  # of device memory: weights, KV cache and the runtime's buffers
+    max_running: int | None  # most sequences running at once (None: only memory limits it)
+    chunk_tokens: int  # prompt tokens per iteration (chunked prefill)
+    kv_block_tokens: int  # tokens per KV-cache page
+    sources: dict[str, str] = field(default_factory=dict)
+    reserve_bytes: float = 0.0  # kept per chip beyond the fraction's cut (--reserve)
+
+    def describe(self) -> str:
+        running = f"<= {self.max_running} running sequences" if self.max_running else \
+            "running sequences limited by memory only"
+        who = f"{self.engine} {self.version} defaults" if self.engine != "generic" else \
+            "no engine named: generic defaults assumed"
+        reserve = f" less {self.reserve_bytes / GiB:.3g} GiB reserved" if self.reserve_bytes \
+            else ""
+        return (f"{who}: {100 * self.memory_fraction:.0f}% of device memory{reserve}, {running}, "
+                f"{self.chunk_tokens}-token prefill chunks, {self.kv_block_tokens}-token KV "
+                "blocks")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"engine": self.engine, "version": self.version,
+                "memory_fraction": self.memory_fraction, "max_running": self.max_running,
+                "chunk_tokens": self.chunk_tokens, "kv_block_tokens": self.kv_block_tokens,
+                "reserve_bytes": self.reserve_bytes, "sources": self.sources}
+
+
+_VLLM = ("vllm-project/vllm v0.10 vllm/engine/arg_utils.py EngineArgs.get_batch_defaults "
+         "(OpenAI server: devices of >= 70 GiB other than A100 take max_num_seqs 1024 and "
+         "max_num_batched_tokens 8192, others 256 and 2048) and EngineArgs "
+         "(gpu_memory_utilization 0.9, block_size 16)")
+_SGLANG = ("sgl-project/sglang v0.4 python/sglang/srt/server_args.py __post_init__: "
+           "mem_fraction_static 0.88 / 0.87 / 0.85 / 0.81 / 0.79 at TP 1 / 2 / 4 / 8 / 16, "
+           "chunked_prefill_size 8192 (2048 under 25 GB), page_size 1; max_running_requests "
+           "from the KV pool")
+_TRTLLM = ("NVIDIA TensorRT-LLM 0.20 docs: KvCacheConfig.free_gpu_memory_fraction 0.9 "
+           "(nvidia.github.io/TensorRT-LLM/examples/kvcacheconfig.html; of the memory the "
+           "weights leave, taken here as 0.9 of the device), trtllm-serve max_batch_size 2048 "
+           "and max_num_tokens 8192, tokens_per_block 32")
+
+
+def _vllm(chip: Chip, tp: int) -> Runtime:
+    big = (chip.memory[0].capacity_bytes or 0.0) >= 70 * GiB and "a100" not in chip.id
+    return Runtime("vllm", "v0.10", 0.9, 1024 if big else 256, 8192 if big else 2048, 16,
+                   {"vllm": _VLLM})
+
+
+def _sglang(chip: Chip, tp: int) -> Runtime:
+    fraction = 0.79 if tp >= 16 else 0.81 if tp >= 8 else 0.85 if tp >= 4 else \
+        0.87 if tp >= 2 else 0.88
+    small = (chip.memory[0].capacity_bytes or 0.0) < 25e9
+    return Runtime("sglang", "v0.4", fraction, None, 2048 if small else 8192, 1,
+                   {"sglang": _SGLANG})
+
+
+def _trtllm(chip: Chip, tp: int) -> Runtime:
+    return Runtime("tensorrt-llm", "0.20", 0.9, 2048, 8192, 32, {"tensorrt-llm": _TRTLLM})
+
+
+def _generic(chip: Chip, tp: int) -> Runtime:
+    return Runtime("generic", "", 0.9, 1024, 8192, 16,
+                   {"generic": "no engine named: the engines' common defaults (vLLM's and "
+                    "TensorRT-LLM's 90% of memory, vLLM's 1024 running sequences and "
+                    "8192-token chunks on large GPUs); --engine takes one's own"})
+
+
+RUNTIMES = {"vllm": _vllm, "sglang": _sglang, "tensorrt-llm": _trtllm}
+# the vendors an engine runs on, where it is one vendor's own (TensorRT-LLM is NVIDIA's; vLLM
+# and SGLang ship ROCm builds, and vLLM TPU, Neuron and Gaudi plugins)
+VENDORS = {"tensorrt-llm": ("NVIDIA",)}
+
+
+def check_runs_on(engine: str, chip: Chip) -> None:
+    """A one-line error where `engine` does not run on `chip`'s vendor."""
+    vendors = VENDORS.get(engine)
+    if vendors and chip.vendor not in vendors:
+        from ..errors import RooflineError
+
+        raise RooflineError(f"engine {engine}: runs on {' and '.join(vendors)} GPUs, not on "
+                            f"{chip.id} ({chip.vendor})")
+
+
+def runtime(engine: str | None, chip: Chip, tp: int = 1) -> Runtime:
+    """The defaults of `engine` (vllm, sglang, tensorrt-llm; None: generic ones) on `chip`
+    at tensor-parallel size `tp`; an engine without a table (gpt-fast, llama.cpp) takes the
+    generic ones."""
+    return RUNTIMES.get(engine or "", _generic)(chip, tp)
+
+
+def hub_id(source: str, fallback: str) -> str:
+    """The Hugging Face repo a catalog model's source names (its config's URL), else the
+    model's own name."""
+    found = re.search(r"huggingface\.co/([\w.-]+/[\w.-]+)/", source)
+    return found.group(1) if found else fallback
