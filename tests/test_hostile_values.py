@@ -174,3 +174,20 @@ def test_an_offline_hub_id_fails_at_once(run_cli, monkeypatch):
     assert time.monotonic() - start < 1.4 and "Retry" not in err
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     _refused(run_cli, ("model", "some-owner/some-model"), "Hub", "HF_HUB_OFFLINE")
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["op", "elementwise", "--n", "1000", "--ops-per-element", "1e-300"],
+     "--ops-per-element: must be 0.001 to 1e+06"),
+    (["op", "allreduce", "--bytes", "1MiB", "--ranks", "8", "--link-share", "2"],
+     "--link-share: must be 0.001 to 1"),
+    (["sweep", "op", "elementwise", "--n", "1000", "--ops-per-element", "1e-300,1"],
+     "--ops-per-element: every value must be 0.001 to 1e+06"),
+])
+def test_op_declared_floats_have_a_documented_range(run_cli, argv, needle):
+    """An op's float parameters (not only the command line's own options) have a floor and a
+    ceiling, shown in --help and named in the one-line error."""
+    code, _, err = run_cli(*argv, "--hw", "h100")
+    assert code == 2 and err.count("\n") == 1 and needle in err, err
+    _, out, _ = run_cli("op", "elementwise", "--help")
+    assert "(0.001 to 1e+06)" in " ".join(out.split())

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-from ..argtypes import add_chip_options, chip_from, emit, typed
+from ..argtypes import Range, add_chip_options, chip_from, emit, ranged, typed
 from ..errors import RooflineError
 from ..evaluate import Estimate, evaluate
 from ..hardware import Chip
@@ -21,7 +21,7 @@ from .expect import add_expect_option
 
 OPS = list(REGISTRY.values())  # every declared op, in the order `roofline op --help` lists
 
-_CONVERT = {"count": parse_count, "bytes": parse_bytes, "float": parse_number}
+_CONVERT = {"count": parse_count, "bytes": parse_bytes}
 
 
 def add_param(parser: argparse.ArgumentParser, p: Param) -> None:
@@ -32,7 +32,8 @@ def add_param(parser: argparse.ArgumentParser, p: Param) -> None:
                             help=p.help_text)
         return
     extra: dict[str, Any] = {"choices": list(p.choices)} if p.kind == "choice" else {}
-    convert = typed(_CONVERT[p.kind], p.option) if p.kind in _CONVERT else str
+    convert = ranged(p.option, Range(*p.bounds), parse_number) if p.kind == "float" else \
+        typed(_CONVERT[p.kind], p.option) if p.kind in _CONVERT else str
     parser.add_argument(p.option, dest=p.name, type=convert, default=p.default,
                         required=p.required, help=p.help_text, **extra)
 

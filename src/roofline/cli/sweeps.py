@@ -96,6 +96,8 @@ def _streamed(sweep: Any, reduce: Any, csv: str | None) -> dict[str, Any]:
 
 
 def _cmd_sweep_op(args: argparse.Namespace) -> None:
+    import numpy as np
+
     from ..sweep import parse_axis, parse_list, sweep_op
 
     decl: OpDecl = args.decl
@@ -113,6 +115,11 @@ def _cmd_sweep_op(args: argparse.Namespace) -> None:
         elif p.kind in _AXIS:
             number, whole = _AXIS[p.kind]
             numeric[p.name] = parse_axis(str(value), p.option, number, whole=whole)
+            lo, hi = p.bounds  # a float axis keeps its documented range, as `op` does
+            if p.kind == "float" and not np.all((numeric[p.name] >= lo) &
+                                                (numeric[p.name] <= hi)):
+                raise RooflineError(f"{p.option}: every value must be {lo:g} to {hi:g}, got "
+                                    f"{value}")
         else:
             categorical[p.name] = parse_list(value, p.option)
 

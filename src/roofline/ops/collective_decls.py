@@ -77,7 +77,7 @@ def placement_params(algo: str | None = "ring", algorithms: tuple[str, ...] = (
         Param("domain_size", "ranks per scale-up domain (default: the chip's)"),
         Param("link_share", "fraction of the link's bandwidth the group can use (default: the "
               "chip's topology: a switch gives all of it, a full mesh one port per peer, a "
-              "torus ring the ports along its axes)", "float"),
+              "torus ring the ports along its axes)", "float", bounds=(1e-3, 1.0)),
     )
 
 

@@ -125,6 +125,7 @@ ELEMENTWISE = OpDecl("elementwise", "norm / softmax / activation / add over N el
     Param("n", "number of elements", required=True),
     Param("kind", "preset operation count and inputs per element", "choice", "generic",
           choices=tuple(KINDS)),
-    Param("ops_per_element", "override the preset's ops per element", "float"),
+    Param("ops_per_element", "override the preset's ops per element", "float",
+          bounds=(1e-3, 1e6)),
     Param("inputs", "override the number of inputs"),
     *dtype_params("dtype", "out", "compute")), _preset_counts)

@@ -36,6 +36,7 @@ class Param:
     choices: tuple[str, ...] = ()
     flag: str = ""  # the command-line option, when not "--" + name with dashes
     follows: str = ""  # default: this other parameter's value
+    bounds: tuple[float, float] = (1e-6, 2.0**53)  # a float's documented floor and ceiling
 
     @property
     def option(self) -> str:
@@ -44,6 +45,9 @@ class Param:
     @property
     def help_text(self) -> str:
         """The help with its default: what every generated option shows."""
+        if self.kind == "float":  # its range, as every physical input of the CLI shows it
+            lo, hi = self.bounds
+            return f"{self.help} ({lo:g} to {hi:g})"
         if self.kind == "bool":
             shown = ("--" if self.default else "--no-") + self.name.replace("_", "-")
         elif self.follows:
