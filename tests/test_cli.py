@@ -90,8 +90,9 @@ def test_hw_show_gives_the_tdp_a_numbered_source(run_cli):
     (["hw", "show", "tpu-v9"], "unknown chip"),
     (["op", "matmul", "--m", "1", "--k", "1", "--n", "1", "--hw", "missing.toml"], "not found"),
     (["sweep", "op", "allreduce", "--bytes", "1e308", "--ranks", "8"], "--bytes: at most"),
+    # (a share this small once overflowed to inf: now below the parameter's documented floor)
     (["sweep", "op", "allreduce", "--bytes", "1GB", "--ranks", "8", "--link-share", "1e-300"],
-     "an overflow"),  # numpy's overflow warnings printed lines before the error
+     "--link-share: every value must be 0.001 to 1"),
     # refused, not ignored (they exited 0 without writing or using them)
     (["model", "list", "--csv", "out.csv"], "model list takes only --json; got --csv"),
     (["model", "list", "x"], "model list takes no name"),
