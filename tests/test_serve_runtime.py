@@ -99,3 +99,29 @@ def test_an_engine_that_does_not_run_on_the_chip_is_refused(run_cli) -> None:
     for args in (("--engine", "tensorrt-llm"), ("--emit", "tensorrt-llm")):
         code, _, err = run_cli("serve", "llama-3.1-8b", "--hw", "mi300x", *args)
         assert code == 2 and "runs on NVIDIA GPUs, not on mi300x (AMD)" in err
+
+
+def test_clients_in_step_queue_behind_each_others_prompts() -> None:
+    """A closed loop of equal-length requests keeps its clients in step: each round a
+    replica's k prompts arrive together, and one waits for (k - 1) / 2 others' prompt tokens
+    through the chunk budget (the expected time only; a bound cannot assume it)."""
+    space = Space(tp=(1,), chunks=(8192,))
+
+    def ttft(clients: int, expect: bool, in_step: bool = True) -> float:
+        w = Workload.from_lengths(1024, 256, in_step=in_step)
+        from roofline.serve import Load
+
+        c = plan("llama-3.1-8b", ["h100"], w, space=space, load=Load(concurrency=clients),
+                 expect=expect, engine_limits=False).columns
+        return float(c["ttft_s"][0]), float(c["prefill_s"][0]), float(c["queue_s"][0])
+
+    lone, _, lone_queue = ttft(1, True)
+    many, prefill64, queue = ttft(64, True)
+    # 63 / 2 other prompts of 1024 tokens ahead, 8 per 8192-token iteration
+    assert queue == pytest.approx(63 / 2 * 1024 / 8192 * prefill64, rel=1e-6)
+    assert many > lone and lone_queue == 0.0
+    assert ttft(64, True, in_step=False)[2] == 0.0  # lengths that vary: no shared round
+    assert ttft(64, False)[2] == 0.0  # the bound charges no burst
+    # a workload from a distribution of lengths is not in step
+    assert not Workload.from_lengths([100, 200], [50, 60]).in_step
+    assert Workload.from_lengths([100, 100], [50, 50]).in_step

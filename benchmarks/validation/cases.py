@@ -690,17 +690,22 @@ def serving_case(row: Row) -> tuple[dict[str, Any] | None, str]:
                 pp=pp, dp=dp, ep=ep, weights=weights, kv=kv or "fp8",
                 expected_kv=kv or kv_default, spec_k=mtp,
                 concurrency=int(load) if load else None, framework=engine(fw),
-                disagg="disagg" in fw, metric=row.metric, value=row.value), ""
+                disagg="disagg" in fw, metric=row.metric, value=row.value,
+                # lengths spread around their means (the source says so): the clients drift
+                # out of step, their prompts no longer arriving together
+                in_step="length_spread" not in row.params), ""
 
 
 @functools.cache
 def serve_plan(model: str, chip: str, input_len: float, output_len: float, tp: int, pp: int,
                dp: int, ep: int, weights: str, kv: str, spec_k: int, concurrency: int | None,
-               disagg: bool, expect: bool = False, framework: str | None = None) -> Any:
+               disagg: bool, expect: bool = False, framework: str | None = None,
+               in_step: bool = True) -> Any:
     from roofline.models.step import MemoryBudget
     from roofline.serve import Load, Space, Workload, plan
 
-    w = Workload.from_lengths(input_len, output_len, spec_k=spec_k, accept=1.0 if spec_k else 0)
+    w = Workload.from_lengths(input_len, output_len, spec_k=spec_k, accept=1.0 if spec_k else 0,
+                              in_step=in_step)
     space = Space(tp=(tp,), pp=(pp,), dp=(dp,), ep=(ep,), weight_dtypes=(weights,),
                   kv_dtypes=(kv,), chunks=(512, 2048, 8192, 32768), max_chips=4096,
                   modes=("disaggregated",) if disagg else ("aggregated",))
@@ -716,8 +721,9 @@ def serving_ratio(case: dict[str, Any], expect: bool = False) -> float:
     consistent with a bound."""
     key = {k: case[k] for k in ("model", "chip", "input_len", "output_len", "tp", "pp", "dp",
                                 "ep", "weights", "kv", "spec_k", "concurrency", "disagg")}
-    if expect:  # the engine's own KV dtype and fitted factor
-        key.update(kv=case.get("expected_kv", key["kv"]), framework=case.get("framework"))
+    if expect:  # the engine's own KV dtype and fitted factor; whether its clients stay in step
+        key.update(kv=case.get("expected_kv", key["kv"]), framework=case.get("framework"),
+                   in_step=case.get("in_step", True))
     c = serve_plan(**key, expect=expect).columns
     ok = c["fits"] & c["feasible"]
     if not ok.any():

@@ -179,6 +179,13 @@ def _settle(e: Engine, w: Workload, running: Any, chunk: Any, concurrency: float
     load = rate(t_it, prefill_s)
     cycle = prefill_s + D * t_it  # no wait where the clients, not the slots, set the rate
     wait = np.where(load >= clients / cycle, 0.0, np.maximum(clients / load - cycle, 0.0))
+    if e.expect and w.in_step:  # a benchmark's clients send together and, with equal
+        # lengths (Workload.in_step), stay in step: each round a replica's k prompts arrive
+        # at once and pass through its chunk budget first come first served, so one waits
+        # for (k - 1) / 2 others' prompt tokens on average, L' / chunk iterations each (the
+        # expected time only: a bound cannot assume the clients stay in step)
+        k = np.minimum(clients, slots) / dp
+        wait = wait + np.maximum(k - 1.0, 0.0) / 2.0 * Lu / chunk * prefill_s / pieces
     return decoding, t_it, prefill_s, load, wait, columns
 
 

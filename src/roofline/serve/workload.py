@@ -40,10 +40,14 @@ class Workload:
     prefix_hit: float = 0.0  # fraction of prompt tokens served from the prefix cache
     spec_k: int = 0  # draft tokens per step (0: no speculative decoding)
     accept: float = 0.0  # per-draft acceptance probability
+    # every request of the same lengths (a benchmark's fixed input / output): a closed loop's
+    # clients stay in step, each round's prompts arriving together (grid._settle)
+    in_step: bool = True
 
     @classmethod
     def from_lengths(cls, input_len: Any, output_len: Any, prefix_hit: float = 0.0,
-                     spec_k: int = 0, accept: float = 0.0) -> Workload:
+                     spec_k: int = 0, accept: float = 0.0, in_step: bool | None = None
+                     ) -> Workload:
         """One request shape, or paired samples of prompt and output lengths."""
         ins = np.atleast_1d(np.asarray(input_len, dtype=float))
         outs = np.atleast_1d(np.asarray(output_len, dtype=float))
@@ -65,8 +69,9 @@ class Workload:
             raise RooflineError("--spec-k needs --accept (the per-draft acceptance rate)")
         steps = outs - 1
         context = float(np.sum(steps * (ins + outs / 2)) / np.sum(steps))
+        same = bool(np.all(ins == ins.flat[0]) and np.all(outs == outs.flat[0]))
         return cls(float(ins.mean()), float(outs.mean()), context, float(prefix_hit),
-                   int(spec_k), float(accept))
+                   int(spec_k), float(accept), same if in_step is None else in_step)
 
     @property
     def uncached_len(self) -> float:
