@@ -308,3 +308,24 @@ def test_cli_does_not_import_torch() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_progress_only_on_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from roofline.profile import kineto
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(kineto, "_CHUNK", 2**10)  # a step per KiB read
+    trace = DATA / "mi250_minitoy_train.json.gz"
+    for stream, drawn in ((io.StringIO(), False), (Tty(), True)):
+        monkeypatch.setattr(sys, "stderr", stream)
+        profile(trace, hw="mi250x")
+        text = stream.getvalue()
+        assert ("reading mi250_minitoy_train.json.gz [" in text) is drawn
+        assert ("parsing JSON" in text) is drawn
+        if drawn:  # the line is cleared so the results print on a clean one
+            assert text.endswith("\r") and text.count("#" * 24) >= 1

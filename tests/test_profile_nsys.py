@@ -115,6 +115,9 @@ def test_kernels_map_through_nvtx_ranges_by_hand(tmp_path: Path) -> None:
     assert s.window_s == pytest.approx(72e-6) and s.measured_s == pytest.approx(48e-6)
     assert s.idle_s == pytest.approx(24e-6) and s.exposed_comm_s == 0
     assert s.mapped_time_fraction == pytest.approx(46 / 48)
+    # the memset's 4 kB sit in L2: memory-bound there, not compute-bound
+    (gap,) = [g for g in p.gaps if g.op == "memset 4096 B"]
+    assert gap.bound == "l2" and gap.levers[0].startswith("memory-bound")
     # the add ran faster than our bound: this hand-made one, not a real kernel
     assert [r.op for r in p.faster_than_bound] == [f"add {N} fp32"]
 

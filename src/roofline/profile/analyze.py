@@ -171,10 +171,13 @@ def _gap_levers(row: KernelRow) -> str:
     if row.op_class == "collective":
         return "waiting on peers or a slow algorithm: overlap it with compute, check skew " \
                "between ranks"
-    if row.bound == "hbm":
-        return "memory-bound: fuse it with its neighbours (torch.compile) or batch it"
-    return "compute-bound: a larger tile-friendly shape, or a better kernel (cuBLAS / " \
-           "FlashAttention version)"
+    if row.bound in ("compute", "vector", "sfu"):
+        return "compute-bound: a larger tile-friendly shape, or a better kernel (cuBLAS / " \
+               "FlashAttention version)"
+    if row.bound == "latency":
+        return "latency-bound: batch it with its neighbours (CUDA graphs, fusion)"
+    # a memory level (hbm, or l2 for work that fits there)
+    return "memory-bound: fuse it with its neighbours (torch.compile) or batch it"
 
 
 def _floor(counts: dict[tuple[Any, ...], tuple[int, Work]], cache: _Cache, chip: Chip

@@ -20,11 +20,11 @@ import json
 import math
 import sys
 import zlib
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..errors import RooflineError, brief
+from ..measure.progress import Progress
 from .events import Comm, CpuOp, Kernel, Step, Trace, comm_args, launchers
 
 KinetoTrace = Trace  # the name this module gave it first
@@ -130,23 +130,27 @@ def _bytes(args: dict[str, Any]) -> float | None:
     return None
 
 
-def _text(path: Path) -> str:
+def _text(path: Path, bar: Progress) -> str:
     """The file's text, gunzipped when it is gzip, at most MAX_TRACE_BYTES uncompressed."""
     try:
         if not path.is_file():
             raise RooflineError(f"{path}: cannot read: "
                                 + ("not found" if not path.exists() else "not a regular file"))
+        chunks, total = [], 0
         with path.open("rb") as raw:
             gz = raw.read(2) == b"\x1f\x8b"
-        chunks, total = [], 0
-        opener: Callable[[Path], Any] = gzip.open if gz else open
-        with opener(path) if gz else path.open("rb") as f:
+            raw.seek(0)
+            f: Any = gzip.GzipFile(fileobj=raw) if gz else raw
+            done = 0
             while chunk := f.read(_CHUNK):
                 total += len(chunk)
                 if total > MAX_TRACE_BYTES:
                     raise RooflineError(f"{path}: more than {MAX_TRACE_BYTES // 2**30} GiB of "
                                         "trace text: profile a few steps (schedule active=1-3)")
                 chunks.append(chunk)
+                while done < raw.tell() // _CHUNK:  # compressed bytes read so far
+                    done += 1
+                    bar.step(f"{total / 1e6:.0f} MB")
     except (OSError, EOFError, zlib.error) as exc:  # a truncated or corrupt gzip stream
         raise RooflineError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}"
                             ) from None
@@ -191,7 +195,13 @@ def _device_name(data: dict[str, Any], device: int | None) -> str | None:
 def read_kineto(path: str | Path) -> KinetoTrace:
     """Read one rank's trace (`.json` or `.json.gz`)."""
     p = Path(path)
-    data, slim = _parse(p, _text(p))
+    # progress on a terminal (Progress draws only there): a step per 16 MB read, then parsing
+    size = p.stat().st_size if p.is_file() else 0
+    with Progress(size // _CHUNK + 1, f"reading {p.name}") as bar:
+        text = _text(p, bar)
+        bar.step("parsing JSON")
+        data, slim = _parse(p, text)
+        del text
     events = [e for e in data["traceEvents"] if e is not None and type(e) is tuple]
     gpu = [e for e in events if e[0] == "gpu"]
     runtime = {e[1]: e for e in events if e[0] == "runtime"}

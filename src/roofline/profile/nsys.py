@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RooflineError, brief
+from ..measure.progress import Progress
 from .events import CpuOp, Kernel, Step, Trace, launchers
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -128,8 +129,9 @@ def read_nsys(path: str | Path) -> Trace:
                             + ("not found" if not p.exists() else "not a regular file"))
     try:
         conn = _connect(p)
-        try:
-            return _read(p, conn)
+        try:  # progress on a terminal (Progress draws only there): a step per table read
+            with Progress(4, f"reading {p.name}") as bar:
+                return _read(p, conn, bar)
         finally:
             conn.close()
     except sqlite3.Error as exc:
@@ -144,13 +146,14 @@ def _strings(conn: sqlite3.Connection, tables: dict[str, set[str]]) -> dict[int,
     return {i: v for i, v in rows if type(i) is int and isinstance(v, str)}
 
 
-def _read(p: Path, conn: sqlite3.Connection) -> Trace:
+def _read(p: Path, conn: sqlite3.Connection, bar: Progress) -> Trace:
     tables = _tables(conn)
     if "CUPTI_ACTIVITY_KIND_KERNEL" not in tables:
         raise RooflineError("not an Nsight Systems export with CUDA kernels (no "
                             "CUPTI_ACTIVITY_KIND_KERNEL table: trace with --trace=cuda,nvtx "
                             "and nsys export --type sqlite)")
     strings = _strings(conn, tables)
+    bar.step("kernels")
     gpu: list[tuple[str, str, float, float, int, int, int, float | None]] = []
     for start, end, dev, stream, corr, demangled, short in _rows(
             conn, tables, "CUPTI_ACTIVITY_KIND_KERNEL",
@@ -171,11 +174,13 @@ def _read(p: Path, conn: sqlite3.Connection) -> Trace:
             size = float(nbytes) if type(nbytes) is int and 0 <= nbytes < 2**60 else None
             gpu.append((category, name, *_span(start, end, name), _int(dev), _int(stream),
                         _int(corr), size))
+    bar.step("copies and fills")
     runtime = {corr: ("runtime", corr, _ns(start, "a runtime call's start"), 0, tid)
                for corr, start, tid in _rows(conn, tables, "CUPTI_ACTIVITY_KIND_RUNTIME",
                                              {"correlationId": "NULL", "start": "NULL",
                                               "globalTid": "NULL"})
                if type(corr) is int and type(start) is int}
+    bar.step("runtime calls")
     text_col = "textId" in tables.get("NVTX_EVENTS", set())
     ranges, steps_ns = [], []
     for text, text_id, start, end, tid in _rows(
@@ -190,6 +195,7 @@ def _read(p: Path, conn: sqlite3.Connection) -> Trace:
             steps_ns.append((name, float(start), float(end)))
         else:
             ranges.append(("cpu", name, float(start), float(end - start), 0, tid, dims))
+    bar.step("NVTX ranges")
     return _events(p, conn, tables, gpu, runtime, ranges, steps_ns)
 
 

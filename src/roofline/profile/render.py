@@ -164,7 +164,10 @@ def profile_page(p: Profile) -> str:
             "<h2>Timeline</h2>", f'<div class="{xml_attr("table-box")}">{timeline_svg(p)}</div>',
             '<p class="note">Each bar is one op\'s kernels: green within 2x of its bound, amber '
             "within 8x, red beyond, grey unmapped (hover for the numbers).</p>",
-            "<h2>Kernels on the roofline</h2>", roofline_svg(chip, [], _measured_points(p)),
+            "<h2>Kernels on the roofline</h2>",
+            # the page script shows a point's data-tip in #tooltip inside #chart
+            f'<div id="chart">{roofline_svg(chip, [], _measured_points(p))}'
+            '<div id="tooltip" role="tooltip" hidden></div></div>',
             '<p class="note">The longest mapped kernels at their achieved FLOP/s over the '
             "FLOPs per byte they move.</p>",
             html.render(class_table(p)), html.render(gap_table(p)),
