@@ -97,7 +97,7 @@ def _records(path: Path) -> tuple[list[str], list[list[str]]]:
     start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
     if start is None:
         raise RooflineError(f"{path}: not an Nsight Compute CSV (no '\"ID\",...' header: "
-                            "ncu --csv [--page raw])")
+                            "Nsight Compute's CSV output, raw or details page)")
     try:
         rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
     except csv.Error as exc:

@@ -150,8 +150,8 @@ def _read(p: Path, conn: sqlite3.Connection, bar: Progress) -> Trace:
     tables = _tables(conn)
     if "CUPTI_ACTIVITY_KIND_KERNEL" not in tables:
         raise RooflineError("not an Nsight Systems export with CUDA kernels (no "
-                            "CUPTI_ACTIVITY_KIND_KERNEL table: trace with --trace=cuda,nvtx "
-                            "and nsys export --type sqlite)")
+                            "CUPTI_ACTIVITY_KIND_KERNEL table: trace CUDA and NVTX, then "
+                            "export the report as SQLite)")
     strings = _strings(conn, tables)
     bar.step("kernels")
     gpu: list[tuple[str, str, float, float, int, int, int, float | None]] = []
