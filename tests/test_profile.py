@@ -308,3 +308,53 @@ def test_cli_does_not_import_torch() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_progress_only_on_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from roofline.profile import kineto
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(kineto, "_CHUNK", 2**10)  # a step per KiB read
+    trace = DATA / "mi250_minitoy_train.json.gz"
+    for stream, drawn in ((io.StringIO(), False), (Tty(), True)):
+        monkeypatch.setattr(sys, "stderr", stream)
+        profile(trace, hw="mi250x")
+        text = stream.getvalue()
+        assert ("reading mi250_minitoy_train.json.gz [" in text) is drawn
+        assert ("parsing JSON" in text) is drawn
+        if drawn:  # the line is cleared so the results print on a clean one
+            assert text.endswith("\r") and text.count("#" * 24) >= 1
+
+
+def test_rank_read_from_each_files_recorded_rank(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """--rank picks the file whose distributedInfo records that rank, whatever its name."""
+    from roofline.profile.sources import recorded_rank
+
+    events = _launch(1, 10, "aten::add", [[64], [64], []], ["float", "float", "Scalar"],
+                     "add_kernel", 100, 5)
+    for name, rank in (("worker_a.json", 1), ("worker_b.json", 0)):
+        data = {"distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2,
+                                    "pg_config": [{"ranks": [0, 1]}]},
+                "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}],
+                "traceEvents": events}
+        (tmp_path / name).write_text(json.dumps(data))
+    gz = tmp_path / "worker_c.json.gz"  # gzip, and a file name that says another rank
+    gz.write_bytes(gzip.compress((tmp_path / "worker_a.json").read_bytes()
+                                 .replace(b'"rank": 1', b'"rank": 2')))
+    gz.rename(tmp_path / "rank5_trace.json.gz")
+    assert recorded_rank(tmp_path / "rank5_trace.json.gz") == 2
+    assert profile(tmp_path, rank=0).path.endswith("worker_b.json")
+    assert profile(tmp_path, rank=1).rank == 1
+    assert profile(tmp_path, rank=2).path.endswith("rank5_trace.json.gz")
+    # rank 5 is only in a file name whose trace records rank 2: not that file
+    assert "0 traces" in _error(capsys, str(tmp_path), "--rank", "5")
+    # a file recording no rank is still found by its name
+    (tmp_path / "t_rank7.json").write_text(json.dumps({"traceEvents": events}))
+    assert recorded_rank(tmp_path / "t_rank7.json") is None
+    assert profile(tmp_path, rank=7, hw="h100").path.endswith("t_rank7.json")

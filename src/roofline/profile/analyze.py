@@ -25,9 +25,10 @@ from ..ops.collectives import collective
 from ..ops.matmul import matmul
 from ..units import format_time
 from .devices import chip_for_device
-from .events import Kernel
-from .kineto import KinetoTrace, read_kineto
+from .events import Kernel, Trace
+from .kineto import read_kineto
 from .mapping import OP_CLASSES, Unmapped, Work, compute_dtype, map_kernel
+from .nsys import is_sqlite, read_nsys
 from .result import ClassRow, Gap, KernelRow, Profile, Summary
 from .sources import trace_file
 from .timeline import length, merged, overlap
@@ -36,7 +37,7 @@ TOP_GAPS = 10
 FUSED = ELEMENTWISE_LEVERS[0]  # the lever that needs only the Cost
 
 
-def _select_step(trace: KinetoTrace, step: int | None) -> tuple[list[Kernel], str]:
+def _select_step(trace: Trace, step: int | None) -> tuple[list[Kernel], str]:
     if step is None:
         return trace.kernels, "whole trace"
     for s in trace.steps:
@@ -170,10 +171,13 @@ def _gap_levers(row: KernelRow) -> str:
     if row.op_class == "collective":
         return "waiting on peers or a slow algorithm: overlap it with compute, check skew " \
                "between ranks"
-    if row.bound == "hbm":
-        return "memory-bound: fuse it with its neighbours (torch.compile) or batch it"
-    return "compute-bound: a larger tile-friendly shape, or a better kernel (cuBLAS / " \
-           "FlashAttention version)"
+    if row.bound in ("compute", "vector", "sfu"):
+        return "compute-bound: a larger tile-friendly shape, or a better kernel (cuBLAS / " \
+               "FlashAttention version)"
+    if row.bound == "latency":
+        return "latency-bound: batch it with its neighbours (CUDA graphs, fusion)"
+    # a memory level (hbm, or l2 for work that fits there)
+    return "memory-bound: fuse it with its neighbours (torch.compile) or batch it"
 
 
 def _floor(counts: dict[tuple[Any, ...], tuple[int, Work]], cache: _Cache, chip: Chip
@@ -235,13 +239,14 @@ def _by_class(rows: list[KernelRow]) -> list[ClassRow]:
 
 def profile(path: str | Path, hw: Chip | str | None = None, on: Chip | str | None = None,
             step: int | None = None, rank: int | None = None) -> Profile:
-    """Place a PyTorch profiler (Kineto) trace's GPU kernels on their roofline bounds.
+    """Place a PyTorch profiler (Kineto) trace's or an Nsight Systems SQLite export's GPU
+    kernels on their roofline bounds.
 
     `hw` overrides the chip the trace names; `on` gives the same work's bound and forecast on
     another chip; `step` keeps one ProfilerStep#N; `rank` picks a rank's file in a directory.
     """
     file = trace_file(Path(path), rank)
-    trace = read_kineto(file)
+    trace = read_nsys(file) if is_sqlite(file) else read_kineto(file)
     if rank is not None and trace.rank is not None and trace.rank != rank:
         raise ParameterError("rank", f"{rank}: {file} is rank {trace.rank}'s trace")
     if not trace.kernels:

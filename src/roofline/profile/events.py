@@ -85,3 +85,41 @@ def comm_args(args: dict[str, Any]) -> Comm | None:
         return None
     n_in, n_out, group = (int(c or 0) for c in counts)
     return Comm(name, n_in, n_out, dtype, group)
+
+
+@dataclass
+class Trace:
+    """What a reader (Kineto JSON, Nsight Systems SQLite) hands the analysis: one shape."""
+
+    path: str
+    device_name: str | None  # the name of the device the kernels ran on
+    rank: int | None
+    world_size: int | None
+    kernels: list[Kernel]
+    steps: list[Step]
+    cpu_ops: int  # CPU ops (or NVTX op ranges) read
+
+
+def launchers(cpu: list[tuple[Any, ...]], runtime: dict[int, tuple[Any, ...]]
+              ) -> dict[int, int]:
+    """correlation -> index (in `cpu`) of the innermost CPU op containing its runtime call.
+
+    `cpu`: (kind, name, start, dur, process, thread, ...); `runtime`: correlation ->
+    (kind, correlation, start, process, thread): both readers build these tuples."""
+    marks: list[tuple[float, int, float, int, Any]] = []  # (time, order, -dur, index, thread)
+    for i, c in enumerate(cpu):
+        marks.append((c[2], 0, -c[3], i, (c[4], c[5])))
+    for corr, r in runtime.items():
+        marks.append((r[2], 1, 0.0, corr, (r[3], r[4])))
+    marks.sort(key=lambda m: (m[0], m[1], m[2]))
+    stacks: dict[Any, list[tuple[float, int]]] = {}  # thread -> open ops (end, index)
+    found: dict[int, int] = {}
+    for t, kind, neg_dur, index, thread in marks:
+        stack = stacks.setdefault(thread, [])
+        while stack and stack[-1][0] < t:
+            stack.pop()
+        if kind == 0:
+            stack.append((t - neg_dur, index))
+        elif stack:
+            found[index] = stack[-1][1]
+    return found

@@ -20,30 +20,20 @@ import json
 import math
 import sys
 import zlib
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import RooflineError, brief
-from .events import Comm, CpuOp, Kernel, Step, comm_args
+from ..measure.progress import Progress
+from .events import Comm, CpuOp, Kernel, Step, Trace, comm_args, launchers
+
+KinetoTrace = Trace  # the name this module gave it first
 
 MAX_TRACE_BYTES = 2**30  # uncompressed; a 100 MB trace is a long one (memory stays < 2 GB)
 _CHUNK = 2**24
 GPU_CATEGORIES = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 _RUNTIME = {"cuda_runtime", "cuda_driver", "runtime"}  # HIP traces use cuda_runtime too
 _CPU = "cpu_op"
-
-
-@dataclass
-class KinetoTrace:
-    path: str
-    device_name: str | None  # deviceProperties' name of the device the kernels ran on
-    rank: int | None
-    world_size: int | None
-    kernels: list[Kernel]
-    steps: list[Step]
-    cpu_ops: int  # CPU ops read (of every kind)
 
 
 def _number(value: Any, what: str, event: str) -> float:
@@ -140,23 +130,27 @@ def _bytes(args: dict[str, Any]) -> float | None:
     return None
 
 
-def _text(path: Path) -> str:
+def _text(path: Path, bar: Progress) -> str:
     """The file's text, gunzipped when it is gzip, at most MAX_TRACE_BYTES uncompressed."""
     try:
         if not path.is_file():
             raise RooflineError(f"{path}: cannot read: "
                                 + ("not found" if not path.exists() else "not a regular file"))
+        chunks, total = [], 0
         with path.open("rb") as raw:
             gz = raw.read(2) == b"\x1f\x8b"
-        chunks, total = [], 0
-        opener: Callable[[Path], Any] = gzip.open if gz else open
-        with opener(path) if gz else path.open("rb") as f:
+            raw.seek(0)
+            f: Any = gzip.GzipFile(fileobj=raw) if gz else raw
+            done = 0
             while chunk := f.read(_CHUNK):
                 total += len(chunk)
                 if total > MAX_TRACE_BYTES:
                     raise RooflineError(f"{path}: more than {MAX_TRACE_BYTES // 2**30} GiB of "
                                         "trace text: profile a few steps (schedule active=1-3)")
                 chunks.append(chunk)
+                while done < raw.tell() // _CHUNK:  # compressed bytes read so far
+                    done += 1
+                    bar.step(f"{total / 1e6:.0f} MB")
     except (OSError, EOFError, zlib.error) as exc:  # a truncated or corrupt gzip stream
         raise RooflineError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}"
                             ) from None
@@ -201,7 +195,13 @@ def _device_name(data: dict[str, Any], device: int | None) -> str | None:
 def read_kineto(path: str | Path) -> KinetoTrace:
     """Read one rank's trace (`.json` or `.json.gz`)."""
     p = Path(path)
-    data, slim = _parse(p, _text(p))
+    # progress on a terminal (Progress draws only there): a step per 16 MB read, then parsing
+    size = p.stat().st_size if p.is_file() else 0
+    with Progress(size // _CHUNK + 1, f"reading {p.name}") as bar:
+        text = _text(p, bar)
+        bar.step("parsing JSON")
+        data, slim = _parse(p, text)
+        del text
     events = [e for e in data["traceEvents"] if e is not None and type(e) is tuple]
     gpu = [e for e in events if e[0] == "gpu"]
     runtime = {e[1]: e for e in events if e[0] == "runtime"}
@@ -212,7 +212,7 @@ def read_kineto(path: str | Path) -> KinetoTrace:
     steps = sorted((Step(e[1], (e[2] - base) * 1e-6, (e[2] + e[3] - base) * 1e-6)
                     for e in events if e[0] == "step"), key=lambda s: s.start_s)
     del events
-    launcher = _launchers(cpu, runtime)
+    launcher = launchers(cpu, runtime)
     ops: dict[int, CpuOp] = {}
     kernels = []
     for e in gpu:
@@ -237,25 +237,3 @@ def read_kineto(path: str | Path) -> KinetoTrace:
     return KinetoTrace(str(p), _device_name(data, min(devices) if devices else None),
                        rank if type(rank) is int else None,
                        world if type(world) is int else None, kernels, steps, slim.cpu_ops)
-
-
-def _launchers(cpu: list[tuple[Any, ...]], runtime: dict[int, tuple[Any, ...]]
-               ) -> dict[int, int]:
-    """correlation -> index (in `cpu`) of the innermost CPU op containing its runtime call."""
-    marks: list[tuple[float, int, float, int, Any]] = []  # (time, order, -dur, index, thread)
-    for i, c in enumerate(cpu):
-        marks.append((c[2], 0, -c[3], i, (c[4], c[5])))
-    for corr, r in runtime.items():
-        marks.append((r[2], 1, 0.0, corr, (r[3], r[4])))
-    marks.sort(key=lambda m: (m[0], m[1], m[2]))
-    stacks: dict[Any, list[tuple[float, int]]] = {}  # thread -> open ops (end, index)
-    found: dict[int, int] = {}
-    for t, kind, neg_dur, index, thread in marks:
-        stack = stacks.setdefault(thread, [])
-        while stack and stack[-1][0] < t:
-            stack.pop()
-        if kind == 0:
-            stack.append((t - neg_dur, index))
-        elif stack:
-            found[index] = stack[-1][1]
-    return found

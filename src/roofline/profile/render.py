@@ -11,6 +11,7 @@ from ..render.svg import roofline_svg
 from ..render.table import Column, Table, general, nbytes, percent, seconds, si
 from ..render.text import render as text_render
 from ..units import format_time
+from .ncu import NcuRow
 from .result import Profile
 
 KERNEL_COLUMNS = (
@@ -50,6 +51,22 @@ def gap_table(p: Profile) -> Table:
     return Table(cols, tuple((g.op, g.measured_s, g.bound_s, g.gap_s, g.bound,
                               "; ".join(g.levers)) for g in p.gaps),
                  "Largest gaps to the bound first")
+
+
+def ncu_table(rows: list[NcuRow]) -> Table:
+    cols = (Column("id", "ID"), Column("name", "kernel"),
+            Column("measured_s", "measured", seconds, True),
+            Column("dram_bytes", "DRAM bytes", nbytes, True),
+            Column("flops", "FLOPs (CUDA cores)", si(), True),
+            Column("intensity", "FLOP/byte", general(3), True),
+            Column("achieved_flops_per_s", "FLOP/s", si("FLOP/s"), True),
+            Column("work_bound_s", "bound of its measured work", seconds, True),
+            Column("our_bound_s", "our bound (trace)", seconds, True),
+            Column("our_bytes", "our bytes", nbytes, True),
+            Column("our_flops", "our FLOPs", si(), True))
+    return Table(cols, tuple(tuple(getattr(r, c.key) for c in cols) for r in rows),
+                 "Nsight Compute kernels: measured work on the roofline, our bound where the "
+                 "kernel name maps")
 
 
 def summary_lines(p: Profile) -> list[str]:
@@ -147,7 +164,10 @@ def profile_page(p: Profile) -> str:
             "<h2>Timeline</h2>", f'<div class="{xml_attr("table-box")}">{timeline_svg(p)}</div>',
             '<p class="note">Each bar is one op\'s kernels: green within 2x of its bound, amber '
             "within 8x, red beyond, grey unmapped (hover for the numbers).</p>",
-            "<h2>Kernels on the roofline</h2>", roofline_svg(chip, [], _measured_points(p)),
+            "<h2>Kernels on the roofline</h2>",
+            # the page script shows a point's data-tip in #tooltip inside #chart
+            f'<div id="chart">{roofline_svg(chip, [], _measured_points(p))}'
+            '<div id="tooltip" role="tooltip" hidden></div></div>',
             '<p class="note">The longest mapped kernels at their achieved FLOP/s over the '
             "FLOPs per byte they move.</p>",
             html.render(class_table(p)), html.render(gap_table(p)),
