@@ -69,7 +69,7 @@ def roofline_svg(chip: Chip, results: Sequence[OpPoint], measured: Sequence[Meas
                                                        for n, _, _ in measured])
     numbers = [str(i) for i, _ in shown] + [f"m{j}" for j in range(1, len(measured) + 1)]
     labels = place_labels(xy, names, (LEFT, TOP, W - RIGHT, H - BOTTOM),
-                          [legend_box, *_frame_text_boxes(geo, sx, sy)])
+                          [legend_box, *_frame_text_boxes(geo, sx, sy)], numbers=numbers)
     for (r, x, y), (cx, cy), name, number in zip(placed, xy, names, numbers, strict=False):
         tip = (f"{number}. {name}\nintensity {format_number(x)} FLOP/byte ({level})\n"
                f"attainable {format_si(y, 'FLOP/s')}\ntime {format_time(r.t_lower_s)} "
@@ -86,11 +86,16 @@ def roofline_svg(chip: Chip, results: Sequence[OpPoint], measured: Sequence[Meas
                      f'{cy + 7}L{cx - 7},{cy}Z" fill="white" stroke="black" stroke-width="2" '
                      f'tabindex="0" data-index="{number}" data-name="{xml_attr(name)}" '
                      f'data-tip="{xml_attr(tip)}" aria-label="{xml_attr(tip)}"/>')
-    for label in labels:
-        if label is not None:
-            anchor = "" if label.anchor == "start" else f' text-anchor="{label.anchor}"'
-            parts.append(f'<text class="point-label" x="{label.x}" y="{label.y}"{anchor}>'
-                         f"{xml_text(label.text)}</text>")
+    for label, number in zip(labels, numbers, strict=True):
+        if label is None:
+            continue
+        if label.leader:  # a label set apart from its point: a line joins them
+            x0, y0, x1, y1 = (round(v, 2) for v in label.leader)
+            parts.append(f'<line class="leader" data-index="{number}" x1="{x0}" y1="{y0}" '
+                         f'x2="{x1}" y2="{y1}" stroke="#555" stroke-width="0.8"/>')
+        anchor = "" if label.anchor == "start" else f' text-anchor="{label.anchor}"'
+        parts.append(f'<text class="point-label" data-index="{number}" x="{label.x}" '
+                     f'y="{label.y}"{anchor}>{xml_text(label.text)}</text>')
     parts += legend
     parts.append("</svg>")
     return "\n".join(parts)
