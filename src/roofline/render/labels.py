@@ -3,9 +3,9 @@
 Greedy: each label tries spots around its point, nearest first; a name that fits nowhere
 falls back to the point's number (the chart's table lists every number with its name), and
 a number that fits nowhere is left off (the point keeps its tooltip). A label set further
-out than beside its point gets a leader line to it, and no leader crosses a label or
-another point. Box sizes are estimated generously (11 px text) so that real glyphs stay
-inside them, or measured by the caller (`measure`: text -> width, height).
+out than beside its point gets a leader line to it, and no leader crosses a label. Box
+sizes are estimated generously (11 px text) so that real glyphs stay inside them, or
+measured by the caller (`measure`: text -> width, height).
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def _candidates(text: str, px: float, py: float, measure: Measure) -> list[Label
         (px + GAP, py + 4, "start"), (px - GAP, py + 4, "end"),
         (px, py - GAP - 2, "middle"), (px, py + GAP + h - 2, "middle")]
     far: list[tuple[float, float, str]] = []
-    for step in (1.5, 2.5, 3.5, 4.5, 6):  # then further out, with a leader line
+    for step in (1.5, 2.5, 3.5, 4.5, 6, 8, 10):  # then further out, with a leader line
         dy, dx = step * h, GAP + step * 6
         far += [(px + dx, py + 4 - dy, "start"), (px + dx, py + 4 + dy, "start"),
                 (px - dx, py + 4 - dy, "end"), (px - dx, py + 4 + dy, "end"),
@@ -95,8 +95,6 @@ def place_labels(points: Sequence[tuple[float, float]], names: Sequence[str], ar
     for i, ((px, py), name) in enumerate(zip(points, names, strict=True)):
         chosen = None
         number = numbers[i] if numbers is not None else str(i + 1)
-        others = [m for (x, y), m in zip(points, markers, strict=True)  # (not its own,
-                  if abs(x - px) > MARKER_R or abs(y - py) > MARKER_R]  # nor one it covers)
         for text in (name, number):
             for cand in _candidates(text, px, py, measure):
                 b = cand.box
@@ -104,7 +102,7 @@ def place_labels(points: Sequence[tuple[float, float]], names: Sequence[str], ar
                 if not inside or any(_overlaps(b, t) for t in taken) \
                         or any(_crosses(seg, b) for seg in leaders):
                     continue
-                if cand.leader and any(_crosses(cand.leader, t) for t in [*labels, *others]):
+                if cand.leader and any(_crosses(cand.leader, t) for t in labels):
                     continue
                 chosen = cand
                 break
