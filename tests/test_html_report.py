@@ -254,6 +254,7 @@ def test_report_in_headless_chromium(browser, server, tmp_path, scheme):
     count = "return document.querySelectorAll('#chart svg .point.%s').length"
     assert browser.execute_script(count % "op") == 3
     assert browser.execute_script(count % "measured") == 1
+    assert_labels_attached(browser)
 
     tip = browser.find_element(By.ID, "tooltip")
     assert not tip.is_displayed()
@@ -300,3 +301,72 @@ def test_model_step_page_in_headless_chromium(browser, tmp_path):
         "return Array.from(document.querySelectorAll('#chart .point')).map("
         "function (p) { return p.getAttribute('data-index'); });")
     assert all(n and n.isdigit() for n in numbers)
+    assert_labels_attached(browser)
+
+
+def _rects(browser, selector):
+    return browser.execute_script(
+        "return Array.from(document.querySelectorAll(arguments[0])).map(function (e) {"
+        " var r = e.getBoundingClientRect(); return [e.getAttribute('data-index'), r.left,"
+        " r.top, r.right, r.bottom]; });", selector)
+
+
+def _gap(a, b):
+    """Distance between two boxes (0 when they touch or overlap)."""
+    dx = max(a[0] - b[2], b[0] - a[2], 0)
+    dy = max(a[1] - b[3], b[1] - a[3], 0)
+    return (dx * dx + dy * dy) ** 0.5
+
+
+def assert_labels_attached(browser):
+    """Every label, as Chromium lays it out, beside its own point (within 12 px of its
+    marker) or joined to it by a leader line from the marker to the label's box; no label
+    over another label or over any point."""
+    labels = {i: box for i, *box in _rects(browser, "#chart .point-label")}
+    marks = {i: box for i, *box in _rects(browser, "#chart .point")}
+    leaders = {i: box for i, *box in _rects(browser, "#chart .leader")}
+    ends = dict(browser.execute_script(
+        "return Array.from(document.querySelectorAll('#chart .leader')).map(function (e) {"
+        " var m = e.getScreenCTM(), p = e.ownerSVGElement.createSVGPoint(), out = [];"
+        " ['1', '2'].forEach(function (k) { p.x = e.x1.baseVal.value; p.y = e.y1.baseVal.value;"
+        " if (k === '2') { p.x = e.x2.baseVal.value; p.y = e.y2.baseVal.value; }"
+        " var q = p.matrixTransform(m); out.push([q.x, q.y]); });"
+        " return [e.getAttribute('data-index'), out]; });"))
+    assert labels and set(labels) <= set(marks) and set(leaders) <= set(labels)
+    for i, box in labels.items():
+        if i not in leaders:
+            assert _gap(box, marks[i]) <= 12, (i, box, marks[i])
+            continue
+        (x0, y0), (x1, y1) = ends[i]
+        assert _gap((x0, y0, x0, y0), marks[i]) <= 1.5, (i, ends[i], marks[i])
+        assert _gap((x1, y1, x1, y1), box) <= 2, (i, ends[i], box)
+    for i, a in labels.items():
+        for j, b in labels.items():
+            if i < j:
+                assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), \
+                    (i, a, j, b)
+        for j, m in marks.items():
+            shrunk = (m[0] + 1, m[1] + 1, m[2] - 1, m[3] - 1)  # a marker's anti-aliased rim
+            assert not (a[0] < shrunk[2] and shrunk[0] < a[2] and a[1] < shrunk[3]
+                        and shrunk[1] < a[3]), (i, a, j, m)
+
+
+def test_pages_write_numbers_for_people_never_e_notation():
+    """No '1.978e+04' (a scale-out ridge), '1e5' (a tick) or '1.5e-05' on a page: SI
+    prefixes."""
+    from roofline.models import Parallel, analyze, decode
+    from roofline.render.pages import model_html
+    from roofline.units import format_number, format_si
+
+    assert format_number(19780) == "19.78 k" and format_number(124.1) == "124.1"
+    assert format_si(1.5e-5, "s") == "15 us" and format_si(0.25) == "0.25"
+    a = analyze("llama-3-70b", "h100", decode(16, 4096), Parallel(tp=4))
+    for page in (report(), model_html(a, "h100")):
+        # what the page computes and shows: table cells, chart text and tooltips, figures
+        # (not the ops' derivation formulas, nor a chip file's quoted source notes)
+        shown = re.findall(r"<(td|th|text|title)\b[^>]*>(.*?)</\1>", page, flags=re.S)
+        shown += [(tag, tip) for tag, tip in re.findall(r'(data-tip)="([^"]*)"', page)]
+        shown += re.findall(r'class="(value)">([^<]*)<', page)
+        assert len(shown) > 100
+        # (a signed exponent: a chip file's quoted note "(= 85.52e9 B)" is its source's own)
+        assert not [t for _, t in shown if re.search(r"\de[+-]\d|^\d+e\d+$", t.strip())]

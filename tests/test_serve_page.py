@@ -62,6 +62,70 @@ def test_serve_page_in_headless_chromium(browser, tmp_path, page_text):
     assert browser.get_log("browser") == []
 
 
+def _svg_rects(browser, selector):
+    return browser.execute_script(
+        "return Array.from(document.querySelectorAll(arguments[0])).map(function (e) {"
+        " var r = e.getBoundingClientRect(); return {text: e.textContent, l: r.left, t: r.top,"
+        " r: r.right, b: r.bottom, hw: e.getAttribute('data-hardware'),"
+        " i: e.getAttribute('data-index'), key: e.getAttribute('data-target')}; });", selector)
+
+
+def _seconds(text):
+    value, unit = text.split()
+    return float(value) * {"s": 1, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[unit]
+
+
+def test_serve_chart_axes_chips_targets_and_clicked_point(browser, tmp_path, page_text):
+    """Both charts: numbered axes (times and tokens/s, no e-notation), every chip at once in
+    its own colour with a legend, each target a line at its value, the clicked point ringed."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    path = tmp_path / "plan.html"
+    path.write_text(page_text, encoding="utf-8")
+    browser.get(path.as_uri())
+    WebDriverWait(browser, 10).until(
+        lambda d: d.execute_script("return document.readyState") == "complete")
+    for svg, key, goal in (("frontier", "tpot_s", 0.02), ("ttft-chart", "ttft_s", 1.0)):
+        xs = _svg_rects(browser, f"#{svg} .tick.x")
+        ys = _svg_rects(browser, f"#{svg} .tick.y")
+        assert len(xs) >= 3 and len(ys) >= 3
+        # x: times increasing left to right, log spaced; y: 0 at the bottom, SI prefixes
+        at = [((x["l"] + x["r"]) / 2, _seconds(x["text"])) for x in xs]
+        assert [v for _, v in at] == sorted(v for _, v in at)
+        assert ys[0]["text"] == "0" and all(re.fullmatch(r"[\d.]+( k)?", y["text"]) for y in ys)
+        assert ys[-1]["t"] < ys[0]["t"]
+        (line,) = _svg_rects(browser, f"#{svg} .target")
+        assert line["key"] == key
+        # the target line sits where the log axis puts its value
+        (p0, v0), (p1, v1) = at[0], at[-1]
+        want = p0 + (np.log10(goal) - np.log10(v0)) / (np.log10(v1) - np.log10(v0)) * (p1 - p0)
+        assert abs((line["l"] + line["r"]) / 2 - want) < 2
+        legend = [t["text"] for t in _svg_rects(browser, f"#{svg} .legend")]
+        assert legend == ["h100-sxm", "mi300x"]
+        chips = {p["hw"] for p in _svg_rects(browser, f"#{svg} .point")}
+        assert chips == {"h100-sxm", "mi300x"}
+        colours = browser.execute_script(
+            "var out = {}; document.querySelectorAll(arguments[0]).forEach(function (p) {"
+            " out[p.getAttribute('data-hardware')] = p.getAttribute('fill'); }); return out;",
+            f"#{svg} .point")
+        assert len(set(colours.values())) == 2
+    assert _svg_rects(browser, ".clicked-marker") == []
+    points = _svg_rects(browser, "#frontier .point")
+    pick = points[len(points) // 3]
+    browser.execute_script(
+        "document.querySelector('#frontier .point[data-index=\"' + arguments[0] + '\"]')"
+        ".dispatchEvent(new MouseEvent('click'))", pick["i"])
+    markers = _svg_rects(browser, ".clicked-marker")
+    assert len(markers) == 2  # in both charts, around the clicked point
+    for svg, marker in zip(("frontier", "ttft-chart"), markers, strict=True):
+        (p,) = [q for q in _svg_rects(browser, f"#{svg} .point") if q["i"] == pick["i"]]
+        assert abs((marker["l"] + marker["r"]) / 2 - (p["l"] + p["r"]) / 2) < 1
+        assert abs((marker["t"] + marker["b"]) / 2 - (p["t"] + p["b"]) / 2) < 1
+    text = browser.execute_script("return document.body.innerText")
+    assert not re.search(r"\de[+-]?\d", text), re.findall(r"\S*\de[+-]?\d\S*", text)
+    assert browser.get_log("browser") == []
+
+
 def test_the_page_starts_at_the_plans_own_targets():
     """No target given: the sliders start at their end (no constraint), so the page's best
     is the CLI's; a given target lands within the slider's step (30 ms was 30.2 ms)."""

@@ -26,6 +26,7 @@ from .evaluate import Estimate, evaluate
 from .files import STDOUT, write_bytes
 from .hardware import Chip, load_chip
 from .ops import matmul
+from .plot_labels import label_points
 from .render.geometry import (
     Measured,
     OpPoint,
@@ -160,14 +161,9 @@ def plot_roofline(hw: Chip | str, estimates: Iterable[Estimate | OpPoint] = (),
             ax.plot(xs, ys, color="black", lw=0.8, gid=f"sweep:{name}")
         ax.scatter(xs, ys, s=40, c=[bound_color(b) for b in bounds], edgecolors="black",
                    zorder=3, gid=f"op:{name}")
-        ax.annotate(_plain(name), (xs[-1], ys[-1]), xytext=(6, 6), textcoords="offset points",
-                    fontsize="small", gid=f"label:{name}")
     for name, x, y in measured:
-        share = y / roof_at(geo, x)
         ax.plot([x], [y], ls="none", marker="D", ms=7, mfc="none", mec="black", mew=1.5,
                 gid=f"measured:{name}")
-        ax.annotate(_plain(f"{name} (measured, {share:.0%} of roof)"), (x, y), xytext=(6, -12),
-                    textcoords="offset points", fontsize="small", gid=f"label:{name}")
     ax.set_xlabel(f"arithmetic intensity (FLOP per byte of {level} traffic)")
     ax.set_ylabel("attainable FLOP/s")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: intensity_label(v)))
@@ -175,7 +171,15 @@ def plot_roofline(hw: Chip | str, estimates: Iterable[Estimate | OpPoint] = (),
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="lower right", fontsize="small")
     ax.set_title(_plain(title if title is not None else f"{chip.name}: roofline"))
+    labelled = [(_plain(name), xs[-1], ys[-1], f"label:{name}") for name, xs, ys, _ in series]
+    labelled += [(_plain(f"{name} (measured, {y / roof_at(geo, x):.0%} of roof)"), x, y,
+                  f"label:{name}") for name, x, y in measured]
+    label_points(ax, labelled, points + [(x, y) for _, x, y in measured],
+                 [ax.get_legend(), *(t for t in ax.texts if t.get_gid() in CAPTIONS)])
     return ax
+
+
+CAPTIONS = ("text:memory-bound", "text:compute-bound", "text:ridge")
 
 
 def _regions(ax: Axes, geo: RooflineGeometry) -> None:
@@ -301,13 +305,40 @@ def plot_breakdown(rows: Sequence[tuple[str, float, str]], ax: Axes | None = Non
     ax.invert_yaxis()  # first row on top, as in a table
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_time(v)))
     ax.set_xlabel("time (lower bound)")
-    ax.margins(x=0.15)
+    ax.margins(x=0.2)  # room for the last value past the longest bar
     bounds = list(dict.fromkeys(b for _, _, b in rows))
     ax.legend(handles=[Patch(color=bound_color(b), label=_plain(b)) for b in bounds],
-              title="bound", fontsize="small", loc="lower right")
+              title="bound", fontsize="small", loc="upper left",
+              bbox_to_anchor=(1.01, 1.0))  # beside the bars: over no bar nor value
     if title:
-        ax.set_title(_plain(title))
+        _title(ax, title)
     return ax
+
+
+def _title(ax: Axes, title: str) -> None:
+    """A title wrapped at spaces to fit the figure (constrained layout never shrinks a
+    title: one wider than the room on either side of its axes' centre is cut off)."""
+    ax.set_title(_plain(title))
+    fit_titles(ax.figure)
+
+
+def fit_titles(fig: Any) -> None:
+    """Re-wrap each axes' title that the laid-out figure would cut off."""
+    import textwrap
+
+    fig.draw_without_rendering()
+    renderer = fig._get_renderer()
+    for ax in fig.axes:
+        text = ax.title.get_text()
+        box = ax.title.get_window_extent(renderer)
+        if not text or (box.x0 >= fig.bbox.x0 and box.x1 <= fig.bbox.x1):
+            continue
+        centre = (box.x0 + box.x1) / 2
+        room = 2 * min(centre - fig.bbox.x0, fig.bbox.x1 - centre) * 0.95
+        longest = max(len(line) for line in text.splitlines())
+        ax.title.set_text(textwrap.fill(" ".join(text.split()),
+                                        max(12, int(longest * room / box.width))))
+    fig.draw_without_rendering()
 
 
 def plot_memory(items: Mapping[str, float], capacity_bytes: float, ax: Axes | None = None,
@@ -332,11 +363,11 @@ def plot_memory(items: Mapping[str, float], capacity_bytes: float, ax: Axes | No
     ax.set_ylim(-0.6, 1.4)  # room above the bar for the legend
     ax.set_xlim(0, max(left, capacity_bytes) * 1.05)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v)))
-    ax.legend(fontsize="small", loc="upper left", ncol=4)
+    ax.legend(fontsize="small", loc="upper left", ncol=2)  # 4 wide overran the figure
     share = left / capacity_bytes
     verdict = "fits" if left <= capacity_bytes else "does not fit"
-    ax.set_title(_plain(title or f"memory {format_bytes(left)} of {format_bytes(capacity_bytes)} "
-                        f"({share:.0%}): {verdict}"))
+    _title(ax, title or f"memory {format_bytes(left)} of {format_bytes(capacity_bytes)} "
+           f"({share:.0%}): {verdict}")
     return ax
 
 
@@ -365,6 +396,7 @@ def plot_model(analysis: Any, top: int = 20, title: str | None = None) -> Figure
     if m.optimizer_bytes:
         items["optimizer"] = m.optimizer_bytes
     plot_memory(items, m.capacity_bytes, ax=memory)
+    fit_titles(fig)  # laid out again with both charts in place
     return fig
 
 

@@ -99,6 +99,8 @@ MIN_DURATION_S, MAX_DURATION_S = 1e-12, 1e9  # a clock tick's share to ~30 years
 
 _PREFIXES = [(1e24, "Y"), (1e21, "Z"), (1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"),
              (1e6, "M"), (1e3, "k")]
+_SMALL = [(1e-3, "m"), (1e-6, "u"), (1e-9, "n"), (1e-12, "p"), (1e-15, "f"), (1e-18, "a"),
+          (1e-21, "z"), (1e-24, "y")]
 
 
 def format_si(value: float, unit: str = "", digits: int = 3) -> str:
@@ -111,7 +113,18 @@ def format_si(value: float, unit: str = "", digits: int = 3) -> str:
     for scale, prefix in _PREFIXES:
         if abs(value) >= scale:
             return f"{value / scale:.{digits}g} {prefix}{unit}".strip()
+    if abs(value) < 1e-3:  # '15 u', never '1.5e-05'
+        for scale, prefix in _SMALL:
+            if abs(value) >= scale * (1 - 1e-12):
+                return f"{float(f'{value / scale:.{digits}g}'):g} {prefix}{unit}".strip()
     return f"{value:.{digits}g} {unit}".strip()
+
+
+def format_number(value: float, digits: int = 4) -> str:
+    """A plain number for people: '124.1', '0.25'; past 99,999 or below 0.001 the SI
+    prefix ('19.78 k', '15 u'), never e-notation."""
+    text = f"{value:.{digits}g}"
+    return format_si(value, "", digits) if "e" in text and math.isfinite(value) else text
 
 
 def format_bytes(value: float, digits: int = 3) -> str:

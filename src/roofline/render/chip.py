@@ -10,7 +10,7 @@ from typing import Any
 from ..cost import LINKS
 from ..hardware import Chip
 from ..serialize import jsonable
-from ..units import format_bytes, format_si, format_time
+from ..units import format_bytes, format_number, format_si, format_time
 from . import text
 from .safe import terminal_safe
 from .table import Table, text_table
@@ -68,7 +68,7 @@ def chip_tables(chip: Chip, ref: SourceRef = inline_source) -> list[Table]:
                                   "domain", "source"], rows, "links (bandwidth per direction)"))
     resources = chip.resources()
     tables.append(text_table(["dtype", *resources],
-                             [[dt, *(f"{chip.ridge(dt, r):.4g}" for r in resources)]
+                             [[dt, *(format_number(chip.ridge(dt, r)) for r in resources)]
                               for dt in chip.peaks],
                              "ridge points I* = peak / bandwidth (FLOP/byte)"))
     return tables
@@ -134,7 +134,8 @@ def chip_comparison(chips: Sequence[Chip]) -> tuple[Table, dict[str, Any]]:
     def cell(value: float | None, first: float | None, unit: str, lead: bool) -> str:
         if value is None:
             return "-"
-        shown = (format_bytes(value) if unit == "B" else f"{value:.4g}" if unit in ("", "FLOP/B")
+        shown = (format_bytes(value) if unit == "B"
+                 else format_number(value) if unit in ("", "FLOP/B")
                  else format_si(value, unit))
         return shown if lead or not first or not unit else f"{shown} ({value / first:.2g}x)"
 

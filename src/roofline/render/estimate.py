@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..cost import LINKS
-from ..units import format_bytes, format_si, format_time
+from ..units import format_bytes, format_number, format_si, format_time
 from . import text
 from .geometry import OpPoint
 from .safe import terminal_safe
@@ -80,8 +80,9 @@ def _intensity_derivation(est: Estimate) -> list[str]:
         ridge = float(est.ridge[level])
         side = "above" if float(value) >= ridge else "below"
         out.append(f"I_{level} = FLOPs / bytes = {format_si(float(est.flops))} / "
-                   f"{format_bytes(float(traffic or 0))} = {float(value):.4g} FLOP/byte, "
-                   f"{side} the ridge I* = peak / bandwidth = {ridge:.4g}")
+                   f"{format_bytes(float(traffic or 0))} = {format_number(float(value))} "
+                   "FLOP/byte, "
+                   f"{side} the ridge I* = peak / bandwidth = {format_number(ridge)}")
     return out
 
 
@@ -202,7 +203,7 @@ def time_derivation(est: Estimate, chip: Chip | None = None) -> list[str]:
 
 
 def _intensities(r: OpPoint) -> str:
-    parts = [f"{lv} {x:.4g} (ridge {r.ridge.get(lv, math.nan):.4g})"
+    parts = [f"{lv} {format_number(x)} (ridge {format_number(r.ridge.get(lv, math.nan))})"
              for lv, x in r.intensity.items() if math.isfinite(x)]
     return "; ".join(parts) or "-"
 

@@ -230,10 +230,10 @@ def default_dtypes(chip: Chip, results: Iterable[OpPoint | Estimate] = ()) -> li
 
 
 def intensity_label(v: float) -> str:
-    """A short tick label for a decade on the intensity axis: 0.1, 1, 1000, 1e5."""
+    """A short tick label for a decade on the intensity axis: 0.1, 1, 1000, 100 k."""
     if not 0 < v < math.inf:  # matplotlib labels ticks past the view too; these underflow
         return f"{v:g}"
-    return f"{v:g}" if 1e-3 <= v < 1e5 else f"1e{round(math.log10(v))}"
+    return f"{v:g}" if 1e-3 <= v < 1e5 else format_si(v)  # '100 k', '1 M', '100 u'
 
 
 def _decade_floor(v: float) -> float:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..hardware import Chip, load_chip
 from ..models.analysis import STEP_TIMES
-from ..units import format_si, format_time
+from ..units import format_number, format_si, format_time
 from . import csv as csv_format
 from . import html, markdown
 from .chip import chip_tables
@@ -58,7 +58,8 @@ def _measured_table(chip: Chip, results: Sequence[OpPoint], measured: Sequence[M
                     level: str) -> Table:
     geo = roofline_geometry(chip, default_dtypes(chip, results), None, level)
     return text_table(["measured", "intensity (FLOP/byte)", "achieved", "of roof"],
-                      [[name, f"{x:.4g}", format_si(y, "FLOP/s"), f"{y / roof_at(geo, x):.0%}"]
+                      [[name, format_number(x), format_si(y, "FLOP/s"),
+                        f"{y / roof_at(geo, x):.0%}"]
                        for name, x, y in measured])
 
 
@@ -153,8 +154,8 @@ def estimate_html(est: Estimate) -> str:
     (r,) = results
     rows = [[res, format_time(t), f"{t / r.t_lower_s:.1%}" if r.t_lower_s > 0 else "-",
              format_si(r.bytes[res], "B") if res in r.bytes else "-",
-             f"{r.intensity[res]:.4g}" if res in r.intensity else "-",
-             f"{r.ridge[res]:.4g}" if res in r.ridge else "-"]
+             format_number(r.intensity[res]) if res in r.intensity else "-",
+             format_number(r.ridge[res]) if res in r.ridge else "-"]
             for res, t in r.time_s.items()]
     caption = f"{r.name} on {r.hardware}: bound by {r.bound} ({bound_kind(r.bound)})"
     table = text_table(["resource", "time", "of bound", "bytes", "FLOP/byte", "ridge"], rows,

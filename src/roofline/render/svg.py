@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 
 from ..hardware import Chip
-from ..units import format_si, format_time
+from ..units import format_number, format_si, format_time
 from .estimate import bound_kind
 from .geometry import (
     Measured,
@@ -69,9 +69,9 @@ def roofline_svg(chip: Chip, results: Sequence[OpPoint], measured: Sequence[Meas
                                                        for n, _, _ in measured])
     numbers = [str(i) for i, _ in shown] + [f"m{j}" for j in range(1, len(measured) + 1)]
     labels = place_labels(xy, names, (LEFT, TOP, W - RIGHT, H - BOTTOM),
-                          [legend_box, *_frame_text_boxes(geo, sx, sy)])
+                          [legend_box, *_frame_text_boxes(geo, sx, sy)], numbers=numbers)
     for (r, x, y), (cx, cy), name, number in zip(placed, xy, names, numbers, strict=False):
-        tip = (f"{number}. {name}\nintensity {x:.4g} FLOP/byte ({level})\n"
+        tip = (f"{number}. {name}\nintensity {format_number(x)} FLOP/byte ({level})\n"
                f"attainable {format_si(y, 'FLOP/s')}\ntime {format_time(r.t_lower_s)} "
                f"(lower bound)\nbound {r.bound} ({bound_kind(r.bound)})")
         parts.append(f'<circle class="point op" cx="{cx}" cy="{cy}" r="6" '
@@ -80,17 +80,22 @@ def roofline_svg(chip: Chip, results: Sequence[OpPoint], measured: Sequence[Meas
                      f'data-tip="{xml_attr(tip)}" aria-label="{xml_attr(tip)}"/>')
     for (name, x, y), (cx, cy), number in zip(measured, xy[len(placed):],
                                               numbers[len(placed):], strict=True):
-        tip = (f"{number}. {name} (measured)\nintensity {x:.4g} FLOP/byte ({level})\n"
+        tip = (f"{number}. {name} (measured)\nintensity {format_number(x)} FLOP/byte ({level})\n"
                f"achieved {format_si(y, 'FLOP/s')}\n{y / roof_at(geo, x):.0%} of the roof")
         parts.append(f'<path class="point measured" d="M{cx},{cy - 7}L{cx + 7},{cy}L{cx},'
                      f'{cy + 7}L{cx - 7},{cy}Z" fill="white" stroke="black" stroke-width="2" '
                      f'tabindex="0" data-index="{number}" data-name="{xml_attr(name)}" '
                      f'data-tip="{xml_attr(tip)}" aria-label="{xml_attr(tip)}"/>')
-    for label in labels:
-        if label is not None:
-            anchor = "" if label.anchor == "start" else f' text-anchor="{label.anchor}"'
-            parts.append(f'<text class="point-label" x="{label.x}" y="{label.y}"{anchor}>'
-                         f"{xml_text(label.text)}</text>")
+    for label, number in zip(labels, numbers, strict=True):
+        if label is None:
+            continue
+        if label.leader:  # a label set apart from its point: a line joins them
+            x0, y0, x1, y1 = (round(v, 2) for v in label.leader)
+            parts.append(f'<line class="leader" data-index="{number}" x1="{x0}" y1="{y0}" '
+                         f'x2="{x1}" y2="{y1}" stroke="#555" stroke-width="0.8"/>')
+        anchor = "" if label.anchor == "start" else f' text-anchor="{label.anchor}"'
+        parts.append(f'<text class="point-label" data-index="{number}" x="{label.x}" '
+                     f'y="{label.y}"{anchor}>{xml_text(label.text)}</text>')
     parts += legend
     parts.append("</svg>")
     return "\n".join(parts)
@@ -131,7 +136,7 @@ def _svg_frame(geo: RooflineGeometry, sx: _LogAxis, sy: _LogAxis) -> list[str]:
             f'<text class="region-label" x="{xb + 6}" y="{y1 + 16}" '
             f'fill="{bound_color("compute")}">compute-bound</text>',
             f'<text class="ridge-label" x="{xb - 4}" y="{y0 - 6}" text-anchor="end" '
-            f'fill="{bound_color(geo.level)}">I* = {geo.boundary:.4g}</text>']
+            f'fill="{bound_color(geo.level)}">I* = {format_number(geo.boundary)}</text>']
     return out
 
 
@@ -146,7 +151,8 @@ def _svg_roofs(geo: RooflineGeometry, sx: _LogAxis, sy: _LogAxis) -> list[str]:
     for r in geo.ridges:
         out.append(f'<circle class="ridge" cx="{sx(r.intensity)}" cy="{sy(r.flops_per_s)}" '
                    f'r="3.5" fill="white" stroke="black"><title>'
-                   f"{xml_text(f'ridge {r.dtype} / {r.level}: I* = {r.intensity:.4g} FLOP/byte')}"
+                   f"{xml_text(f'ridge {r.dtype} / {r.level}: I* = ')}"
+                   f"{format_number(r.intensity)} FLOP/byte"
                    f"</title></circle>")
     return out
 
