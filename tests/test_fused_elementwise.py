@@ -126,3 +126,11 @@ def test_elementwise_is_a_small_share_of_a_tp8_training_bound():
     # whole, 3x the forward's bytes, unfused); now 3.7% of 1.98 s
     assert elementwise_s / a.t_lower_s < 0.04
     assert a.t_lower_s <= a.t_upper_s
+
+
+def test_serving_memory_keeps_the_epilogues_output_alone():
+    a = analyze("llama-3-70b", "h100", decode(64, 1024), Parallel(tp=8))
+    # by hand: 64 tokens x (input + residual, 2 x 8192, and silu(gate)·up, 28672 / 8) x 2 B,
+    # plus the fp32 logits of 64 tokens over 128256 / 8 vocabulary columns
+    layer = 64 * (2 * 8192 + 28672 / 8) * 2
+    assert a.memory.activations_bytes == pytest.approx(layer + 64 * 128256 / 8 * 4)

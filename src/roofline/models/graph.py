@@ -201,7 +201,7 @@ def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chi
         for name, cost in layer_ops(c, moe_layer, window, kind):
             if name == NORMS[0] and first_norm and key == widest:  # the first layer's apart
                 if per_stage > 1:
-                        rows.append(OpCost(group, name, per_stage - 1, _step(cost, phase, name),
+                    rows.append(OpCost(group, name, per_stage - 1, _step(cost, phase, name),
                                        _useful(cost, name, c, useful), False,
                                        per_stage - 1 / par.pp))
                 continue

@@ -401,7 +401,9 @@ def edge_ops(c: Ctx, first_norm: bool = True) -> list[tuple[str, Cost]]:
     first = [(FIRST_NORM, elementwise(c.norm_tokens * s.hidden, s.norm, act))] \
         if first_norm else []
     return [("embedding", embedding_lookup(c.tokens, s.hidden, c.prec.tables, act)), *first,
-            # the last layer's residual add fused with the final norm (one kernel, 4 passes)
+            # the last layer's residual add fused with the final norm, one kernel of 4 passes
+            # (vllm-project/vllm vllm/model_executor/models/llama.py, LlamaModel.forward:
+            # self.norm(hidden_states, residual), fused_add_rms_norm)
             (FINAL_NORM, elementwise(logits_tokens * s.hidden, "add_" + s.norm, act)),
             ("lm head", matmul(logits_tokens, s.hidden, s.vocab / c.par.tp, act, c.prec.tables,
                                None, None, "lm head"))]
