@@ -82,8 +82,9 @@ def test_model_levers_re_analyse_the_step():
         hand = ((body * bytes_per_weight + p.lm_head * 2) / 4 + kv) / hbm + latency
         assert hand <= analysis.tpot_s <= 1.03 * hand
     # 4.39 ms of HBM, 0.19 ms of alphas (160 NVLS all-reduces of 2 x 0.6 us), 0.09 ms of
-    # their bytes on NVLink (160 x 256 KiB / 450 GB/s); norms and residuals the rest
-    assert int4.tpot_s == pytest.approx(4.81e-3, rel=0.01)
+    # their bytes on NVLink (160 x 256 KiB / 450 GB/s); norms (sequence-parallel, 4 tokens
+    # a rank), residuals and SwiGLU's epilogue output the rest
+    assert int4.tpot_s == pytest.approx(4.735e-3, rel=0.01)
     assert rows["4 tokens per step (speculative decoding, all drafts accepted)"].speedup > 3
     a100 = {r.label for r in model_what_if("llama-3-8b", load_chip("a100"), phase,
                                            Parallel(), prec)}

@@ -122,7 +122,9 @@ def test_train_is_three_forwards_but_attention_has_its_own_backward():
 
     def layer_flops(a, attention,
                     kernel=lambda name: "norm" not in name and "activation" not in name):
-        return sum(op.flops for op in a.ops if op.group != "model" and kernel(op.name)
+        # the GEMMs' own FLOPs: a forward's up/gate runs SwiGLU in its epilogue
+        return sum(op.count * sum(op.cost.flops.values()) if "up/gate" in op.name else op.flops
+                   for op in a.ops if op.group != "model" and kernel(op.name)
                    and (op.name in ("attention", "attention backward")) == attention)
 
     # every op but attention: forward + 2x backward (3 forwards), 4 with recomputation
@@ -136,8 +138,9 @@ def test_train_is_three_forwards_but_attention_has_its_own_backward():
     assert norms(rc) == pytest.approx(3 * norms(fwd))
     # and SwiGLU's (Liger-Kernel: loads dc, a, b, stores da, db: 5/3 of the forward)
     swiglu = layer_flops(tr, False, lambda name: "activation" in name)
-    assert swiglu == pytest.approx((1 + 5 / 3) * layer_flops(fwd, False,
-                                                              lambda n: "activation" in n))
+    epilogue = sum(op.flops - op.count * sum(op.cost.flops.values()) for op in fwd.ops
+                   if op.name == "mlp up/gate")  # the forward's SwiGLU, in the epilogue
+    assert epilogue > 0 and swiglu == pytest.approx((1 + 5 / 3) * epilogue)
     # attention: its forward once (twice recomputing) and FlashAttention-2's backward, which
     # recomputes S: 2.5x the forward's GEMMs (5 products against 2)
     att = next(op for op in fwd.ops if op.name == "attention")

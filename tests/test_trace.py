@@ -97,23 +97,27 @@ def test_llama_block_trace_agrees_with_the_model():
     c = llama_block.CONFIG
     a = analyze(llama_block.spec(), "h100", prefill(c["batch"], c["seq"]),
                 precision=Precision("fp32", "fp32"))
-    layer = [op for op in a.ops if op.group != "model"]  # the block: no embedding, no head
+    # the block: no embedding, no head; its one layer's attention norm is the first layer's
+    layer = [op for op in a.ops if op.group != "model" or op.name == "first norm (no add)"]
     flops = sum(op.flops for op in layer)
     # The matmuls independently: torch's own counter on the trace side, our shapes on the other.
     traced_mm = [op for op in t.ops if op.kind == "mm"]
     assert all(op.flops_source == "torch" for op in traced_mm)
     model_mm = [op for op in layer if op.name in
                 ("qkv projection", "attention output", "mlp up/gate", "mlp down")]
-    assert sum(op.flops for op in traced_mm) == sum(op.flops for op in model_mm)
+    # (the GEMMs' own: serving runs SwiGLU in the up/gate GEMM's epilogue)
+    assert sum(op.flops for op in traced_mm) == sum(op.count * sum(op.cost.flops.values())
+                                                    for op in model_mm)
     # Same attention; the elementwise conventions differ by a few thousand FLOPs
     # (the traced RMSNorm adds eps and takes rsqrt per row, which the model's 4/element omits).
     assert t.flops == pytest.approx(flops, rel=1e-4)
     model_bytes = sum(op.hbm_bytes for op in layer)
-    # The trace runs RMSNorm as 6 kernels and SwiGLU as 2, the model counts each as one fused
-    # op, its residual add fused with the norm: the unfused trace moves 1.46x the model's
+    # The trace runs RMSNorm as 6 kernels and SwiGLU as 2 beside the GEMM, the model counts
+    # each norm as one fused op (the residual add fused with it but for the first layer's)
+    # and SwiGLU in the up/gate GEMM's epilogue: the unfused trace moves 2.07x the model's
     # bytes (the model's flash attention re-reads K/V from L2, not HBM); a perfect fusion,
     # less.
-    assert t.bytes / model_bytes == pytest.approx(1.464, rel=0.02)
+    assert t.bytes / model_bytes == pytest.approx(2.073, rel=0.02)
     assert t.bytes - t.fusion("h100").bytes_removed < model_bytes
 
 

@@ -186,8 +186,6 @@ BEATEN = {
         "as the tp2 row: TPOT 1.13x the bound",
     "nvidia_llama_3_1_8b_instruct_fp8_nvidia_llama_3_1_8b_instruct_fp8_h200_sxm_vllm_agg_"
     "2000x100_c64_tp1_epnone_2": "tokens/s 1.13x the bound: not diagnosed",
-    "nvidia_llama_3_1_8b_instruct_fp8_nvidia_llama_3_1_8b_instruct_fp8_h200_sxm_vllm_agg_"
-    "2000x100_c96_tp2_epnone_3": "tokens/s 1.05x the bound: not diagnosed",
 }
 
 

@@ -427,7 +427,7 @@ def _layers(ops: list[StepOp], op_times: list[dict[str, Any]],
     out = []
     for group in dict.fromkeys(op.group for op in ops if op.group != "model"):
         members = [op for op in ops if op.group == group]
-        count = members[0].count
+        count = members[-1].count  # the first op may count one less (graph: first norm)
         times: dict[str, Any] = {}
         for op, per_op in zip(ops, op_times, strict=True):
             if op.group == group:

@@ -46,6 +46,7 @@ from ..ops.optimizer import adam_update
 from .layers import (
     BACKWARD,
     LAYER_STREAMS,
+    NORMS,
     SPLIT_BACKWARD,
     Ctx,
     edge_ops,
@@ -186,12 +187,24 @@ def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chi
         key = (moe_layer, "window" if mixer == "full" else mixer, span)
         kinds[key] = kinds.get(key, 0) + n
     rows: list[OpCost] = []
-    for (moe_layer, kind, window), count in kinds.items():
+    # the first layer's attention norm has no residual add to fuse: an edge op of its own,
+    # one attention norm less in the layers' rows (every layer kind's norm is the same
+    # kernel: taken from the kind with the most layers on the stage, if it has one whole)
+    widest = max(kinds, key=kinds.__getitem__)
+    first_norm = kinds[widest] >= par.pp
+    for key, count in kinds.items():
+        moe_layer, kind, window = key
         group = ("moe" if moe_layer else "dense") + " layer" + (
             " (linear)" if kind == "linear" else f" ({kind} {window})" if window else "")
         forward: Any = 0.0
         per_stage = count // par.pp if count % par.pp == 0 else count / par.pp
         for name, cost in layer_ops(c, moe_layer, window, kind):
+            if name == NORMS[0] and first_norm and key == widest:  # the first layer's apart
+                if per_stage > 1:
+                    rows.append(OpCost(group, name, per_stage - 1, _step(cost, phase, name),
+                                       _useful(cost, name, c, useful), False,
+                                       per_stage - 1 / par.pp))
+                continue
             if name.endswith(BACKWARD):  # training's own backward of the op before it:
                 useful_flops = 2 * forward  # the convention's 2x forward (the rest recomputes)
             else:  # work every TP rank repeats is the model's once: 1/tp of it on each
@@ -202,14 +215,21 @@ def build(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision, hw: Chi
                     useful * forward if back is None else (1.0 + back) * forward
             rows.append(OpCost(group, name, per_stage, _step(cost, phase, name) if train
                                else cost, useful_flops, False, None, _stream(name)))
-    for name, cost in edge_ops(c):  # the last stage holds the LM head: the slowest stage
-        rows.append(OpCost("model", name, 1, _step(cost, phase, name),
-                           times_n(useful * c.model_shares.get(name, 1.0), cost.total_flops),
-                           model_share=1 / par.pp))
+    for name, cost in edge_ops(c, first_norm):  # the last stage holds the LM head: the
+        rows.append(OpCost("model", name, 1, _step(cost, phase, name),  # slowest stage
+                           _useful(cost, name, c, useful), model_share=1 / par.pp))
     rows += _step_ops(c)
     return rows
 
 
+
+
+def _useful(cost: Cost, name: str, c: Ctx, useful: float) -> Any:
+    """The model's own FLOPs of one forward row over the step: the work every TP rank repeats
+    counts 1/tp; training adds the backward (an elementwise kernel's own, else 2x)."""
+    back = None if useful == 1 else _elementwise_backward(cost)
+    factor = useful if back is None else 1.0 + back
+    return times_n(factor * c.model_shares.get(name, 1.0), cost.total_flops)
 
 
 @functools.cache  # a handful of op names, one lookup per row

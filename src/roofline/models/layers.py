@@ -5,11 +5,12 @@ the TP / CP / EP collectives between them, and the embedding, final norm and LM 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..cost import Cost
-from ..derivation import any_true
+from ..derivation import Sym, Term, any_true
 from ..dtypes import dtype as lookup_dtype
 from ..lazy import cached_property
 from ..ops.attention import attention
@@ -31,12 +32,18 @@ BACKWARD = " backward"  # a training row that is the backward pass of the row be
 SPLIT_BACKWARD = ("attention", "mla attention")  # their backward is a row of its own
 # each block opens with the residual add of the block before fused with its norm (one kernel:
 # ops.elementwise "add_rmsnorm"); training splits them over the TP ranks' tokens (Megatron
-# sequence parallelism, Korthikanti et al. 2022, as models/memory.py keeps activations)
+# sequence parallelism, Korthikanti et al. 2022, as models/memory.py keeps activations), and
+# so does serving an RMSNorm model (Ctx.norm_split). The first layer's norm has no add to
+# fuse (FIRST_NORM, one of the model's edge ops); the last layer's add fuses with the final
+# norm (FINAL_NORM).
 NORMS = ("residual + attention norm", "residual + mlp norm")
+FIRST_NORM = "first norm (no add)"
+FINAL_NORM = "residual + final norm"
+SPLIT_NORMS = (*NORMS, FIRST_NORM)
 # ops every TP rank runs whole on the same tokens (no sequence parallelism): the model's
 # FLOPs count them once, 1/tp on each rank (Ctx.model_share)
-TP_REPLICATED = frozenset({*NORMS, "router", "q down projection", "kv down projection",
-                           "final norm"})
+TP_REPLICATED = frozenset({*SPLIT_NORMS, "router", "q down projection", "kv down projection",
+                           FINAL_NORM})
 
 
 # not frozen: built once per step, then only read (a frozen dataclass's __init__ sets each
@@ -86,14 +93,37 @@ class Ctx:
         with others."""
         tp = self.par.tp
         shares = dict.fromkeys(TP_REPLICATED, 1 / tp)
-        if self.phase.kind == "train":  # sequence parallelism: each rank its own tokens
-            for name in NORMS:
+        if self.norm_split > 1:  # sequence parallelism: each rank its own tokens (serving's
+            for name in SPLIT_NORMS:  # padding to a multiple of tp, < tp tokens, counts too)
                 del shares[name]
         if self.kv_heads_local * tp > self.spec.kv_heads:
             gate = self.heads_local if self.spec.attn_output_gate else 0
             shares["qkv projection"] = (self.heads_local + 2 * self.spec.kv_heads / tp + gate) / (
                 self.heads_local + 2 * self.kv_heads_local + gate)
         return shares
+
+    @cached_property
+    def norm_split(self) -> int:
+        """The TP ranks a block's norm is split over (sequence parallelism), 1 where every
+        rank runs it whole. Training: Megatron's (Korthikanti et al. 2022). Serving: vLLM's
+        SequenceParallelismPass (vllm-project/vllm vllm/compilation/passes/fusion/
+        sequence_parallelism.py: all-reduce + fused_add_rms_norm becomes reduce-scatter,
+        the norm on 1/tp of the tokens, all-gather, at every batch size in full-graph mode,
+        which pads the tokens to a multiple of tp; its patterns match RMSNorm only). The
+        ring all-reduce's bytes are the reduce-scatter's and all-gather's, so the TP
+        collective stays as it is."""
+        if self.par.tp > 1 and (self.phase.kind == "train" or self.spec.norm == "rmsnorm"):
+            return self.par.tp
+        return 1
+
+    @cached_property
+    def norm_tokens(self) -> Any:
+        """Tokens through each rank's block norm: all of them, 1/tp in training, and in
+        serving 1/tp rounded up (vLLM pads the tokens to a multiple of tp)."""
+        split, T = self.norm_split, self.tokens
+        if split == 1:
+            return T
+        return T / split if self.phase.kind == "train" else -(-T // split)
 
     def mm(self, m: float, k: float, n: float, name: str) -> Cost:
         """A weight GEMM: activations in, the weights' dtype, the GEMM compute dtype's peak
@@ -248,8 +278,7 @@ def _mlp_ops(c: Ctx, moe_layer: bool) -> list[tuple[str, Cost]]:
     kind = "swiglu" if s.gated_mlp else "gelu"
     if not moe_layer:
         f = s.ffn / c.par.tp
-        return [("mlp up/gate", c.mm(T, s.hidden, gate * f, "mlp up/gate")),
-                ("mlp activation", elementwise(T * f, kind, act)),
+        return [*_up_gate(c, "mlp", c.mm(T, s.hidden, gate * f, "mlp up/gate"), T * f, kind),
                 ("mlp down", c.mm(T, f, s.hidden, "mlp down"))]
     m = s.moe
     assert m is not None
@@ -264,11 +293,10 @@ def _mlp_ops(c: Ctx, moe_layer: bool) -> list[tuple[str, Cost]]:
     ops: list[tuple[str, Cost]] = [("router", c.mm(T, s.hidden, m.experts, "router"))]
     if ep > 1:
         ops.append(("ep dispatch all-to-all", _ep_all_to_all(c, dispatch)))
+    up = grouped_matmul(group_tokens, s.hidden, gate * f, m.experts, m.top_k, dtype=act,
+                        weight_dtype=c.prec.experts).scaled(1 / ep, "1/ep")
     ops += [
-        ("experts up/gate", grouped_matmul(group_tokens, s.hidden, gate * f, m.experts, m.top_k,
-                                           dtype=act, weight_dtype=c.prec.experts).scaled(
-            1 / ep, "1/ep")),
-        ("experts activation", elementwise(group_tokens / ep * m.top_k * f, kind, act)),
+        *_up_gate(c, "experts", up, group_tokens / ep * m.top_k * f, kind),
         ("experts down", grouped_matmul(group_tokens, f, s.hidden, m.experts, m.top_k,
                                         dtype=act, weight_dtype=c.prec.experts).scaled(
             1 / ep, "1/ep")),
@@ -277,11 +305,40 @@ def _mlp_ops(c: Ctx, moe_layer: bool) -> list[tuple[str, Cost]]:
         ops.append(("ep combine all-to-all", _ep_all_to_all(c, tokens_out * c.act_bytes)))
     if m.shared_experts:
         fs = m.shared_experts * m.shared_ffn / c.par.tp
-        ops += [("shared experts up/gate", c.mm(T, s.hidden, gate * fs, "shared up/gate")),
-                ("shared experts activation", elementwise(T * fs, kind, act)),
+        ops += [*_up_gate(c, "shared experts", c.mm(T, s.hidden, gate * fs, "shared up/gate"),
+                          T * fs, kind),
                 ("shared experts down", c.mm(T, fs, s.hidden, "shared down"))]
     return ops
 
+
+def _up_gate(c: Ctx, block: str, gemm: Cost, n: Any, kind: str) -> list[tuple[str, Cost]]:
+    """The up/gate GEMM and its activation over `n` elements. Serving a gated MLP runs
+    SwiGLU in the GEMM's epilogue: the GEMM writes silu(gate)·up, n elements, not the 2n of
+    gate and up, and no activation kernel reads them back (CUTLASS examples/45_dual_gemm/
+    thread/left_silu_and_mul.h line 65, LeftSiLUAndMul on the two accumulators, bf16 / fp16;
+    TensorRT-LLM cpp/tensorrt_llm/kernels/cutlass_kernels/fused_gated_gemm/
+    fused_gated_gemm_kernel_template_sm90.h line 55, DeviceGemmGatedSm90 with a SiLu
+    activation, fp8; its MoE FC1, moe_gemm/moe_gemm_template_dispatch.h use_fused_moe ->
+    sm80_generic_fused_moe_gemm_kernelLauncher with EpilogueOpDefaultSilu, fp16 / bf16).
+    Training keeps the activation a kernel of its own: its backward reads the gate and up
+    outputs, so the forward writes them anyway (Liger-Kernel's swiglu, ops.elementwise)."""
+    activation = elementwise(n, kind, c.prec.activations)
+    if c.phase.kind == "train" or kind != "swiglu":
+        return [(f"{block} up/gate", gemm), (f"{block} activation", activation)]
+    saved = n * c.act_bytes  # the gate half of the GEMM's output
+    fused = Cost(gemm.flops, {"hbm": gemm.bytes["hbm"] - saved},
+                 functools.partial(_epilogue_steps, gemm, activation, saved),
+                 f"{gemm.name} + swiglu epilogue", activation.vector_flops,
+                 activation.special_ops, op=gemm.op)
+    return [(f"{block} up/gate", fused)]
+
+
+def _epilogue_steps(gemm: Cost, activation: Cost, saved: Any) -> tuple[Term, ...]:
+    """The fused GEMM's derivation: the GEMM's, the activation's arithmetic, the bytes."""
+    flops = tuple(Term(f"swiglu epilogue: {t.name}", t.expr, t.repeat)
+                  for t in activation.terms if "bytes" not in t.name)
+    hbm = Sym("GEMM HBM bytes", gemm.bytes["hbm"]) - Sym("gate half never written", saved)
+    return (*gemm.terms, *flops, Term("HBM bytes, swiglu in the epilogue", hbm))
 
 def _ep_all_to_all(c: Ctx, nbytes: Any) -> Cost:
     """The EP group's dispatch (or combine) of `nbytes` (every token once per routed expert),
@@ -301,14 +358,28 @@ def layer_ops(c: Ctx, moe_layer: bool, window: int | None, kind: str = "window"
               ) -> list[tuple[str, Cost]]:
     """One decoder layer's forward ops on this chip (pre-norm residual blocks). Each block
     opens with one fused kernel, the residual add of the block before and its own norm
-    (the first layer's has no add to fuse, the last layer's add fuses with the final norm:
-    one pass either way, left out); in training with TP each rank runs it on 1/tp of the
-    tokens (sequence parallelism). SwiGLU / GeLU is its own fused kernel (two inputs read,
-    one output written), not folded into the GEMM's epilogue."""
-    s, T, act = c.spec, c.tokens, c.prec.activations
-    split = c.par.tp if c.phase.kind == "train" else 1  # sequence parallelism
-    norm = elementwise(T / split * s.hidden if split > 1 else T * s.hidden, "add_" + s.norm,
-                       act)
+    (vLLM's fused_add_rms_norm); the first layer's has no add to fuse and the last layer's
+    add fuses with the final norm (edge_ops: FIRST_NORM, FINAL_NORM).
+
+    Under TP each rank runs the norm on 1/tp of the tokens where a published stack does
+    (Ctx.norm_split): training (Megatron's sequence parallelism) and serving an RMSNorm model
+    (vLLM's SequenceParallelismPass, opt-in, tokens padded to a multiple of tp, decode
+    included). Its patterns match RMSNorm only and no other engine's split was found to
+    cite, so a LayerNorm model's serving norms stay whole on every rank, and so does the
+    final norm (on the logits' tokens only). Norms fused into the all-reduce kernel itself
+    (TensorRT-LLM / FlashInfer allreduce_fusion) are not modelled.
+
+    The norm is not fused into the next linear's prologue: the one published kernel found
+    (aws-neuron/nki-samples src/nki_samples/reference/allocated_fused_linear.py line 17,
+    allocated_fused_rms_norm_qkv: RMSNorm(hidden) @ wQKV) is Trainium's, takes no residual
+    add and at most 512 output columns, and no GPU engine ships one; it would save one pass
+    of the tokens a block.
+
+    Serving a gated MLP runs SwiGLU in the up/gate GEMM's epilogue (`_up_gate`: CUTLASS's
+    dual GEMM, TensorRT-LLM's fused gated GEMM and fused MoE FC1); training keeps it a fused
+    kernel of its own (two inputs read, one output written: the backward needs the inputs)."""
+    s, T = c.spec, c.norm_tokens
+    norm = elementwise(T * s.hidden, "add_" + s.norm, c.prec.activations)
     return [(NORMS[0], norm), *_attention_ops(c, window, kind),
             *_chunk_attention(c, window, kind),
             *c.tp_all_reduce("attention"),
@@ -316,8 +387,10 @@ def layer_ops(c: Ctx, moe_layer: bool, window: int | None, kind: str = "window"
             *c.tp_all_reduce("mlp", "all-gather" if moe_layer and c.par.ep > 1 else "all-reduce")]
 
 
-def edge_ops(c: Ctx) -> list[tuple[str, Cost]]:
-    """Embedding lookup, final norm and LM head (one pipeline stage each, averaged)."""
+def edge_ops(c: Ctx, first_norm: bool = True) -> list[tuple[str, Cost]]:
+    """Embedding lookup, the first layer's norm (no residual add to fuse: `first_norm`, the
+    layer rows then count one attention norm less), the last layer's residual add fused with
+    the final norm, and the LM head (one pipeline stage each, averaged)."""
     s, act = c.spec, c.prec.activations
     # serving needs logits only for the newest token(s), which one CP rank holds; training
     # needs them everywhere
@@ -325,7 +398,12 @@ def edge_ops(c: Ctx) -> list[tuple[str, Cost]]:
     logits_tokens = c.tokens - c.chunk_tokens + c.chunk_prompts \
         if c.phase.kind != "prefill" else c.seqs / c.par.cp
     # the tables keep their own dtype (Precision.tables): quantization leaves them out
-    return [("embedding", embedding_lookup(c.tokens, s.hidden, c.prec.tables, act)),
-            ("final norm", elementwise(logits_tokens * s.hidden, s.norm, act)),
+    first = [(FIRST_NORM, elementwise(c.norm_tokens * s.hidden, s.norm, act))] \
+        if first_norm else []
+    return [("embedding", embedding_lookup(c.tokens, s.hidden, c.prec.tables, act)), *first,
+            # the last layer's residual add fused with the final norm, one kernel of 4 passes
+            # (vllm-project/vllm vllm/model_executor/models/llama.py, LlamaModel.forward:
+            # self.norm(hidden_states, residual), fused_add_rms_norm)
+            (FINAL_NORM, elementwise(logits_tokens * s.hidden, "add_" + s.norm, act)),
             ("lm head", matmul(logits_tokens, s.hidden, s.vocab / c.par.tp, act, c.prec.tables,
                                None, None, "lm head"))]

@@ -7,8 +7,9 @@
   576-element latent, not per-head K and V.
 - recurrent state: linear-attention layers (Qwen3-Next's Gated DeltaNet) keep a fixed-size
   state per sequence instead of a KV cache, the same bytes at any context.
-- activations, inference: one layer's working set (input, residual, MLP up/gate output)
-  plus fp32 logits — an estimate of the transient peak, not a bound.
+- activations, inference: one layer's working set (input, residual, MLP up/gate output:
+  silu(gate)·up alone for a gated MLP, whose SwiGLU runs in the GEMM's epilogue as
+  layers.py times it) plus fp32 logits — an estimate of the transient peak, not a bound.
 - activations, training (Korthikanti et al. 2022's count redone for the model's own shapes,
   with FlashAttention so no [s, s] scores are kept, sequence parallelism, no dropout):
   `kept_per_token_layer` bytes per token per layer over tp (Llama-3-405B: 31.75·h/tp at
@@ -236,8 +237,10 @@ def _activations(spec: ModelSpec, phase: Phase, par: Parallel, prec: Precision,
         logits = micro * spec.vocab / par.tp * 4.0  # fp32 logits of the micro-batch
         return stored + (full if phase.recompute else 0.0) + logits
     ffn = spec.moe.expert_ffn * spec.moe.top_k if spec.moe else spec.ffn
-    gate = 3 if spec.gated_mlp else 2
-    layer = tokens * (2 * spec.hidden + gate * ffn / par.tp) * s_a
+    # a gated MLP's up/gate GEMM writes only silu(gate)·up (its epilogue, layers._up_gate);
+    # a plain MLP writes the up output and its activation's
+    mlp = 1 if spec.gated_mlp else 2
+    layer = tokens * (2 * spec.hidden + mlp * ffn / par.tp) * s_a
     logits_tokens = tokens if phase.kind == "decode" else seqs
     return layer + logits_tokens * spec.vocab / par.tp * 4.0
 
