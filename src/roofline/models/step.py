@@ -54,7 +54,9 @@ class Phase:
             raise ParameterError("kind", f"must be one of {', '.join(PHASES)}, got "
                                  f"{self.kind!r}")
         for name in ("batch", "q_len", "kv_len"):  # scalars or arrays: each point
-            if any_true(np.asarray(getattr(self, name)) < 1):
+            value = getattr(self, name)  # (a number compares without numpy: a phase a step)
+            if any_true(value < 1 if isinstance(value, (int, float)) else
+                        np.asarray(value) < 1):
                 raise ParameterError(name, "must be at least 1 (every point), got "
                                      f"{getattr(self, name)}")
 
