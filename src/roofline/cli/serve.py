@@ -80,7 +80,7 @@ def build_plan(args: argparse.Namespace) -> Any:
         ("aggregated", "disaggregated") if args.disagg else ("aggregated",))
     space = Space(
         tp=_ints(args.tp, "--tp", (1, 2, 4, 8)), pp=_ints(args.pp, "--pp", (1,)),
-        dp=_ints(args.dp, "--dp", (1,)),
+        dp=_ints(args.dp, "--dp", ()) or None,
         ep=_ints(args.ep, "--ep", ()) or None,
         weight_dtypes=parse_list(args.weight_dtype, "--weight-dtype") if args.weight_dtype
         else None,

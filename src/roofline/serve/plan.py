@@ -42,7 +42,10 @@ class Space:
 
     tp: Sequence[int] = (1, 2, 4, 8)
     pp: Sequence[int] = (1,)
-    dp: Sequence[int] = (1,)
+    # None: 1 for a dense model; for an MoE model also attention data parallelism over the
+    # experts' EP group (dp 2, 4, 8 with ep = tp·dp), the layout the MoE serving recipes and
+    # AIConfigurator pick at large batch
+    dp: Sequence[int] | None = None
     ep: Sequence[int] | None = None  # None: 1, and for MoE models also ep = tp·dp
     weight_dtypes: Sequence[str] | None = None  # None: the checkpoint's own
     kv_dtypes: Sequence[str] | None = None  # None: the model's activation dtype (engines' auto)
@@ -87,7 +90,8 @@ def _engines(spec: ModelSpec, hardware: Sequence[str], space: Space,
 
     out: list[tuple[Engine, dict[str, Any]]] = []
     skipped: list[str] = []
-    for chip, par, prec, config in configurations(hardware, space.tp, space.pp, space.dp, eps,
+    dps = space.dp or ((1, 2, 4, 8) if spec.moe else (1,))
+    for chip, par, prec, config in configurations(hardware, space.tp, space.pp, dps, eps,
                                                   weights, kvs, precision):
         if prec.expert_weights and prec.expert_weights != prec.weights:  # say the mix
             config["weight_dtype"] = f"{prec.weights}+{prec.expert_weights} experts"
