@@ -62,10 +62,10 @@ class Expected:
             b = np.asarray(self.bound.t_lower_s, dtype=float)
             return unwrap(np.where(b > 0, np.asarray(self.t_s) / b, 1.0))
 
-    def to_dict(self, rates: Mapping[str, Num] | None = None) -> dict[str, Any]:
-        """The JSON block, each figure with its 80% interval (`rates`: the op's own rates at
-        the bound, such as a collective's algbw_Bps and busbw_Bps, given at the expected
-        pace too)."""
+    def figures(self, rates: Mapping[str, Num] | None = None) -> dict[str, Any]:
+        """Every expected figure with its 80% interval (`X_p10`, `X_p90`), as numbers or
+        arrays (`rates`: the op's own rates at the bound, such as a collective's algbw_Bps
+        and busbw_Bps, given at the expected pace too)."""
         data: dict[str, Any] = {"t_s": self.t_s, "bound_t_s": self.bound.t_lower_s,
                                 "overhead_s": self.overhead_s,
                                 "efficiency": dict(self.efficiency),
@@ -74,7 +74,11 @@ class Expected:
             data["flops_per_s"] = self.flops_per_s
         for key, value in (rates or {}).items():
             data[key] = unwrap(np.asarray(value) / np.asarray(self.slowdown))
-        return dict(jsonable(spread(data, self.bound.t_lower_s, self.kind)))
+        return spread(data, self.bound.t_lower_s, self.kind)
+
+    def to_dict(self, rates: Mapping[str, Num] | None = None) -> dict[str, Any]:
+        """The JSON block (`figures`)."""
+        return dict(jsonable(self.figures(rates)))
 
     @property
     def kind(self) -> str:
@@ -91,7 +95,7 @@ class Expected:
         >>> bool(e.bound.t_lower_s <= lo <= e.t_s <= hi)
         True
         """
-        data = self.to_dict()
+        data = self.figures()
         return data[f"{figure}_p10"], data[f"{figure}_p90"]
 
 

@@ -59,6 +59,7 @@ class Engine:
     expect: bool = False  # step times are expected times, not bounds
     framework: str | None = None  # the engine of the expected times (vllm, sglang, ...)
     max_seqs: int | None = None  # the engine's cap on running sequences (runtime.Runtime)
+    chunk: float | None = None  # the named engine's prefill chunk (None: the plan searches)
 
     def step_time(self, a: ModelAnalysis) -> Any:
         return step_time(a, self.expect, self.chip, self.framework)

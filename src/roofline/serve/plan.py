@@ -104,7 +104,8 @@ def _engines(spec: ModelSpec, hardware: Sequence[str], space: Space,
         rt = runtime(engine_name(framework) if framework else None, chip, par.tp)
         mem = budget or MemoryBudget(rt.memory_fraction)
         out.append((Engine(spec, chip, par, prec, mem, expect=expect, framework=framework,
-                           max_seqs=rt.max_running if limits else None),
+                           max_seqs=rt.max_running if limits else None,
+                           chunk=rt.chunk_tokens if rt.engine in RUNTIMES else None),
                     {**config, "dtype": prec.activations, "memory_fraction": mem.util,
                      "reserve_bytes": mem.reserve_bytes}))
     return out, skipped
@@ -233,8 +234,7 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
     batch = None if space.batch is None else np.asarray(space.batch, dtype=float)
     sides: list[tuple[Engine, dict[str, Any], Pools, int, Any]] = []
     for e, config in engines:
-        chunks = np.asarray(space.chunks or ((runtime(name, e.chip, e.par.tp).chunk_tokens,)
-                                             if name in RUNTIMES else SEARCHED_CHUNKS),
+        chunks = np.asarray(space.chunks or ((e.chunk,) if e.chunk else SEARCHED_CHUNKS),
                             dtype=float)
         fp = e.footprint(workload)  # what a plan that fits nothing says: explain.infeasible
         config = {**config, "weights_bytes_per_chip": fp.weights_bytes,
@@ -272,17 +272,17 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
                        "estimated": e.chip.tdp_estimated} for e, _ in engines
            if e.chip.id in shown}
     runtimes = {e.chip.id: runtime(name, e.chip) for e, _ in engines if e.chip.id in shown}
-    plan = ServePlan(spec.name, workload, targets, load, columns, skipped, expect,
-                     engine_name(framework) if expect and framework else None, {}, tdp)
-    columns["meets_targets"] = plan.ok  # fits, sustains its load, meets every target
-    for key in INTEGERS:  # counts print as counts (where whole: a disaggregated plan's
-        if key in columns and np.all(np.mod(columns[key], 1) == 0):  # pools can be split)
-            columns[key] = columns[key].astype(np.int64)
     if budget is not None:  # the memory the user gave, not the engine's
         runtimes = {k: replace(rt, memory_fraction=budget.util,
                                reserve_bytes=budget.reserve_bytes)
                     for k, rt in runtimes.items()}
-    return replace(plan, runtimes=runtimes)
+    plan = ServePlan(spec.name, workload, targets, load, columns, skipped, expect,
+                     engine_name(framework) if expect and framework else None, runtimes, tdp)
+    columns["meets_targets"] = plan.ok  # fits, sustains its load, meets every target
+    for key in INTEGERS:  # counts print as counts (where whole: a disaggregated plan's
+        if key in columns and np.all(np.mod(columns[key], 1) == 0):  # pools can be split)
+            columns[key] = columns[key].astype(np.int64)
+    return plan
 
 
 def _name(config: dict[str, Any]) -> str:
