@@ -44,7 +44,8 @@ class Gemm:
 class Attention:
     """One attention call over `batch` sequences of `heads` query heads: `q_len` new queries
     against `kv_len` keys. `passes`: "forward", "backward" or "forward + backward"; `impl`:
-    flash, naive or decode; `mla`: multi-head latent attention (DeepSeek)."""
+    flash, naive or decode; `mla`: multi-head latent attention (DeepSeek); `kv_heads`: the
+    K/V heads the query heads share (GQA; None: as many as query heads)."""
 
     batch: Any
     heads: Any
@@ -54,6 +55,7 @@ class Attention:
     impl: str
     passes: str = "forward"
     mla: bool = False
+    kv_heads: Any = None
 
     kind = OpKind.ATTENTION
 
@@ -94,5 +96,5 @@ def summed(a: OpId | None, b: OpId | None) -> OpId | None:
         return None
     if isinstance(a, Attention) and isinstance(b, Attention) and a.passes != b.passes:
         return Attention(a.batch, a.heads, a.q_len, a.kv_len, a.head_dim, a.impl,
-                         f"{a.passes} + {b.passes}", a.mla)
+                         f"{a.passes} + {b.passes}", a.mla, a.kv_heads)
     return a

@@ -81,3 +81,16 @@ def kernel_names(figures: dict[str, Efficiency], kinds: tuple[str, ...]) -> list
     """The kernels `figures` names for these kinds (attention, attention_bwd, ...)."""
     return sorted({key.split(".", 1)[1] for key in figures
                    if "." in key and key.split(".")[0] in kinds})
+
+
+def linear_variant(figures: dict[str, float] | dict[str, Efficiency], kernel: str | None,
+                   q_len: object) -> str | None:
+    """The `linear_attention.<variant>` figure a chunked linear-attention op takes: a
+    one-token decode step (the recurrent update, no chunks) its kernel's decode figure, else
+    the generic decode one; a chunked pass its kernel's figure (None: the generic one)."""
+    import numpy as np
+
+    if bool(np.all(np.asarray(q_len, dtype=float) <= 1)):
+        names = [f"{kernel}.decode", "decode"] if kernel else ["decode"]
+        return next((n for n in names if f"linear_attention.{n}" in figures), None)
+    return kernel

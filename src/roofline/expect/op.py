@@ -28,7 +28,8 @@ from ..opid import Attention, LinearAttention
 from ..ops.collectives import GRAPH_KERNELS
 from ..serialize import jsonable
 from .interval import op_kind, spread
-from .physics import attention_kernel, tile_utilization
+from .kernels import linear_variant
+from .physics import attention_kernel, kernel_launches, tile_utilization
 from .table import figures, lookup
 
 if TYPE_CHECKING:
@@ -174,12 +175,15 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
             "attention" if attention else "linear_attention" if linear else "matmul")
         for dt in cost.flops:
             peak = lookup_dtype(dt).peak
-            base = take(kind, kernel if attention or linear else peak)
+            base = take(kind, kernel if attention else linear_variant(figs, kernel, op.q_len)
+                        if linear else peak)
             derate[f"compute.{peak}"] = base * util
         applied[COMPUTE] = unwrap(np.mean([np.asarray(v) for v in derate.values()], axis=0))
+        if linear:  # a linear-attention kernel's figure is its fraction of either roof
+            derate["hbm"] = base
     if "hbm" in cost.bytes:
         applied["hbm"] = derate["hbm"] = take("hbm") * (take("dequant", dequant) if dequant
-                                                        else 1.0)
+                                                        else derate.get("hbm", 1.0))
     algo = cost.algorithm  # a collective's: one name, or one per point (auto over a sweep)
 
     def per_algorithm(kind: str) -> Any:
@@ -203,7 +207,8 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
         derated = evaluate(cost, _derated(chip, scalar), shared_special=False)
     overhead: Any = 0.0
     if cost.has_arithmetic or cost.bytes:
-        overhead = take("graph_launch_s" if cuda_graphs else "launch_s")
+        overhead = take("graph_launch_s" if cuda_graphs else "launch_s") * kernel_launches(
+            bound, chip)
     # one collective is one call, whatever links it crosses and whether the bound charges a
     # NCCL base latency (a one-shot all-reduce is the engine's own kernel: still one launch)
     moving = [np.asarray(c) for c in cost.link_calls.values()] + [

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..cost import Cost
 from ..hardware import Chip
-from ..opid import Attention, Gemm
+from ..opid import Attention, Gemm, LinearAttention
 
 GEMM_TILES = ((128, 128), (128, 256), (256, 128), (64, 128))  # CUTLASS / cuBLAS Hopper tiles
 ATTENTION_BLOCK_Q = 128  # FA2 / FA3 query rows per tile (FA3 d <= 128; d = 256 uses 128 too)
@@ -100,6 +100,11 @@ def tile_utilization(cost: Cost, chip: Chip) -> Any:
         # fill the machine (FlashDecoding, FlashInfer, FlashMLA, vLLM's paged attention v2)
         return np.where(blocks <= 1.0, split_kv_utilization(heads, op.kv_len, n_units),
                         whole)
+    if isinstance(op, LinearAttention):
+        # the chunked recurrence carries each (sequence, value head)'s state from chunk to
+        # chunk in order, one CTA each (FLA's chunk_gated_delta_rule_fwd_h grid, mamba_ssm's
+        # _state_passing_fwd grid over batch x heads): few long sequences leave SMs idle
+        return wave_utilization(np.asarray(op.batch) * np.asarray(op.heads), n_units)
     return 1.0
 
 
@@ -117,3 +122,21 @@ def split_kv_utilization(heads: Any, keys: Any, units: int) -> Any:
         s = np.clip(splits, 1.0, most)
         best = np.maximum(best, wave_utilization(heads * s, units))
     return best
+
+
+def kernel_launches(cost: Cost, chip: Chip) -> Any:
+    """Kernels one op runs: 2 for a split-KV attention forward (the partial attention over
+    key chunks, then the merge of their partial softmax states: FlashDecoding's reduction,
+    FlashInfer's merge_states, FlashAttention's combine kernel, FlashMLA's combine), else 1.
+    A kernel splits the keys where its CTAs, one per sequence and K/V head (the query heads
+    of a GQA group share one), do not fill the machine and there are keys to split: a query
+    block per head (decode, short chunks) over more than DECODE_KV_CHUNK keys."""
+    op = cost.op
+    n_units = units(chip)
+    if not isinstance(op, Attention) or op.backward or not n_units:
+        return 1.0
+    kv_heads = op.heads if op.kv_heads is None else op.kv_heads
+    split = ((np.asarray(op.q_len, dtype=float) <= ATTENTION_BLOCK_Q)
+             & (np.asarray(op.batch) * np.asarray(kv_heads) < n_units)
+             & (np.asarray(op.kv_len, dtype=float) > DECODE_KV_CHUNK))
+    return np.where(split, 2.0, 1.0) if np.ndim(split) else 2.0 if split else 1.0

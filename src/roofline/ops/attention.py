@@ -227,7 +227,8 @@ def attention(
     cost = Cost({x.peak: value(matmul_flops)}, {level: value(e) for level, e in levels.items()},
                 tuple(terms), name, {"fp32": value(softmax_flops - exps)},
                 {"exp": value(exps)},
-                op=Attention(value(B), value(H), value(Lq), value(Lkv), value(d), impl, mla=mla))
+                op=Attention(value(B), value(H), value(Lq), value(Lkv), value(d), impl, mla=mla,
+                             kv_heads=value(Hkv)))
     return _spilled(cost, spill)
 
 
