@@ -103,6 +103,16 @@ DEFAULTS: dict[str, Efficiency] = {
                                "(2: gpt-fast Llama-3.1-8B 1 GPU, Llama-3.1-405B TP8 on A100)"),
     "dequant.int4": Efficiency(0.46, "fitted", "the fit half's int4 weight-only decode rows "
                                "(1: gpt-fast Llama-2-70B int4-g32 TP8 on A100)"),
+    # a served request's own time beside its prefill, in its TTFT: the client's HTTP round
+    # trip, tokenization, admission by the scheduler, sampling and detokenizing the first
+    # token (measured at the client: sglang.bench_serving, vllm bench serve). Fitted per
+    # engine: the median gap of the fit half's TTFT rows (prefill and serving kinds)
+    "request_s": Efficiency(0.0, "fitted", "none without an engine (NIM and TensorRT-LLM "
+                            "rows: within 5 ms of their prefill forecast)"),
+    "request_s.sglang": Efficiency(0.08, "fitted", "the fit half's SGLang TTFT rows (7, "
+                                   "concurrency 1: 71% -> 12% median error)"),
+    "request_s.vllm": Efficiency(0.065, "fitted", "the fit half's vLLM TTFT rows (7: 27% -> "
+                                 "16% median error)"),
     "collective_call_s.direct": Efficiency(5e-6, "fitted", _FIT + "the DeepEP dispatch / "
                                            "combine rows (its own kernels, no NCCL call)"),
     "collective_call_s": Efficiency(20e-6, "fitted", _FIT + "the small-message collective "
@@ -180,6 +190,11 @@ def lookup_framework(figs: Mapping[str, Efficiency], phase: str, engine: str | N
     if moe and f"framework.{phase}.moe" in figs:
         return f"framework.{phase}.moe", figs[f"framework.{phase}.moe"]
     return lookup(figs, "framework", phase)
+
+
+def request_s(engine: str | None) -> tuple[str, Efficiency]:
+    """A served request's own time in its TTFT (request_s.<engine>, else request_s)."""
+    return lookup(DEFAULTS, "request_s", engine)
 
 
 def lookup(figs: Mapping[str, Efficiency], kind: str, variant: str | None = None
