@@ -89,6 +89,14 @@ def tile_utilization(cost: Cost, chip: Chip) -> Any:
         if m.ndim == n.ndim == batch.ndim == 0:  # one shape: asked again and again
             return _gemm_utilization_of(float(m), float(n), n_units, float(batch))
         return gemm_utilization(m, n, n_units, batch)
+    if isinstance(op, Gemm):  # an MoE grouped GEMM: each expert's rows in whole tiles
+        # (DeepGEMM's contiguous layout pads every expert's tokens to its 128-row block;
+        # CUTLASS grouped GEMMs tile each group alone): the mean tokens per touched expert
+        m, n = (np.asarray(x, dtype=float) for x in (op.m, op.n))
+        groups = np.maximum(np.asarray(op.groups, dtype=float), 1.0)
+        if m.ndim == n.ndim == groups.ndim == 0:
+            return _gemm_utilization_of(float(m), float(n), n_units, float(groups))
+        return gemm_utilization(m, n, n_units, groups)
     if isinstance(op, Attention):
         # a query block's rows beyond the last query are waste (Lq = 129 runs two blocks);
         # fewer queries than a block (decode) run one block each, their rows packed
