@@ -63,3 +63,26 @@ def test_vllm_on_mi300x_has_its_own_fitted_factor():
     assert key == "framework.decode.vllm" and fig.value == 0.405 and "MI300X" in fig.fitted
     _, default = lookup_framework(figures(load_chip("h100")), "decode", "vllm")
     assert default.value == 0.60  # the other platforms' (refitted on 25 fit-half rows)
+
+
+def test_a_split_kv_decode_runs_a_merge_kernel_too():
+    from roofline.expect.physics import kernel_launches
+
+    chip = load_chip("h200")  # 132 SMs
+    # one sequence over 8 KV heads: 8 CTAs split their 8k keys, then a merge kernel
+    one = attention(1, 1, 8192, 64, 8, 128, impl="decode")
+    assert kernel_launches(one, chip) == 2.0
+    # 64 sequences x 8 KV heads = 512 CTAs fill the SMs: no split, one kernel
+    assert kernel_launches(attention(64, 1, 8192, 64, 8, 128, impl="decode"), chip) == 1.0
+    # too few keys to split (one 256-key chunk), a prefill, a backward: one kernel
+    assert kernel_launches(attention(1, 1, 256, 64, 8, 128, impl="decode"), chip) == 1.0
+    assert kernel_launches(attention(1, 4096, 4096, 64, 8, 128, block_q=128), chip) == 1.0
+    # per point over a sweep of batches
+    swept = attention(np.array([1.0, 64.0]), 1, 8192, 64, 8, 128, impl="decode")
+    assert list(kernel_launches(swept, chip)) == [2.0, 1.0]
+    # the expected time charges both launches, and stays above the bound
+    e = expected(one, chip)
+    assert e.overhead_s == pytest.approx(2 * DEFAULTS["launch_s"].value)
+    assert e.t_s >= e.bound.t_lower_s
+    assert expected(one, chip, cuda_graphs=True).overhead_s == pytest.approx(
+        2 * DEFAULTS["graph_launch_s"].value)

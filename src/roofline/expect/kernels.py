@@ -83,14 +83,12 @@ def kernel_names(figures: dict[str, Efficiency], kinds: tuple[str, ...]) -> list
                    if "." in key and key.split(".")[0] in kinds})
 
 
-def linear_variant(figures: dict[str, float] | dict[str, Efficiency], kernel: str | None,
-                   q_len: object) -> str | None:
-    """The `linear_attention.<variant>` figure a chunked linear-attention op takes: a
-    one-token decode step (the recurrent update, no chunks) its kernel's decode figure, else
-    the generic decode one; a chunked pass its kernel's figure (None: the generic one)."""
+
+def linear_kind(q_len: object) -> str:
+    """The figure kind of a chunked linear-attention op: `linear_attention_decode` for a
+    one-token step (the recurrent state update, no chunks: HBM-bound), else
+    `linear_attention`; either takes `.<kernel>` for a named kernel family."""
     import numpy as np
 
-    if bool(np.all(np.asarray(q_len, dtype=float) <= 1)):
-        names = [f"{kernel}.decode", "decode"] if kernel else ["decode"]
-        return next((n for n in names if f"linear_attention.{n}" in figures), None)
-    return kernel
+    decode = bool(np.all(np.asarray(q_len, dtype=float) <= 1))
+    return "linear_attention_decode" if decode else "linear_attention"

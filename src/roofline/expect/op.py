@@ -28,7 +28,7 @@ from ..opid import Attention, LinearAttention
 from ..ops.collectives import GRAPH_KERNELS
 from ..serialize import jsonable
 from .interval import op_kind, spread
-from .kernels import linear_variant
+from .kernels import linear_kind
 from .physics import attention_kernel, kernel_launches, tile_utilization
 from .table import figures, lookup
 
@@ -172,11 +172,10 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
         attention = isinstance(op, Attention)
         linear = isinstance(op, LinearAttention)  # a chunked recurrence, not a GEMM
         kind = "attention_bwd" if isinstance(op, Attention) and op.backward else (
-            "attention" if attention else "linear_attention" if linear else "matmul")
+            "attention" if attention else linear_kind(op.q_len) if linear else "matmul")
         for dt in cost.flops:
             peak = lookup_dtype(dt).peak
-            base = take(kind, kernel if attention else linear_variant(figs, kernel, op.q_len)
-                        if linear else peak)
+            base = take(kind, kernel if attention or linear else peak)
             derate[f"compute.{peak}"] = base * util
         applied[COMPUTE] = unwrap(np.mean([np.asarray(v) for v in derate.values()], axis=0))
         if linear:  # a linear-attention kernel's figure is its fraction of either roof

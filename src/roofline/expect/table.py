@@ -44,7 +44,7 @@ DEFAULTS: dict[str, Efficiency] = {
     # passing, chunk scan), which the bound keeps on chip; fused kernels come closer
     "linear_attention": Efficiency(0.25, "fitted", _LA + "every prefill row (46; 52% "
                                    "median error left: the families differ 10x)"),
-    "linear_attention.decode": Efficiency(0.46, "fitted", _LA + "every one-token decode "
+    "linear_attention_decode": Efficiency(0.46, "fitted", _LA + "every one-token decode "
                                           "row (12: FLA, TileOps; HBM-bound state updates)"),
     "linear_attention.fla": Efficiency(0.31, "fitted", _LA + "FLA's Triton prefill rows (11)"),
     "linear_attention.flashinfer": Efficiency(0.68, "fitted", _LA + "FlashInfer's CuTe-DSL "
@@ -53,7 +53,7 @@ DEFAULTS: dict[str, Efficiency] = {
     "linear_attention.mamba-ssm": Efficiency(0.07, "fitted", _LA + "mamba-ssm's Triton SSD "
                                              "rows (7: five kernels, chunk states in HBM)"),
     "linear_attention.tileops": Efficiency(0.13, "fitted", _LA + "TileOps' prefill rows (9)"),
-    "linear_attention.tileops.decode": Efficiency(0.91, "fitted", _LA + "TileOps' fused "
+    "linear_attention_decode.tileops": Efficiency(0.91, "fitted", _LA + "TileOps' fused "
                                                   "Gated DeltaNet decode rows (6)"),
     "hbm": Efficiency(0.85, "fitted", _FIT + "the hbm rows"),
     "scale-up": Efficiency(0.75, "fitted", _FIT + "the large (>= 256 MiB) collective rows"),

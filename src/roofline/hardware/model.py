@@ -71,8 +71,10 @@ EFFICIENCY_KINDS = {
     "attention": "a forward attention kernel's fraction of the tensor peak at long sequences "
                  "(attention: the chip's default kernel; attention.<kernel>: another)",
     "attention_bwd": "the same for the attention backward (attention_bwd[.<kernel>])",
-    "linear_attention": "a chunked linear-attention kernel's fraction of the tensor peak "
-                        "(linear_attention[.<kernel>])",
+    "linear_attention": "a chunked linear-attention kernel's fraction of its roofs, tensor "
+                        "peak and HBM (linear_attention[.<kernel>])",
+    "linear_attention_decode": "the same for its one-token decode step "
+                               "(linear_attention_decode[.<kernel>])",
     "hbm": "achievable streaming fraction of the HBM bandwidth",
     "scale-up": "achievable bus bandwidth of large collectives over the scale-up link "
                 "(scale-up.<algorithm>: for one algorithm, e.g. nvls)",
