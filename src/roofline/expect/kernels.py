@@ -42,10 +42,22 @@ KERNELS: dict[str, dict[str, Efficiency]] = {
                                     "(5 fit rows: 29.4% -> 6.4% median error; held-out 6 rows "
                                     "31.8% -> 25.7%); the FA3 paper's 35% of peak"),
     },
+    "blackwell": {
+        # MLA decode kernels that issue no tcgen05 instructions reach a small share of the
+        # Blackwell tensor cores (FlashInfer's FA2-style MLA; its CUTLASS MLA as benchmarked)
+        "attention.flashinfer-fa2-mla": Efficiency(0.12, "fitted", _FIT + "FlashInfer's "
+                                                   "FA2 MLA decode on B200 (2 fit rows: 79% "
+                                                   "-> 2% median error)"),
+        "attention.flashinfer-cutlass-mla": Efficiency(0.08, "fitted", _FIT + "FlashInfer's "
+                                                       "CUTLASS MLA decode on B200 / B300 (5 "
+                                                       "fit rows: 84% -> 14%)"),
+    },
     "cdna4": {
         "attention.hipkittens": Efficiency(0.41, "fitted", _FIT + "HipKittens attention "
                                            "forward on MI355X (6 fit rows: 25.5% -> 4.4%; "
                                            "held-out 10 rows 25.0% -> 12.7%)"),
+        "attention.aiter-gluon-mla": Efficiency(0.20, "fitted", _FIT + "aiter's Gluon MLA "
+                                                "decode on MI355X (6 fit rows: 42% -> 18%)"),
     },
 }
 

@@ -24,7 +24,7 @@ from ..dtypes import dtype as lookup_dtype
 from ..evaluate import COMPUTE, SFU, VECTOR, Estimate, evaluate
 from ..hardware import Chip, System, load_chip
 from ..hardware.model import Efficiency
-from ..opid import Attention, LinearAttention
+from ..opid import Attention, Gemm, LinearAttention
 from ..ops.collectives import GRAPH_KERNELS
 from ..serialize import jsonable
 from .interval import op_kind, spread
@@ -183,6 +183,10 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
     if "hbm" in cost.bytes:
         applied["hbm"] = derate["hbm"] = take("hbm") * (take("dequant", dequant) if dequant
                                                         else derate.get("hbm", 1.0))
+    if "l2" in cost.bytes and isinstance(cost.op, Gemm):  # an L2-resident working set (a
+        # GEMM timed warm): the L2's fitted fraction (attention's L2 traffic keeps the roof:
+        # its rows were timed cold and fit better so)
+        applied["l2"] = derate["l2"] = take("l2")
     algo = cost.algorithm  # a collective's: one name, or one per point (auto over a sweep)
 
     def per_algorithm(kind: str) -> Any:

@@ -56,6 +56,11 @@ DEFAULTS: dict[str, Efficiency] = {
     "linear_attention_decode.tileops": Efficiency(0.91, "fitted", _LA + "TileOps' fused "
                                                   "Gated DeltaNet decode rows (6)"),
     "hbm": Efficiency(0.85, "fitted", _FIT + "the hbm rows"),
+    # an L2-resident working set (a GEMM timed warm, over the same operands) streams at
+    # this share of the chip file's L2 bandwidth (mostly estimates: few are measured)
+    "l2": Efficiency(0.40, "fitted", _FIT + "the warm (L2-resident) gemm rows (32: "
+                     "aiconfigurator's CUDA-graph replays, FlashInfer; 43% -> 8% median "
+                     "error; 0.35-0.45 all within 14%)"),
     "scale-up": Efficiency(0.75, "fitted", _FIT + "the large (>= 256 MiB) collective rows"),
     "scale-out": Efficiency(0.75, "fitted", _FIT + "the multi-node collective rows"),
     "launch_s": Efficiency(4e-6, "fitted", _FIT + "the short-sequence attention and small "
