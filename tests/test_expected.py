@@ -147,14 +147,18 @@ def test_median_error_overall_and_held_out() -> None:
         assert statistics.median(map(check.error, half)) <= GOAL_ALL
 
 
-def test_warm_gemms_are_a_known_miss() -> None:
-    """L2-resident GEMMs and GEMVs (aiconfigurator's CUDA-graph replays; `cache=warm`):
-    their bound is the chip file's L2 bandwidth, a rough estimate on most chips (no
-    measured figure), and the expected time has no achievable-L2 fraction: 0.5-2x the
-    expected speed (L40S and RTX PRO 6000 L2s read 2-2.5x faster than they run)."""
+def test_warm_gemms_stream_at_the_fitted_l2_fraction() -> None:
+    """L2-resident GEMMs and GEMVs (aiconfigurator's CUDA-graph replays; `cache=warm`): their
+    bound is the chip file's L2 bandwidth (an estimate on most chips); the expected time takes
+    the fitted achievable L2 fraction (0.40 of it: 48% median error without it)."""
     warm = [r for r in _scored() if r.id in _warm_ids()]
     assert len(warm) >= 30
-    assert statistics.median(map(check.error, warm)) > GOAL_ALL
+    for half in (warm, [r for r in warm if check.held_out(r.id)]):
+        assert statistics.median(map(check.error, half)) <= GOAL_ALL
+    cost = matmul(1, 4096, 4096, warm_l2_bytes=50e6)  # a GEMV whose weights stay in L2
+    e = expected(cost, load_chip("h100"))
+    assert e.efficiency["l2"] == pytest.approx(0.40)
+    assert e.t_s >= e.bound.t_lower_s
 
 
 KINDS = ("gemm", "hbm", "attention_fwd", "attention_bwd", "collective", "moe_dispatch",

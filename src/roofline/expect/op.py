@@ -172,7 +172,8 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
         attention = isinstance(op, Attention)
         linear = isinstance(op, LinearAttention)  # a chunked recurrence, not a GEMM
         kind = "attention_bwd" if isinstance(op, Attention) and op.backward else (
-            "attention" if attention else linear_kind(op.q_len) if linear else "matmul")
+            "attention" if attention else linear_kind(op.q_len) if isinstance(
+                op, LinearAttention) else "matmul")
         for dt in cost.flops:
             peak = lookup_dtype(dt).peak
             base = take(kind, kernel if attention or linear else peak)
