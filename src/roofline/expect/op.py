@@ -161,7 +161,7 @@ def dequant_family(weights: Any, cost: Cost) -> str | None:
     """The weight dtype family of a weight-only-quantized GEMM (int8 / int4 / fp4 weights
     dequantized into bf16 / fp16 math, as gpt-fast, torchao, Marlin and AWQ kernels do), or
     None: no weights named, not a GEMM, or weights already in the compute dtype's family."""
-    if weights is None or not cost.flops or isinstance(cost.op, Attention | LinearAttention):
+    if weights is None or not cost.flops or isinstance(cost.op, (Attention, LinearAttention)):
         return None
     return _dequant_family(weights, tuple(cost.flops))
 
@@ -251,7 +251,7 @@ def expected_from(cost: Cost, chip: Chip, found: FigureLookups, base_est: Estima
 
     def per_algorithm(kind: str) -> Any:
         """The figure of `kind` for the algorithm of each point."""
-        if algo is None or np.ndim(algo) == 0:
+        if algo is None or type(algo) is str or np.ndim(algo) == 0:
             return take(kind, None if algo is None else str(algo))
         names = np.asarray(algo)
         kinds = list(dict.fromkeys(names.ravel().tolist()))
@@ -338,7 +338,7 @@ def utilizations(costs: Sequence[Cost], chip: Chip) -> list[Any]:
     for members in groups.values():
         shapes = [costs[rows[0]] for rows in members.values()]
         if len(shapes) == 1 or not dataclasses.is_dataclass(shapes[0].op):  # no record
-            found: Any = [tile_utilization(c, chip) for c in shapes]
+            found: Any = [_one(tile_utilization(c, chip)) for c in shapes]
         else:
             records = [cast(Any, c.op) for c in shapes]
             stacked = type(records[0])(*(
@@ -366,6 +366,11 @@ def _getter(record_type: type) -> Callable[[Any], tuple[Any, ...]]:
     names = [f.name for f in dataclasses.fields(record_type)]
     get = operator.attrgetter(*names)
     return get if len(names) > 1 else lambda record: (get(record),)
+
+
+def _one(value: Any) -> Any:
+    """A 0-d figure as a Python float (what the arithmetic on it stays in), else itself."""
+    return float(value) if type(value) is not float and np.ndim(value) == 0 else value
 
 
 def _number(value: Any) -> bool:
