@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import Num, unwrap
+from ..derivation import Num, floats, maximum, unwrap
 from ..opid import Attention, Gemm, LinearAttention, Plain
 
 INTERVALS = Path(__file__).with_name("intervals.json")
@@ -105,18 +105,20 @@ def spread(figures: dict[str, Any], bound_t_s: Num, kind: str) -> dict[str, Any]
     """`figures` (an expected JSON block) with X_p10 and X_p90 beside every duration and rate
     it holds, and the band it took (`interval`)."""
     b = band(kind)
-    t = np.asarray(figures["t_s"], dtype=float)
-    t_lo = np.maximum(np.asarray(bound_t_s, dtype=float), t * b.lo)
+    t = floats(figures["t_s"])  # one point: Python floats, as numpy would compute them
+    if type(t) is float and not t:  # no time: numpy's NaN, not a ZeroDivisionError
+        t = np.asarray(t)
+    t_lo = maximum(floats(bound_t_s), t * b.lo)
     t_hi = t * b.hi
     out = dict(figures)
     for key, value in figures.items():
         if value is None or isinstance(value, dict):
             continue
         if key in TIMES:  # the same interval, as a share of the step where it is one
-            v = np.asarray(value, dtype=float)
+            v = floats(value)
             out[f"{key}_p10"], out[f"{key}_p90"] = unwrap(v * t_lo / t), unwrap(v * t_hi / t)
         elif key in RATES:  # the slower end of the time is the lower rate
-            v = np.asarray(value, dtype=float)
+            v = floats(value)
             out[f"{key}_p10"], out[f"{key}_p90"] = unwrap(v * t / t_hi), unwrap(v * t / t_lo)
     out["interval"] = b.to_dict()
     return out

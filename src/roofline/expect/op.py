@@ -12,14 +12,17 @@ each link at its achievable bus bandwidth. Every efficiency is in (0, 1] and eve
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+import functools
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from ..cost import LINKS, Cost
-from ..derivation import Num, unwrap
+from ..derivation import Num, maximum, minimum, unwrap
 from ..dtypes import dtype as lookup_dtype
 from ..evaluate import COMPUTE, SFU, VECTOR, Estimate, evaluate
 from ..hardware import Chip, System, load_chip
@@ -39,7 +42,7 @@ LABEL = "expected"
 WHAT = "a forecast with efficiencies from"  # the text label: what the expected time is
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class Expected:
     """An expected time beside its bound (both per chip). `derated` is the evaluator's
     estimate on the derated chip; `overhead_s` what is added to its t_lower."""
@@ -50,6 +53,15 @@ class Expected:
     overhead_s: Num
     efficiency: Mapping[str, Num]  # resource -> achievable / roof applied to it
     sources: Mapping[str, str]  # figure -> its source (or what it was fitted to)
+
+    def __init__(self, t_s: Num, bound: Estimate, derated: Estimate, overhead_s: Num,
+                 efficiency: Mapping[str, Num], sources: Mapping[str, str]) -> None:
+        # written straight into the instance dict, once (as evaluate.Estimate: one per op of
+        # every step a forecast times)
+        fields = self.__dict__
+        fields["t_s"], fields["bound"], fields["derated"] = t_s, bound, derated
+        fields["overhead_s"], fields["efficiency"], fields["sources"] = (
+            overhead_s, efficiency, sources)
 
     @property
     def flops_per_s(self) -> Num:
@@ -100,6 +112,36 @@ class Expected:
         return data[f"{figure}_p10"], data[f"{figure}_p90"]
 
 
+class FigureLookups(dict[tuple[str, str | None], tuple[str, float, str]]):
+    """The figures of a chip (`table.figures`), each looked up once: `self[kind, variant]` is
+    the key, value and source `table.lookup` finds for it. A step's ops take the same few
+    figures again and again, and so do the steps of a serving plan."""
+
+    def __init__(self, figs: Mapping[str, Efficiency], kept: object = None) -> None:
+        super().__init__()
+        self.figs = figs
+        self.kept = kept  # the figures table.figures keeps on the chip, if these are those
+
+    def __missing__(self, kind_variant: tuple[str, str | None]) -> tuple[str, float, str]:
+        key, fig = lookup(self.figs, *kind_variant)
+        found = self[kind_variant] = (key, fig.value, source(fig))
+        return found
+
+
+def figure_lookups(chip: Chip, calibration: Calibration | None = None) -> FigureLookups:
+    """The figures of `chip` (and `calibration`) to take: without a calibration, kept on the
+    chip for as long as `table.figures` keeps its own there (a fit that drops those, to read
+    changed figures, drops these too)."""
+    if calibration is not None:
+        return FigureLookups(figures(chip, calibration))
+    kept = chip.memo.get("expect.figures")  # table.figures' own
+    found = chip.memo.get("expect.lookups")
+    if found is None or kept is None or found.kept is not kept:
+        figs = figures(chip)
+        found = chip.memo["expect.lookups"] = FigureLookups(figs, chip.memo["expect.figures"])
+    return cast(FigureLookups, found)
+
+
 def describe(sources: Mapping[str, str]) -> str:
     """'the chip file (matmul.bf16, hbm), fitted defaults (launch_s)': the label's tail."""
     fitted = [k for k, s in sources.items() if s.startswith("fitted")]
@@ -120,17 +162,29 @@ def dequant_family(weights: Any, cost: Cost) -> str | None:
     """The weight dtype family of a weight-only-quantized GEMM (int8 / int4 / fp4 weights
     dequantized into bf16 / fp16 math, as gpt-fast, torchao, Marlin and AWQ kernels do), or
     None: no weights named, not a GEMM, or weights already in the compute dtype's family."""
-    if weights is None or not cost.flops or isinstance(cost.op, Attention | LinearAttention):
+    if weights is None or not cost.flops or isinstance(cost.op, (Attention, LinearAttention)):
         return None
+    return _dequant_family(weights, tuple(cost.flops))
+
+
+@functools.lru_cache(maxsize=256)
+def _peak_family(dt: str) -> str:
+    """The peak a compute dtype runs at (fp8_e5m2 -> fp8), asked per op of every step."""
+    return lookup_dtype(dt).peak
+
+
+@functools.lru_cache(maxsize=256)
+def _dequant_family(weights: str, computes: tuple[str, ...]) -> str | None:
+    """dequant_family of weights in `weights` under GEMMs in `computes` (asked per GEMM of
+    every step)."""
     family = lookup_dtype(weights).peak
-    computes = {lookup_dtype(dt).peak for dt in cost.flops}
-    return None if family in computes or lookup_dtype(weights).bits >= 16 else family
+    return None if family in {lookup_dtype(dt).peak for dt in computes} or \
+        lookup_dtype(weights).bits >= 16 else family
 
 
 def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | None = None,
              kernel: str | None = None, cuda_graphs: bool = False,
-             dequant: str | None = None, engine_kernels: bool = False,
-             bound_estimate: Estimate | None = None) -> Expected:
+             dequant: str | None = None, engine_kernels: bool = False) -> Expected:
     """The expected time of one op on one chip (per chip; arrays broadcast like evaluate).
 
     `kernel` names the attention kernel measured against (fa2, fa3, cudnn, ...; default: the
@@ -149,7 +203,17 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
     True
     """
     chip = load_chip(hw)
-    figs = figures(chip, calibration)
+    return expected_from(cost, chip, figure_lookups(chip, calibration),
+                         evaluate(cost, chip), None, kernel, cuda_graphs, dequant,
+                         engine_kernels)
+
+
+def expected_from(cost: Cost, chip: Chip, found: FigureLookups, base_est: Estimate,
+                  util: Any = None, kernel: str | None = None, cuda_graphs: bool = False,
+                  dequant: str | None = None, engine_kernels: bool = False) -> Expected:
+    """`expected` from what a step already holds for each of its ops: the chip's figures
+    (`found`), the op's bound (`base_est`, its estimate on `chip`) and its tile utilization
+    (`util`, `utilizations`; None: found here)."""
     used: dict[str, str] = {}
     bound = cost  # what runs where the bound is the least of something faster (Cost.runs):
     # the library's pick for an engine's two-shot kernel, outside CUDA graphs (in a graph the
@@ -160,14 +224,15 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
         cost = cost.runs
 
     def take(kind: str, variant: str | None = None) -> float:
-        key, fig = lookup(figs, kind, variant)
-        used[key] = source(fig)
-        return fig.value
+        key, value, said = found[kind, variant]
+        used[key] = said
+        return value
 
     derate: dict[str, Any] = {}
     applied: dict[str, Num] = {}
     if cost.flops:
-        util = tile_utilization(bound, chip)  # the op's shape: its typed record's
+        if util is None:  # the op's shape: its typed record's
+            util = utilizations([bound], chip)[0]
         op = cost.op
         attention = isinstance(op, Attention)
         linear = isinstance(op, LinearAttention)  # a chunked recurrence, not a GEMM
@@ -175,10 +240,12 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
             "attention" if attention else linear_kind(op.q_len) if isinstance(
                 op, LinearAttention) else "matmul")
         for dt in cost.flops:
-            peak = lookup_dtype(dt).peak
+            peak = _peak_family(dt)
             base = take(kind, kernel if attention or linear else peak)
-            derate[f"compute.{peak}"] = base * util
-        applied[COMPUTE] = unwrap(np.mean([np.asarray(v) for v in derate.values()], axis=0))
+            derate["compute." + peak] = base * util
+        rates = list(derate.values())  # (the mean of one is itself)
+        applied[COMPUTE] = unwrap(rates[0] if len(rates) == 1 else
+                                  np.mean([np.asarray(v) for v in rates], axis=0))
         if linear:  # a linear-attention kernel's figure is its fraction of either roof
             derate["hbm"] = base
     if "hbm" in cost.bytes:
@@ -192,33 +259,40 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
 
     def per_algorithm(kind: str) -> Any:
         """The figure of `kind` for the algorithm of each point."""
-        if algo is None or np.ndim(algo) == 0:
+        if algo is None or type(algo) is str or np.ndim(algo) == 0:
             return take(kind, None if algo is None else str(algo))
         names = np.asarray(algo)
         kinds = list(dict.fromkeys(names.ravel().tolist()))
         return np.select([names == a for a in kinds], [take(kind, a) for a in kinds])
 
-    for link in LINKS:
-        if link in cost.link_bytes or link in cost.link_calls:
-            applied[link] = derate[link] = per_algorithm(link)
-    # (a step's rows come with their bound's estimate: not evaluated twice)
-    base_est = evaluate(bound, chip) if bound_estimate is None else bound_estimate
-    scalar = {k: v for k, v in derate.items() if np.ndim(v) == 0}
-    arrays = {k: np.asarray(v) for k, v in derate.items() if np.ndim(v)}
+    if cost.link_bytes or cost.link_calls:
+        for link in LINKS:
+            if link in cost.link_bytes or link in cost.link_calls:
+                applied[link] = derate[link] = per_algorithm(link)
+    scalar: dict[str, float] = {}
+    arrays: dict[str, Any] = {}
+    for resource, value in derate.items():
+        if type(value) is float:
+            scalar[resource] = value
+        elif np.ndim(value) == 0:
+            scalar[resource] = float(value)
+        else:
+            arrays[resource] = np.asarray(value)
     if arrays:  # a per-point efficiency (tile utilization over a sweep): scale the times
         derated = _evaluate_pointwise(cost, chip, scalar, arrays)
     else:
         derated = evaluate(cost, _derated(chip, scalar), shared_special=False)
     overhead: Any = 0.0
-    if cost.has_arithmetic or cost.bytes:
+    if cost.flops or cost.bytes or cost.has_arithmetic:
         overhead = take("graph_launch_s" if cuda_graphs else "launch_s") * kernel_launches(
             bound, chip)
     # one collective is one call, whatever links it crosses and whether the bound charges a
     # NCCL base latency (a one-shot all-reduce is the engine's own kernel: still one launch)
-    moving = [np.asarray(c) for c in cost.link_calls.values()] + [
-        (np.asarray(s) > 0) * 1.0 for s in cost.link_steps.values()]
-    calls = np.maximum.reduce(np.broadcast_arrays(*moving)) if moving else np.asarray(0.0)
     if cost.link_calls or cost.link_steps:
+        moving = [*cost.link_calls.values(), *[(np.asarray(s) > 0) * 1.0 if type(s) is not float
+                                               else float(s > 0)
+                                               for s in cost.link_steps.values()]]
+        calls = functools.reduce(maximum, moving)
         # in a graph: one kernel (sglang#2904: a one-shot all-reduce of 4-32 KiB on 8xH100
         # takes 5.7-7.8 us in all, within the bound's own NCCL latency of 6.6 us + steps)
         if cuda_graphs:
@@ -230,28 +304,102 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
         overhead = overhead + calls * per_call
     # (the kernels it expects leave every exp on the special-function units: `evaluate`'s
     # shared_special, which only the bound allows)
-    t = np.asarray(derated.t_lower_s) + overhead
+    t = derated.t_lower_s + overhead
     if cost.flops and attention_kernel(cost):
         # the softmax (exp on the special-function units, its arithmetic on the vector units)
         # hides behind the tensor-core GEMMs only in part (FlashAttention-3's ping-pong and
         # intra-warpgroup overlap): a share of the shorter of the two stays exposed. It is
         # what head dim 64 and fp8 / int8 kernels lose (their GEMMs shrink, the exps do not)
         times = derated.time_s
-        softmax = np.maximum(np.asarray(times.get(SFU, 0.0)), np.asarray(times.get(VECTOR, 0.0)))
-        t = t + take("softmax_exposed") * np.minimum(np.asarray(times.get(COMPUTE, 0.0)),
-                                                     softmax)
-    return Expected(unwrap(t), base_est, derated, unwrap(np.asarray(overhead)), applied, used)
+        softmax = maximum(times.get(SFU, 0.0), times.get(VECTOR, 0.0))
+        t = t + take("softmax_exposed") * minimum(times.get(COMPUTE, 0.0), softmax)
+    return Expected(unwrap(t), base_est, derated, unwrap(overhead), applied, used)
 
 
-def _derated(chip: Chip, efficiency: Mapping[str, Any]) -> Chip:
+UTILIZATIONS = 4096  # op shapes kept per chip (a serving plan's steps repeat a few hundred)
+
+
+def utilizations(costs: Sequence[Cost], chip: Chip) -> list[Any]:
+    """`physics.tile_utilization` of each op with tensor FLOPs (None for the others), kept on
+    the chip per op shape (what it reads of a Cost: its typed record and its FLOPs), which
+    repeat in every step of a serving plan or a sweep. Those not kept yet are found for all
+    the ops of one kind of record at once, `tile_utilization` over arrays of their shapes
+    (elementwise formulas: each op's figure is the one it gets alone). An array-valued shape
+    (a sweep's) is not kept."""
+    kept = cast(dict[tuple[Any, ...], Any], chip.memo.setdefault("expect.utilization", {}))
+    out: list[Any] = [None] * len(costs)
+    groups: dict[tuple[Any, ...], dict[tuple[Any, ...], list[int]]] = {}
+    for i, cost in enumerate(costs):
+        if not cost.flops:
+            continue
+        key = (cost.op, *cost.flops.items())
+        try:
+            out[i] = kept.get(key)
+        except TypeError:  # an array in it (unhashable): found alone, not kept
+            out[i] = tile_utilization(cost, chip)
+            continue
+        if out[i] is None:  # one kind: a record type, its names and flags, its dtypes
+            kind = (type(cost.op), *cost.flops, *(
+                float if _number(v) else v for v in _fields(cost.op)))
+            groups.setdefault(kind, {}).setdefault(key, []).append(i)
+    if len(kept) + sum(map(len, groups.values())) > UTILIZATIONS:
+        kept.clear()
+    for members in groups.values():
+        shapes = [costs[rows[0]] for rows in members.values()]
+        if len(shapes) == 1 or not dataclasses.is_dataclass(shapes[0].op):  # no record
+            found: Any = [_one(tile_utilization(c, chip)) for c in shapes]
+        else:
+            records = [cast(Any, c.op) for c in shapes]
+            stacked = type(records[0])(*(
+                np.array(column, dtype=float) if _number(column[0]) else column[0]
+                for column in zip(*map(_fields, records), strict=True)))
+            flops = {dt: np.array([c.flops[dt] for c in shapes], dtype=float)
+                     for dt in shapes[0].flops}
+            found = np.broadcast_to(tile_utilization(Cost(flops, op=stacked), chip),
+                                    len(shapes)).tolist()
+        for (key, rows), value in zip(members.items(), found, strict=True):
+            kept[key] = value
+            for i in rows:
+                out[i] = value
+    return out
+
+
+def _fields(record: Any) -> tuple[Any, ...]:
+    """A typed record's fields in order (what its class is called with); none for no record."""
+    kind: type = type(record)
+    return _getter(kind)(record) if dataclasses.is_dataclass(kind) else ()
+
+
+@functools.cache
+def _getter(record_type: type) -> Callable[[Any], tuple[Any, ...]]:
+    names = [f.name for f in dataclasses.fields(record_type)]
+    get = operator.attrgetter(*names)
+    return get if len(names) > 1 else lambda record: (get(record),)
+
+
+def _one(value: Any) -> Any:
+    """A 0-d figure as a Python float (what the arithmetic on it stays in), else itself."""
+    return float(value) if type(value) is not float and np.ndim(value) == 0 else value
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float | np.number) and not isinstance(value, bool)
+
+
+DERATED = 4096  # derated chips kept per chip
+
+
+def _derated(chip: Chip, efficiency: Mapping[str, float]) -> Chip:
     """The chip derated by scalar efficiencies, kept on the chip per set of figures: a step's
     ops repeat a few sets (one per GEMM shape's tile waves), and a serving plan times its
     steps again and again."""
-    key = ("expect.derated", *sorted((k, float(v)) for k, v in efficiency.items()))
-    found = chip.memo.get(key)
+    kept = chip.memo.setdefault("expect.derated", {})
+    key = tuple(sorted(efficiency.items()))
+    found = kept.get(key)
     if found is None:
-        found = chip.memo[key] = chip.derated({k: float(v) for k, v in efficiency.items()},
-                                              label=LABEL)
+        if len(kept) >= DERATED:  # (one per op shape: a long serving search makes many)
+            kept.clear()
+        found = kept[key] = chip.derated(dict(efficiency), label=LABEL)
     return cast(Chip, found)
 
 

@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..cost import LINKS, Cost
-from ..derivation import Num, unwrap
+from ..derivation import Num, any_true, maximum, ratio, unwrap
 from ..hardware import Chip, System, load_chip
 from ..models import ModelAnalysis
-from ..models.schedule import NOT_HIDDEN, RUN
+from ..models.schedule import RUN
 from ..opid import Gemm
 from ..serialize import jsonable
 from .interval import STEP_KINDS, spread
-from .op import dequant_family, expected, source
-from .table import engine, figures, lookup, lookup_framework
+from .op import dequant_family, expected_from, figure_lookups, source, utilizations
+from .table import engine, lookup, lookup_framework
 
 if TYPE_CHECKING:
     from ..measure.calibration import Calibration
@@ -120,51 +120,46 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
     # bound; the forecast times what the frameworks run (schedule.RUN), as it was fitted
     run = a.under(RUN) if kind == "train" and not a.schedule_named else a
     graphs = kind in ("decode", "mixed") if cuda_graphs is None else cuda_graphs
-    figs = figures(chip, calibration)
+    looked = figure_lookups(chip, calibration)
+    figs = looked.figs
     sources: dict[str, str] = {}
-    total: Any = np.asarray(0.0)
-    overhead: Any = np.asarray(0.0)
+    total: Any = 0.0
+    overhead: Any = 0.0
     by_resource: dict[str, list[Any]] = {}
-    path: Any = np.asarray(0.0)  # the bound's critical path, without the line below
-    busiest: tuple[Any, float] | None = None  # a link busier than the path, and its figure
-    ests = run.parts.core.ests  # the bound's estimate of each row (NOT_HIDDEN has none)
-    for i, op in enumerate(run.ops):
-        if op.name == NOT_HIDDEN:  # a link busier than the path: at the link's pace
-            link = str(op.bound) if str(op.bound) in LINKS else min(
-                LINKS, key=lambda k: figs[k].value)  # the link per point: the slower figure
-            key, fig = lookup(figs, link)
-            sources[key] = fig.source
-            busiest = (np.asarray(op.t_lower_s), fig.value)
-            continue
-        path = path + np.asarray(op.t_lower_s)
-        one = expected(op.cost, chip, calibration, cuda_graphs=graphs,
-                       dequant=weight_only(op.cost), bound_estimate=ests[i])
+    path: Any = 0.0  # the bound's critical path, without the line below
+    core = run.parts.core  # the bound's rows, their estimates and their share of the path
+    times = core.times
+    rows = run.parts.rows
+    utils = utilizations([row.cost for row in rows], chip)  # per kind of op, in one pass
+    for row, est, lower, util in zip(rows, core.ests, times.critical_s, utils, strict=True):
+        path = path + lower
+        one = expected_from(row.cost, chip, looked, est, util, cuda_graphs=graphs,
+                            dequant=weight_only(row.cost))
         sources.update(one.sources)
-        bound_one = np.asarray(one.bound.t_lower_s, dtype=float)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(bound_one > 0, np.asarray(one.t_s) / bound_one, 1.0)
-            share = np.where(bound_one > 0, np.asarray(one.overhead_s) / bound_one, 0.0)
-        total = total + np.asarray(op.t_lower_s) * ratio
-        overhead = overhead + np.asarray(op.t_lower_s) * share
+        bound_one = one.bound.t_lower_s
+        total = total + lower * ratio(one.t_s, bound_one, 1.0)
+        overhead = overhead + lower * ratio(one.overhead_s, bound_one, 0.0)
         for resource, eff in one.efficiency.items():
-            by_resource.setdefault(resource, []).append(
-                (np.asarray(op.t_lower_s), np.asarray(eff)))
-    if busiest is not None:
+            by_resource.setdefault(resource, []).append((lower, eff))
+    if any_true(times.not_hidden_s > 0):  # a link busier than the path: at the link's pace
+        link = str(times.not_hidden_link)
+        if link not in LINKS:  # the link per point: the slower figure
+            link = min(LINKS, key=lambda k: figs[k].value)
+        key, fig = lookup(figs, link)
+        sources[key] = fig.source
         # the link's whole traffic (path + line) at the link's pace, unless the path at its
         # ops' own pace is longer: charging only the line at the link's pace made a faster
         # roof (shorter path, longer line) give a slower step
-        total = np.maximum(total, (path + busiest[0]) / busiest[1])
+        total = maximum(total, (path + times.not_hidden_s) / fig.value)
     efficiency = {}
     for resource, pairs in by_resource.items():  # weighted by each op's share of the path
         weight = sum(w for w, _ in pairs)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            efficiency[resource] = unwrap(np.where(
-                weight > 0, sum(w * e for w, e in pairs) / weight, pairs[0][1]))
+        efficiency[resource] = unwrap(ratio(sum(w * e for w, e in pairs), weight, pairs[0][1]))
     name = engine(framework) if framework else None
     key, factor = lookup_framework(figs, kind, name, moe=a.params_active < a.params_total)
     sources[key] = source(factor)
     efficiency["framework"] = factor.value
-    t = np.maximum(total / factor.value, np.asarray(a.t_lower_s))  # never below the bound
+    t = maximum(total / factor.value, a.t_lower_s)  # never below the bound
     return ExpectedStep(a, unwrap(t), unwrap(overhead), efficiency, sources, name)
 
 
