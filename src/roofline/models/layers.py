@@ -326,10 +326,10 @@ def _up_gate(c: Ctx, block: str, gemm: Cost, n: Any, kind: str) -> list[tuple[st
     if c.phase.kind == "train" or kind != "swiglu":
         return [(f"{block} up/gate", gemm), (f"{block} activation", activation)]
     saved = n * c.act_bytes  # the gate half of the GEMM's output
-    fused = Cost(gemm.flops, {"hbm": gemm.bytes["hbm"] - saved},
-                 functools.partial(_epilogue_steps, gemm, activation, saved),
-                 f"{gemm.name} + swiglu epilogue", activation.vector_flops,
-                 activation.special_ops, op=gemm.op)
+    fused = Cost(flops=gemm.flops, bytes={"hbm": gemm.bytes["hbm"] - saved},
+                 steps=functools.partial(_epilogue_steps, gemm, activation, saved),
+                 name=f"{gemm.name} + swiglu epilogue", vector_flops=activation.vector_flops,
+                 special_ops=activation.special_ops, op=gemm.op)
     return [(f"{block} up/gate", fused)]
 
 

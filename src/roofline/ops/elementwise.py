@@ -105,11 +105,13 @@ def elementwise(
         sym("n_out", float(spec.outputs)) * sym("s_out", o.bytes)
     hbm = N * (n_in * sym("s_in", x.bytes) + out)
     transcendentals = [("of which transcendentals (special-function units)", special)]
-    return Cost(  # by position (flops, bytes, steps, name, vector_flops, special_ops): hot
-        None, {"hbm": value(hbm)},
-        steps(("FLOPs", flops), *(transcendentals if spec.special else []), ("HBM bytes", hbm)),
-        kind, {c.peak: value(flops - special)},
-        {"exp": value(special)} if spec.special else None, op=Plain(OpKind.ELEMENTWISE, kind))
+    return Cost(
+        bytes={"hbm": value(hbm)},
+        steps=steps(("FLOPs", flops), *(transcendentals if spec.special else []),
+                    ("HBM bytes", hbm)),
+        name=kind, vector_flops={c.peak: value(flops - special)},
+        special_ops={"exp": value(special)} if spec.special else None,
+        op=Plain(OpKind.ELEMENTWISE, kind))
 
 
 def _preset_counts(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:

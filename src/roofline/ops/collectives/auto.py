@@ -153,15 +153,12 @@ def sized(unit: Cost, m: Any) -> Cost:
     """A collective's one-byte Cost at message size `m`: its bytes scale, its message steps
     and calls do not (its derivation re-runs the formula at `m`: `derived`)."""
     one = type(m) is float  # one size: the steps and calls as they are
-    # by position (a collective's fields after flops, bytes, steps, name, vector_flops and
-    # special_ops): a step sizes two or three of these
-    return Cost(None, None, (), unit.name, None, None,
-                {k: v * m for k, v in unit.link_bytes.items()},
-                dict(unit.link_steps) if one else
+    return Cost(name=unit.name, link_bytes={k: v * m for k, v in unit.link_bytes.items()},
+                link_steps=dict(unit.link_steps) if one else
                 {k: full_steps(v, m) for k, v in unit.link_steps.items()},
-                dict(unit.link_calls) if one else
+                link_calls=dict(unit.link_calls) if one else
                 {k: full_steps(v, m) for k, v in unit.link_calls.items()},
-                unit.algorithm)
+                algorithm=unit.algorithm)
 
 
 def _least(units: list[Cost]) -> Cost:
