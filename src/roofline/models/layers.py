@@ -46,9 +46,7 @@ TP_REPLICATED = frozenset({*SPLIT_NORMS, "router", "q down projection", "kv down
                            FINAL_NORM})
 
 
-# not frozen: built once per step, then only read (a frozen dataclass's __init__ sets each
-# field through object.__setattr__: 3% of an analysis over the step's records, issue 15)
-@dataclass(eq=False)
+@dataclass(eq=False)  # a step record: not frozen (roofline.models)
 class Ctx:
     """Everything a layer needs, computed once."""
 

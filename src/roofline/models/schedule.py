@@ -199,9 +199,7 @@ class Row:
     per_step: bool
 
 
-# not frozen: built once per step, then only read (a frozen dataclass's __init__ sets each
-# field through object.__setattr__: 3% of an analysis over the step's records, measured)
-@dataclass(eq=False)
+@dataclass(eq=False)  # a step record: not frozen (roofline.models)
 class StepTimes:
     t_lower_s: Num
     critical_s: list[Num]  # per row: what it adds to the lower bound (all occurrences)

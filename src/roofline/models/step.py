@@ -215,9 +215,7 @@ def model_precision(spec: ModelSpec, weights: str | None = None, activations: st
                      weights_from=why)
 
 
-# not frozen: built once per step, then only read (a frozen dataclass's __init__ sets each
-# field through object.__setattr__: 3% of an analysis over the step's records, measured)
-@dataclass(eq=False)
+@dataclass(eq=False)  # a step record: not frozen (roofline.models)
 class Placement:
     """Which link each parallel group sits on, for a given chip's scale-up domain."""
 

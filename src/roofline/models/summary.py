@@ -70,9 +70,7 @@ def occurrences(row: OpCost, slots: float) -> float:
     return row.count * (1 if row.per_step else slots)
 
 
-# not frozen: built once per step, then only read (a frozen dataclass's __init__ sets each
-# field through object.__setattr__: 3% of an analysis over the step's records, measured)
-@dataclass(eq=False)
+@dataclass(eq=False)  # a step record: not frozen (roofline.models)
 class StepCore:
     """A step's times from its op rows; the floor on demand (`t_floor_s`)."""
 
