@@ -37,7 +37,7 @@ _NONE: Mapping[str, Num] = MappingProxyType({})  # a count a Cost does not have
 def _counts_ok(counts: Mapping[str, Num]) -> bool:
     """Every count finite and non-negative (nan fails both comparisons)."""
     for value in counts.values():
-        if type(value) is float or isinstance(value, (int, float)):
+        if isinstance(value, (int, float)):
             if not 0 <= value < math.inf:
                 return False
         else:  # two reductions, no temporaries

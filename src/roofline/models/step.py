@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import Num, any_true
+from ..derivation import Num, any_true, one_point
 from ..dtypes import dtype as lookup_dtype
 from ..errors import ParameterError
 from ..hardware import Chip, System
@@ -54,9 +54,8 @@ class Phase:
             raise ParameterError("kind", f"must be one of {', '.join(PHASES)}, got "
                                  f"{self.kind!r}")
         for name in ("batch", "q_len", "kv_len"):  # scalars or arrays: each point
-            value = getattr(self, name)  # (a number compares without numpy: a phase a step)
-            if any_true(value < 1 if isinstance(value, (int, float)) else
-                        np.asarray(value) < 1):
+            value = getattr(self, name)
+            if any_true(value < 1 if one_point(value) else np.asarray(value) < 1):
                 raise ParameterError(name, "must be at least 1 (every point), got "
                                      f"{getattr(self, name)}")
 
@@ -232,7 +231,7 @@ class Placement:
 
     def comm(self, kind: str, nbytes: Any, group: str, ranks: int) -> Cost:
         key: tuple[Any, ...] | None = None
-        if type(nbytes) is float or np.ndim(nbytes) == 0:
+        if one_point(nbytes) or np.ndim(nbytes) == 0:
             key = (kind, float(nbytes), group, ranks)
         elif isinstance(nbytes, np.ndarray) and nbytes.size <= 4096:  # a sweep chunk's column
             key = (kind, nbytes.shape, nbytes.dtype.str, nbytes.tobytes(), group, ranks)

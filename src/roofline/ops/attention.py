@@ -59,6 +59,7 @@ from ..derivation import (
     derived,
     note,
     numeric,
+    one_point,
     steps,
     sym,
     symbolic,
@@ -297,7 +298,9 @@ def _block_rows(sram_bytes: Any, block_q: Any, d: Quantity, dv: Quantity, x: DTy
 
 
 def _at_most_one(v: Any) -> Any:
-    return (1.0 if v <= 1.0 else 0.0) if type(v) is float else np.where(v <= 1.0, 1.0, 0.0)
+    if one_point(v):
+        return 1.0 if v <= 1.0 else 0.0
+    return np.where(v <= 1.0, 1.0, 0.0)
 
 
 DEFAULT_BLOCK_Q = 128  # FA2 / FA3's query tile, for chips whose file gives no SRAM level

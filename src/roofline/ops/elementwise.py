@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import derived, steps, sym, value
+from ..derivation import derived, one_point, steps, sym, value
 from ..dtypes import DType
 from ..dtypes import dtype as lookup_dtype
 from ..errors import unknown
@@ -98,7 +98,7 @@ def elementwise(
     n_in = sym("n_in", float(spec.inputs)) if inputs is None else size("n_in", inputs, "inputs")
     flops = ops * N
     per_element = value(ops)  # transcendentals: at most all the element's operations
-    c_sfu = min(spec.special, per_element) if type(per_element) is float else \
+    c_sfu = min(spec.special, per_element) if one_point(per_element) else \
         np.minimum(spec.special, per_element)
     special = sym("c_sfu", c_sfu) * N
     out = sym("s_out", o.bytes) if spec.outputs == 1 else \

@@ -3,7 +3,6 @@ sweep whose group size varies."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from ...cost import LINKS, Cost
@@ -73,9 +72,9 @@ def collective(
                                       link_share)
     if auto is not None and not symbolic():  # "auto" on numbers: the one-byte Costs scaled
         m = value(nbytes)
-        return replace(from_units(auto, algo, m, kind),
-                       least=None if auto.least is None else sized(auto.least, m),
-                       runs=None if library is None else from_units(auto, library, m, kind))
+        return from_units(auto, algo, m, kind,
+                          least=None if auto.least is None else sized(auto.least, m),
+                          runs=None if library is None else from_units(auto, library, m, kind))
     # a named algorithm, or the derivation of the picked one
     return per_pick(algo, kind, lambda a: named_collective(kind, a, nbytes, ranks, link,
                                                        domain_size, link_share))
