@@ -1,4 +1,5 @@
-"""Elementwise work: norms, softmax, activations, residual adds (seed 000 §2.3).
+"""Elementwise work: norms, softmax, activations, residual adds (memory-bound in every
+transformer: Ivanov et al., "Data Movement Is All You Need", MLSys 2021, arXiv:2007.00072).
 
 FLOPs = c·N for c operations per element (a stated small constant per kind, below), run on
 the vector units (CUDA cores / VPU), except the transcendentals (exp, tanh), which go to the
