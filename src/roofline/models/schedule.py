@@ -201,6 +201,8 @@ class Row:
 
 @dataclass(eq=False)  # a step record: not frozen (roofline.models)
 class StepTimes:
+    """A step's lower bound and what each row adds to its critical path."""
+
     t_lower_s: Num
     critical_s: list[Num]  # per row: what it adds to the lower bound (all occurrences)
     not_hidden_s: Num  # the busiest link's excess over the critical path (0 if none)

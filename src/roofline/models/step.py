@@ -108,6 +108,9 @@ def train(batch: Any, seq_len: Any, recompute: bool = False) -> Phase:
 
 @dataclass(frozen=True)
 class Parallel:
+    """How a step is split across chips: tensor, pipeline, data, expert and context
+    parallel degrees, micro-batches and ZeRO / FSDP sharding."""
+
     tp: int = 1
     pp: int = 1
     dp: int = 1
@@ -138,6 +141,8 @@ class Parallel:
 
 @dataclass(frozen=True)
 class Precision:
+    """The dtypes a step uses: weights, activations, KV cache, gradients, GEMM compute."""
+
     weights: str = "bf16"  # the layers' weights (the embedding and LM head: `tables`)
     activations: str = "bf16"  # also the compute dtype
     kv_cache: str | None = None  # default: activations

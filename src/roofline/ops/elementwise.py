@@ -30,6 +30,8 @@ from .params import OpDecl, Param, dtype_params
 
 @dataclass(frozen=True)
 class ElementwiseKind:
+    """An elementwise op's operations per element, inputs and transcendentals."""
+
     ops_per_element: float  # all operations, the transcendental ones included
     inputs: int
     note: str
