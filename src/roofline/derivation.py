@@ -279,8 +279,15 @@ def one_point(value: Any) -> bool:
     """A plain Python number (float, int or bool): one point, computed in plain Python,
     where numpy on a 0-d value costs ~30x a float operation. The one check each scalar fast
     path makes before its early return (as rich/cells.py's `_is_single_cell_widths` guards
-    `cell_len`); numpy values and Exprs take the general path."""
+    `cell_len`); numpy values and Exprs take the general path. Over many values:
+    `all_one_point` (the same check, in C: ~1 us less per call than `all(map(one_point, ..))`
+    on the ~40 such checks of an analysis)."""
     return type(value) in _PLAIN
+
+
+def all_one_point(values: Iterable[Any]) -> bool:
+    """`one_point` for every value, checked in C (their types against the same set)."""
+    return _PLAIN.issuperset(map(type, values))
 
 
 def unwrap(x: Any) -> Any:
@@ -343,7 +350,7 @@ def add_all(values: Iterable[Any]) -> Any:
     if isinstance(values, list):
         if len(values) == 1:
             return values[0]
-        if all(map(one_point, values)):
+        if all_one_point(values):
             return sum(values, 0.0)
     return scaled_sum((1, v) for v in values)
 
@@ -351,7 +358,7 @@ def add_all(values: Iterable[Any]) -> Any:
 def scaled_sum(pairs: Iterable[tuple[float, Any]]) -> Any:
     """Σ n·v over (n, v) pairs, added as `add_all` adds; the products it makes (n ≠ 1) are
     its own, so they are summed into in place rather than copied."""
-    if isinstance(pairs, list) and all(map(one_point, map(_second, pairs))):
+    if isinstance(pairs, list) and all_one_point(map(_second, pairs)):
         return sum([v if n == 1 else n * v for n, v in pairs], 0.0)  # as times_n
     groups: dict[tuple[int, ...], Any] = {}
     owned: set[tuple[int, ...]] = set()  # groups whose sum is an array made here

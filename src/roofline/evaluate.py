@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from .cost import Cost
-from .derivation import Num, add_all, one_point, unwrap, where
+from .derivation import Num, add_all, all_one_point, one_point, unwrap, where
 from .hardware import Chip, System, load_chip
 from .lazy import cached_property
 from .serialize import jsonable
@@ -196,7 +196,7 @@ def max_argmax(values: list[Any]) -> tuple[Any, Any]:
     costs nothing beside a (batch, length) grid), with ties still going to the earlier
     value in `values`.
     """
-    if all(map(one_point, values)):
+    if all_one_point(values):
         top = max(values)
         return top, values.index(top)  # the first of equals, as below
     if _SCALARS.issuperset(map(type, values)):
@@ -341,15 +341,15 @@ def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True,
             for name in cost.bytes:
                 chip.level(name)  # raises for the level the chip lacks
     links = cost.link_bytes or cost.link_steps or cost.link_calls
-    if not links and times and all(map(one_point, times.values())):
+    if not links and times and all_one_point(times.values()):
         # one point on compute and memory alone (most ops of a whole-model estimate): the
         # same max, first-of-equals index and sum as below, in plain Python
         local = list(times.values())
         t_lower = max(local)
         t_upper = local[0] if len(local) == 1 else sum(local, 0.0)  # as add_all (-0.0 too)
         return Estimate(chip.id, cost, times, t_lower, t_upper, local.index(t_lower), chip)
-    if links and serial_comm and all(map(one_point, times.values())) \
-            and all(map(one_point, _link_counts(cost))):
+    if links and serial_comm and all_one_point(times.values()) \
+            and all_one_point(_link_counts(cost)):
         return _on_links_one_point(cost, chip, times)
     chains: dict[str, Any] = {}
     if links:
@@ -426,6 +426,6 @@ def _on_links_one_point(cost: Cost, chip: Chip, times: dict[str, Num]) -> Estima
 
 def _unwrapped(values: dict[str, Any]) -> dict[str, Any]:
     """0-d arrays as Python scalars (a dict of plain floats as it is)."""
-    if all(map(one_point, values.values())):
+    if all_one_point(values.values()):
         return values
     return {k: unwrap(v) for k, v in values.items()}

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import Num, add_all, any_true, maximum, one_point, scaled_sum
+from ..derivation import Num, add_all, all_one_point, any_true, maximum, one_point, scaled_sum
 from ..evaluate import Estimate, evaluate, max_argmax
 from ..hardware import Chip, System, load_chip
 from ..lazy import cached_property
@@ -233,6 +233,6 @@ def weight_gemm_critical_batch(chip: Chip, rows: list[OpCost], prec: Precision, 
     if not found:  # no such GEMM (no experts): the large-matrix limit
         return decode_critical_batch(chip, dtype=prec.activations,
                                      weight_dtype=prec.weights, q_len=q_len)
-    if all(map(one_point, found)):
+    if all_one_point(found):
         return max(found)
     return functools.reduce(np.maximum, found)

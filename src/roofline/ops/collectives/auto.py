@@ -10,7 +10,7 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 
 from ...cost import Cost
-from ...derivation import Num, maximum, minimum, numeric, one_point, symbolic, value
+from ...derivation import Num, all_one_point, maximum, minimum, numeric, one_point, symbolic, value
 from ...errors import unknown
 from ...hardware import Chip
 from .._common import size
@@ -125,7 +125,7 @@ def choose(kind: str, nbytes: Any, ranks: Any, chip: Chip, link: str, domain_siz
 def _fastest(times: dict[str, Any]) -> Any:
     """Per point, the first of the fastest (a name, or an array of names)."""
     candidates, values = list(times), list(times.values())
-    if all(map(one_point, values)):
+    if all_one_point(values):
         return candidates[values.index(min(values))]
     best = np.argmin(np.stack(np.broadcast_arrays(*map(np.asarray, values))), axis=0)
     picked = np.asarray(candidates)[best]
