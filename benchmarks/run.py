@@ -187,6 +187,10 @@ def cases() -> list[Case]:
         Case("CLI start: roofline op matmul --json", 1.5, 5,
              cli("op", "matmul", "--m", "128", "--k", "8192", "--n", "8192", "--json"),
              'python -c "import numpy"', bare_numpy()),
+        Case("CLI start to finish: roofline model llama-3-70b decode, TP 4", 1.5, 5,
+             cli("model", "llama-3-70b", "--hw", "h100", "--phase", "decode", "--batch", "16",
+                 "--context", "4096", "--tp", "4"),
+             'python -c "import numpy"', bare_numpy()),
     ]
 
 

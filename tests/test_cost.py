@@ -87,10 +87,8 @@ def test_cost_is_a_frozen_record_whose_missing_counts_are_read_only():
     c = dataclasses.replace(Cost(flops={"bf16": 2.0}, bytes={"hbm": 3.0}, name="m"), name="n")
     assert (dict(c.flops), dict(c.bytes), c.name, c.least) == ({"bf16": 2.0}, {"hbm": 3.0},
                                                                "n", None)
-    # an op's own fields first, in this order: the hottest ops pass them by position
-    assert [f.name for f in dataclasses.fields(Cost)][:6] == [
-        "flops", "bytes", "steps", "name", "vector_flops", "special_ops"]
-    assert Cost({"bf16": 1.0}, {"hbm": 2.0}, (), "gemm").name == "gemm"
+    with pytest.raises(TypeError):  # by keyword only: ten fields read badly by position
+        Cost({"bf16": 1.0}, {"hbm": 2.0})  # type: ignore[misc]
     with pytest.raises(ValueError, match="must be finite"):
         dataclasses.replace(c, bytes={"hbm": -1.0})
 

@@ -35,6 +35,17 @@ def test_stdout_on_a_full_disk_is_one_line_and_exit_2(argv):
     assert err == "roofline: error: cannot write standard output: No space left on device\n"
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize("argv", [("--help",), ("--version",), ("model", "--help")])
+def test_help_on_a_full_disk_is_one_line_and_exit_2(argv):
+    # argparse's own print drops the OSError: help to a full disk used to exit 0
+    with open("/dev/full", "w") as full:
+        p = _roofline(*argv, stdout=full)
+        _, err = p.communicate(timeout=120)
+    assert p.returncode == 2, err
+    assert err == "roofline: error: cannot write standard output: No space left on device\n"
+
+
 def test_a_closed_pipe_is_still_quiet():
     p = _roofline("hw", "list", stdout=subprocess.PIPE)
     p.stdout.readline()

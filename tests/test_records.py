@@ -78,9 +78,8 @@ def test_the_cli_error_is_one_line_naming_the_flag(capsys, argv, needle):
     assert needle in err, err
 
 
-# Modules that are a command line themselves (their errors are about their own flags), and
-# the serving planner (its parameters are still named by flag: to do)
-CLI_MODULES = ("cli/", "measure/cli.py", "plot_cli.py", "trace/cli.py", "serve/")
+# Modules that are a command line themselves (their errors are about their own flags)
+CLI_MODULES = ("cli/", "measure/cli.py", "plot_cli.py", "trace/cli.py")
 
 
 def test_library_errors_name_parameters_not_flags():
@@ -95,3 +94,25 @@ def test_library_errors_name_parameters_not_flags():
                                                          ast.get_source_segment(text, node)):
                 flagged.append(f"{rel}:{node.lineno}")
     assert not flagged, flagged
+
+
+def test_serve_errors_name_parameters_and_the_cli_names_its_flags(capsys):
+    from roofline.serve import Load, Space, Workload, plan
+
+    with pytest.raises(ParameterError, match=r"^spec_k needs accept \(the per-draft"):
+        Workload.from_lengths(100, 100, spec_k=2)
+    with pytest.raises(ParameterError, match=r"^give rate \(open loop\) or concurrency "):
+        plan("llama-3.1-8b", ["h100"], Workload.from_lengths(100, 100),
+             load=Load(rate=1.0, concurrency=4))
+    with pytest.raises(ParameterError) as pinned:
+        plan("llama-3.1-8b", ["h100"], Workload.from_lengths(100, 100),
+             space=Space(tp=(1,), batch=(64,)), load=Load(rate=1.0))
+    assert str(pinned.value).startswith("batch pins the running batch, rate sets it")
+    assert cli_message(pinned.value).startswith("--batch pins the running batch, --rate sets "
+                                                "it (Little's law: rate x decode time): give "
+                                                "one, or a --batch grid to pick from")
+    assert main(["serve", "llama-3.1-8b", "--hw", "h100", "--tp", "1", "--batch", "64",
+                 "--rate", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("roofline: error: --batch pins the running batch, --rate sets it")
+    assert err.count("\n") == 1

@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +37,7 @@ _NONE: Mapping[str, Num] = MappingProxyType({})  # a count a Cost does not have
 def _counts_ok(counts: Mapping[str, Num]) -> bool:
     """Every count finite and non-negative (nan fails both comparisons)."""
     for value in counts.values():
-        if type(value) is float or isinstance(value, (int, float)):
+        if isinstance(value, (int, float)):
             if not 0 <= value < math.inf:
                 return False
         else:  # two reductions, no temporaries
@@ -75,8 +75,6 @@ class Cost:
     # Fields not given keep class-level defaults (set below the class: a read-only empty
     # mapping for a count): a whole-model estimate makes dozens of Costs, most with two or
     # three counts.
-    # (an op's own fields first, so the hottest ops can pass them by position: a class
-    # called with keywords builds a dict of them on Python 3.11, ~2k instructions a Cost)
     flops: Mapping[str, Num]  # tensor-core FLOPs per dtype
     bytes: Mapping[str, Num]
     # the derivation, or how to build it on first read (derivation.derived): `terms`
@@ -100,7 +98,7 @@ class Cost:
     # by the forecast (roofline.expect) instead of the name; None for a mix of kernels
     op: OpId | None
 
-    def __init__(self, flops: Mapping[str, Num] | None = None,
+    def __init__(self, *, flops: Mapping[str, Num] | None = None,
                  bytes: Mapping[str, Num] | None = None,
                  steps: tuple[Term, ...] | Callable[[], tuple[Term, ...]] = (),
                  name: str = "", vector_flops: Mapping[str, Num] | None = None,
@@ -169,12 +167,10 @@ class Cost:
                                         f"must be finite and non-negative, got "
                                         f"{_first_bad(value)}{why}")
 
-    @property
+    @cached_property
     def terms(self) -> tuple[Term, ...]:
         """The derivation, one named step per term (built the first time it is read)."""
-        if callable(self.steps):  # cached in place: the steps were always these
-            object.__setattr__(self, "steps", self.steps())
-        return cast(tuple[Term, ...], self.steps)
+        return self.steps() if callable(self.steps) else self.steps
 
     @cached_property  # a step reads it per row, and its tables again (a GEMM's: __init__)
     def total_flops(self) -> Num:

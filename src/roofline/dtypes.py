@@ -23,6 +23,8 @@ from .lazy import cached_property
 
 @dataclass(frozen=True)
 class DType:
+    """A number format: its storage bits per element and the peak it computes at."""
+
     name: str
     bits: float  # storage bits per element, including amortised group scales
     peak: str  # key into a chip's peak table (tf32 is stored as 32-bit but computes at tf32)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 # Text that must not reach a terminal, a CSV cell or an SVG raw: C0/C1 control characters
 # (escape sequences), bidi overrides (text that reads differently than it is stored), lone
@@ -21,18 +20,26 @@ class ParameterError(RooflineError):
     """Bad value of one parameter, named as the library spells it (`util`, `tp`); the CLI
     shows its own flag in its place (cli/flags.py)."""
 
-    def __init__(self, parameter: str, problem: str, where: str = "") -> None:
+    def __init__(self, parameter: str, problem: str, where: str = "",
+                 mentions: tuple[str, ...] = ()) -> None:
+        # `mentions`: other parameters the problem names, each written `{name}` in it
         self.parameter, self.problem, self.where = parameter, problem, where
+        self.mentions = mentions
         super().__init__(self.naming(parameter))
 
-    def naming(self, name: str) -> str:
-        """The message with the parameter called `name` (the CLI's flag)."""
-        sep = "" if self.problem.startswith(":") else " "
-        return f"{self.where}{name}{sep}{self.problem}"
+    def naming(self, name: str, rename: Callable[[str], str] = str) -> str:
+        """The message with the parameter called `name` (the CLI's flag) and each parameter
+        it mentions called `rename(parameter)`."""
+        problem = self.problem.format_map({m: rename(m) for m in self.mentions}) \
+            if self.mentions else self.problem
+        sep = "" if problem.startswith(":") else " "
+        return f"{self.where}{name}{sep}{problem}"
 
 
 def unknown(kind: str, name: str, allowed: Iterable[str]) -> RooflineError:
     """An error for an unknown name, suggesting the closest allowed ones."""
+    import difflib  # only on an error: not at every start
+
     choices = sorted(set(allowed))
     close = difflib.get_close_matches(name.lower(), choices, n=3, cutoff=0.5)
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""

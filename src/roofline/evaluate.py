@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from .cost import Cost
-from .derivation import Num, add_all, unwrap, where
+from .derivation import Num, add_all, all_one_point, one_point, unwrap, where
 from .hardware import Chip, System, load_chip
 from .lazy import cached_property
 from .serialize import jsonable
@@ -186,7 +186,6 @@ Estimate.chain_s = MappingProxyType({})
 
 
 _SCALARS = frozenset({float, int, np.float64})
-_FLOATS = frozenset({float})
 
 
 def max_argmax(values: list[Any]) -> tuple[Any, Any]:
@@ -197,7 +196,7 @@ def max_argmax(values: list[Any]) -> tuple[Any, Any]:
     costs nothing beside a (batch, length) grid), with ties still going to the earlier
     value in `values`.
     """
-    if _FLOATS.issuperset(map(type, values)):  # one point: no array machinery
+    if all_one_point(values):
         top = max(values)
         return top, values.index(top)  # the first of equals, as below
     if _SCALARS.issuperset(map(type, values)):
@@ -247,7 +246,9 @@ def _busy(counts: Mapping[str, Num], rate: Callable[[str], float]) -> Any:
     """Σ count / rate(dtype): the units' time (dtypes share the units, so their times add)."""
     if len(counts) == 1:  # the common case: one dtype
         ((dtype, count),) = counts.items()
-        return count / rate(dtype) if type(count) is float else _per(_num(count), rate(dtype))
+        if one_point(count):
+            return count / rate(dtype)
+        return _per(_num(count), rate(dtype))
     return add_all([_per(_num(count), rate(dtype)) for dtype, count in counts.items()])
 
 
@@ -284,7 +285,7 @@ def _shared_with_vector(special: Any, rate: float, vector_s: Any, vector_rate: f
     alone = _per(special, rate)
     per = EMULATED_SPECIAL_FLOPS / vector_rate  # vector seconds per emulated evaluation
     shared = (vector_s + special * per) / (1.0 + rate * per)
-    if type(alone) is float and type(vector_s) is float:
+    if one_point(alone) and one_point(vector_s):
         return alone if alone <= vector_s else shared
     return np.where(alone <= vector_s, alone, shared)
 
@@ -327,28 +328,28 @@ def evaluate(cost: Cost, hw: Chip | System | str, serial_comm: bool = True,
     if len(cost.bytes) == 1:  # most ops: HBM alone (chip.level raises for a level it lacks)
         ((name, amount),) = cost.bytes.items()
         rate = chip.bandwidths.get(name) or chip.level(name).bandwidth_Bps
-        times[name] = amount / rate if type(amount) is float else _per(_num(amount), rate)
+        times[name] = amount / rate if one_point(amount) else _per(_num(amount), rate)
     elif cost.bytes:
         found = 0
         for level in chip.memory:  # chip order: outermost first
             moved = cost.bytes.get(level.name)
             if moved is not None:
-                times[level.name] = (moved / level.bandwidth_Bps if type(moved) is float
+                times[level.name] = (moved / level.bandwidth_Bps if one_point(moved)
                                      else _per(_num(moved), level.bandwidth_Bps))
                 found += 1
         if found < len(cost.bytes):
             for name in cost.bytes:
                 chip.level(name)  # raises for the level the chip lacks
     links = cost.link_bytes or cost.link_steps or cost.link_calls
-    if not links and times and _FLOATS.issuperset(map(type, times.values())):
+    if not links and times and all_one_point(times.values()):
         # one point on compute and memory alone (most ops of a whole-model estimate): the
         # same max, first-of-equals index and sum as below, in plain Python
         local = list(times.values())
         t_lower = max(local)
         t_upper = local[0] if len(local) == 1 else sum(local, 0.0)  # as add_all (-0.0 too)
         return Estimate(chip.id, cost, times, t_lower, t_upper, local.index(t_lower), chip)
-    if links and serial_comm and _FLOATS.issuperset(map(type, times.values())) and \
-            _FLOATS.issuperset(map(type, _link_counts(cost))):
+    if links and serial_comm and all_one_point(times.values()) \
+            and all_one_point(_link_counts(cost)):
         return _on_links_one_point(cost, chip, times)
     chains: dict[str, Any] = {}
     if links:
@@ -425,6 +426,6 @@ def _on_links_one_point(cost: Cost, chip: Chip, times: dict[str, Num]) -> Estima
 
 def _unwrapped(values: dict[str, Any]) -> dict[str, Any]:
     """0-d arrays as Python scalars (a dict of plain floats as it is)."""
-    if _FLOATS.issuperset(map(type, values.values())):
+    if all_one_point(values.values()):
         return values
     return {k: unwrap(v) for k, v in values.items()}

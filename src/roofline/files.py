@@ -13,7 +13,6 @@ import io
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, redirect_stdout, suppress
 from pathlib import Path
@@ -223,6 +222,8 @@ def _replace(target: Path, data: bytes) -> None:
     """Write a temporary file beside the target, fsync it, rename it over the target."""
     check_destinations([target])
     mode = target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask()
+    import tempfile  # on a write only (it imports random, shutil, bz2, lzma)
+
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         view = memoryview(data)

@@ -15,9 +15,10 @@ M* = s_w·P/(2·BW), so
   runs faster. Group scales make the 4-bit ones a little higher (nvfp4 on B200: ~1.1x).
 
 Where the chip lacks the peak: a row whose compute dtype has no peak on that chip is
-skipped (no fp8 rows on A100 or TPU v5e, no fp4 rows before Blackwell / MI355X). Seed 003's
-table lists "fp4 full precision, 3958 T" for H100, which has no fp4 tensor cores (3958 T is
-H100's sparse fp8 figure); here that row appears only on chips with an fp4 peak. The table
+skipped (no fp8 rows on A100 or TPU v5e, no fp4 rows before Blackwell / MI355X). Some
+published tables list an fp4 "3958 T" for H100, which has no fp4 tensor cores (3958 TFLOPS is
+H100 SXM's sparse FP8 figure, NVIDIA H100 datasheet); here that row appears only on chips
+with an fp4 peak. The table
 knows compute peaks, not which scale formats a chip's hardware decodes (B200 runs both NVFP4
 and MXFP4; MI355X runs MXFP4), so both fp4 rows appear wherever there is an fp4 peak.
 """

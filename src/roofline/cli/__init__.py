@@ -133,7 +133,13 @@ def _main(argv: Sequence[str] | None) -> int:
     for stream in (sys.stdout, sys.stderr):  # a name with undecodable bytes must not crash
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
-    args = _lazy_parser().parse_args(argv)
+    try:  # --help and --version write here
+        args = _lazy_parser().parse_args(argv)
+    except BrokenPipeError:
+        drop_stdout()
+        return 0
+    except OSError as exc:
+        return output_failed(exc)
     try:
         # an empty value would otherwise read as "not given" and fall back to a default
         empty = next((k for k, v in vars(args).items() if isinstance(v, str) and not v.strip()),

@@ -4,8 +4,12 @@ subcommands that are built only when chosen."""
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable, Iterable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 Build = Callable[[argparse._SubParsersAction], None]
 
@@ -13,6 +17,16 @@ Build = Callable[[argparse._SubParsersAction], None]
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse prints two)
         self.exit(2, f"roofline: error: {message} (try '{self.prog} --help')\n")
+
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        """--help and --version on standard output: a failed write (a full disk) raises, as
+        any command's output does (argparse's own print drops the OSError and exits 0)."""
+        stdout: TextIO = sys.stdout
+        if message and file is stdout:
+            stdout.write(message)
+            stdout.flush()
+        else:
+            super()._print_message(message, file)
 
 
 class LazySubparsers(argparse._SubParsersAction):

@@ -7,7 +7,7 @@ from ..errors import ParameterError
 
 # parameter -> flag where the flag is not the parameter with dashes (`tp` -> `--tp`)
 RENAMED = {"util": "--mem-util", "reserve_bytes": "--reserve", "pipeline": "--pp-schedule",
-           "direction": "--pass", "warm_l2_bytes": "--warm"}
+           "direction": "--pass", "warm_l2_bytes": "--warm", "modes": "--mode"}
 
 
 def flag(parameter: str) -> str:
@@ -17,5 +17,5 @@ def flag(parameter: str) -> str:
 def cli_message(exc: Exception) -> str:
     """The message a user of the CLI reads: a parameter's name replaced by its flag."""
     if isinstance(exc, ParameterError):
-        return exc.naming(flag(exc.parameter))
+        return exc.naming(flag(exc.parameter), flag)
     return str(exc)

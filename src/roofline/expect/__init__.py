@@ -1,5 +1,5 @@
-"""The expected time beside the bound (issue 16): a forecast with sourced efficiencies, never
-in place of the bound and never faster than it.
+"""The expected time beside the bound: a forecast with sourced efficiencies, never in place
+of the bound and never faster than it.
 
 `expected(cost, chip)` for one op; `expected_step(analysis)` for a whole step of a model.
 The figures come from the chip file's [efficiency] tables (each with its source, or marked

@@ -355,7 +355,7 @@ def utilizations(costs: Sequence[Cost], chip: Chip) -> list[Any]:
                 for column in zip(*map(_fields, records), strict=True)))
             flops = {dt: np.array([c.flops[dt] for c in shapes], dtype=float)
                      for dt in shapes[0].flops}
-            found = np.broadcast_to(tile_utilization(Cost(flops, op=stacked), chip),
+            found = np.broadcast_to(tile_utilization(Cost(flops=flops, op=stacked), chip),
                                     len(shapes)).tolist()
         for (key, rows), value in zip(members.items(), found, strict=True):
             kept[key] = value

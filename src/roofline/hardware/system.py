@@ -18,6 +18,8 @@ from .model import Chip
 
 @dataclass(frozen=True)
 class System:
+    """Chips joined into scale-up domains (a domain's chips share its scale-up link)."""
+
     chip: Chip
     chips_per_domain: int
     domains: int = 1

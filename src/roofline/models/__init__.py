@@ -1,4 +1,11 @@
-"""Transformer models: Hugging Face configs in, per-chip step bounds out."""
+"""Transformer models: Hugging Face configs in, per-chip step bounds out.
+
+A step's working records (layers.Ctx, step.Placement, memory.Sizing, schedule.StepTimes,
+summary.StepCore, analysis.StepParts) are plain dataclasses, not frozen: each is built once
+per step and only read after (Ctx fills its derived fields in __post_init__). A frozen
+dataclass's __init__ sets every field through object.__setattr__; freezing the five that
+could be measured 10-25% slower analyze() calls (benchmarks/run.py's whole-model case).
+"""
 
 from .analysis import STEP_TIMES, ModelAnalysis, StepLayer, StepOp, analyze
 from .catalog import list_models, load_model

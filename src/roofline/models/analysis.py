@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import Num, floats, in_shape, ratio, scaled_sum, unwrap
+from ..derivation import Num, floats, in_shape, one_point, ratio, scaled_sum, unwrap
 from ..errors import RooflineError
 from ..hardware import Chip, System
 from ..lazy import cached_property
@@ -335,7 +335,7 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
     core = step_core(spec, chip, par, rows, schedule, phase.kind)  # models/summary.py
     m, times = core.m, core.times
     t_lower: Any = times.t_lower_s
-    shape = () if type(t_lower) is float else np.shape(t_lower)
+    shape = () if one_point(t_lower) else np.shape(t_lower)
     model_flops = core.model_flops
     mfu_dtype = gemm_dtype(prec, chip)
     peak = chip.peak_flops(mfu_dtype)
@@ -370,9 +370,7 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
     )
 
 
-# not frozen: built once per step, then only read (a frozen dataclass's __init__ sets each
-# field through object.__setattr__: 3% of an analysis over the step's records, measured)
-@dataclass(eq=False)
+@dataclass(eq=False)  # a step record: not frozen (roofline.models)
 class StepParts:
     """A step's op rows and their times (models/summary.py), kept for its tables."""
 

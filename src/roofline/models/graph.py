@@ -67,6 +67,8 @@ from .step import (
 
 @dataclass(frozen=True, init=False)
 class OpCost:
+    """One row of a step: an op's per-chip Cost and how often it runs."""
+
     group: str  # e.g. "dense layer" / "moe layer (window)"; "model" for whole-model ops
     name: str
     count: float  # occurrences per micro-batch (per step for per-step ops) on this chip

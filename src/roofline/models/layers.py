@@ -46,9 +46,7 @@ TP_REPLICATED = frozenset({*SPLIT_NORMS, "router", "q down projection", "kv down
                            FINAL_NORM})
 
 
-# not frozen: built once per step, then only read (a frozen dataclass's __init__ sets each
-# field through object.__setattr__: 3% of an analysis over the step's records, issue 15)
-@dataclass(eq=False)
+@dataclass(eq=False)  # a step record: not frozen (roofline.models)
 class Ctx:
     """Everything a layer needs, computed once."""
 
@@ -326,10 +324,10 @@ def _up_gate(c: Ctx, block: str, gemm: Cost, n: Any, kind: str) -> list[tuple[st
     if c.phase.kind == "train" or kind != "swiglu":
         return [(f"{block} up/gate", gemm), (f"{block} activation", activation)]
     saved = n * c.act_bytes  # the gate half of the GEMM's output
-    fused = Cost(gemm.flops, {"hbm": gemm.bytes["hbm"] - saved},
-                 functools.partial(_epilogue_steps, gemm, activation, saved),
-                 f"{gemm.name} + swiglu epilogue", activation.vector_flops,
-                 activation.special_ops, op=gemm.op)
+    fused = Cost(flops=gemm.flops, bytes={"hbm": gemm.bytes["hbm"] - saved},
+                 steps=functools.partial(_epilogue_steps, gemm, activation, saved),
+                 name=f"{gemm.name} + swiglu epilogue", vector_flops=activation.vector_flops,
+                 special_ops=activation.special_ops, op=gemm.op)
     return [(f"{block} up/gate", fused)]
 
 

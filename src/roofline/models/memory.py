@@ -299,9 +299,7 @@ def chip_share(spec: ModelSpec, par: Parallel, prec: Precision) -> ChipShare:
                      state_bytes_per_sequence(spec, par, prec))
 
 
-# not frozen: built once per step, then only read (a frozen dataclass's __init__ sets each
-# field through object.__setattr__: 3% of an analysis over the step's records, issue 15)
-@dataclass(eq=False)
+@dataclass(eq=False)  # a step record: not frozen (roofline.models)
 class Sizing:
     """One step's per-sequence memory on one chip: the KV cache, recurrent state and
     activations that grow with the batch (and the context)."""

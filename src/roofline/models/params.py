@@ -15,6 +15,8 @@ from .spec import ModelSpec
 
 @dataclass(frozen=True)
 class LayerParams:
+    """One layer's parameters by part (attention, dense MLP, routed experts)."""
+
     attention: float
     mlp_dense: float  # the dense MLP, or the always-on shared experts of an MoE layer
     experts: float  # all routed experts of the layer
@@ -33,6 +35,8 @@ class LayerParams:
 
 @dataclass(frozen=True)
 class ParamCount:
+    """A model's parameters: total, active per token, and by part."""
+
     total: float
     active: float
     embedding: float  # token (+ position) embedding

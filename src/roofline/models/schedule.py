@@ -199,10 +199,10 @@ class Row:
     per_step: bool
 
 
-# not frozen: built once per step, then only read (a frozen dataclass's __init__ sets each
-# field through object.__setattr__: 3% of an analysis over the step's records, measured)
-@dataclass(eq=False)
+@dataclass(eq=False)  # a step record: not frozen (roofline.models)
 class StepTimes:
+    """A step's lower bound and what each row adds to its critical path."""
+
     t_lower_s: Num
     critical_s: list[Num]  # per row: what it adds to the lower bound (all occurrences)
     not_hidden_s: Num  # the busiest link's excess over the critical path (0 if none)

@@ -56,6 +56,8 @@ class LinearAttention:
 
 @dataclass(frozen=True)
 class ModelSpec:
+    """A transformer's shape, read from its config.json (parse_config)."""
+
     name: str
     model_type: str
     hidden: int

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import Num, any_true
+from ..derivation import Num, any_true, one_point
 from ..dtypes import dtype as lookup_dtype
 from ..errors import ParameterError
 from ..hardware import Chip, System
@@ -54,9 +54,8 @@ class Phase:
             raise ParameterError("kind", f"must be one of {', '.join(PHASES)}, got "
                                  f"{self.kind!r}")
         for name in ("batch", "q_len", "kv_len"):  # scalars or arrays: each point
-            value = getattr(self, name)  # (a number compares without numpy: a phase a step)
-            if any_true(value < 1 if isinstance(value, (int, float)) else
-                        np.asarray(value) < 1):
+            value = getattr(self, name)
+            if any_true(value < 1 if one_point(value) else np.asarray(value) < 1):
                 raise ParameterError(name, "must be at least 1 (every point), got "
                                      f"{getattr(self, name)}")
 
@@ -109,6 +108,9 @@ def train(batch: Any, seq_len: Any, recompute: bool = False) -> Phase:
 
 @dataclass(frozen=True)
 class Parallel:
+    """How a step is split across chips: tensor, pipeline, data, expert and context
+    parallel degrees, micro-batches and ZeRO / FSDP sharding."""
+
     tp: int = 1
     pp: int = 1
     dp: int = 1
@@ -139,6 +141,8 @@ class Parallel:
 
 @dataclass(frozen=True)
 class Precision:
+    """The dtypes a step uses: weights, activations, KV cache, gradients, GEMM compute."""
+
     weights: str = "bf16"  # the layers' weights (the embedding and LM head: `tables`)
     activations: str = "bf16"  # also the compute dtype
     kv_cache: str | None = None  # default: activations
@@ -215,9 +219,7 @@ def model_precision(spec: ModelSpec, weights: str | None = None, activations: st
                      weights_from=why)
 
 
-# not frozen: built once per step, then only read (a frozen dataclass's __init__ sets each
-# field through object.__setattr__: 3% of an analysis over the step's records, measured)
-@dataclass(eq=False)
+@dataclass(eq=False)  # a step record: not frozen (roofline.models)
 class Placement:
     """Which link each parallel group sits on, for a given chip's scale-up domain."""
 
@@ -234,7 +236,7 @@ class Placement:
 
     def comm(self, kind: str, nbytes: Any, group: str, ranks: int) -> Cost:
         key: tuple[Any, ...] | None = None
-        if type(nbytes) is float or np.ndim(nbytes) == 0:
+        if one_point(nbytes) or np.ndim(nbytes) == 0:
             key = (kind, float(nbytes), group, ranks)
         elif isinstance(nbytes, np.ndarray) and nbytes.size <= 4096:  # a sweep chunk's column
             key = (kind, nbytes.shape, nbytes.dtype.str, nbytes.tobytes(), group, ranks)

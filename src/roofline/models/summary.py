@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import Num, add_all, any_true, maximum, scaled_sum
+from ..derivation import Num, add_all, all_one_point, any_true, maximum, one_point, scaled_sum
 from ..evaluate import Estimate, evaluate, max_argmax
 from ..hardware import Chip, System, load_chip
 from ..lazy import cached_property
@@ -70,9 +70,7 @@ def occurrences(row: OpCost, slots: float) -> float:
     return row.count * (1 if row.per_step else slots)
 
 
-# not frozen: built once per step, then only read (a frozen dataclass's __init__ sets each
-# field through object.__setattr__: 3% of an analysis over the step's records, measured)
-@dataclass(eq=False)
+@dataclass(eq=False)  # a step record: not frozen (roofline.models)
 class StepCore:
     """A step's times from its op rows; the floor on demand (`t_floor_s`)."""
 
@@ -160,7 +158,7 @@ def step_core(spec: ModelSpec, chip: Chip, par: Parallel, rows: list[OpCost],
                        comm_floor, phase)
     credited: dict[str, list[Any]] = {}
     for e, lower in zip(ests, times.critical_s, strict=True):
-        if type(e.bound_index) is int:  # one point: all to the op's bound
+        if one_point(e.bound_index):  # all to the op's bound
             resource = list(e.time_s)[e.bound_index]
             shares = credited.get(resource)
             if shares is None:
@@ -235,6 +233,6 @@ def weight_gemm_critical_batch(chip: Chip, rows: list[OpCost], prec: Precision, 
     if not found:  # no such GEMM (no experts): the large-matrix limit
         return decode_critical_batch(chip, dtype=prec.activations,
                                      weight_dtype=prec.weights, q_len=q_len)
-    if all(type(x) is float for x in found):
+    if all_one_point(found):
         return max(found)
     return functools.reduce(np.maximum, found)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import numpy as np
 
-from ..derivation import NUMBERS, Num, Quantity, Sym, formula_mode, sym, value
+from ..derivation import NUMBERS, Num, Quantity, Sym, formula_mode, one_point, sym, value
 from ..errors import RooflineError
+
+_LARGEST = sys.float_info.max  # an int beyond it has no float
 
 
 def shown(value: Any) -> str:
@@ -25,24 +28,13 @@ def shown(value: Any) -> str:
 def size(symbol: str, given: Any, what: str | None = None) -> Quantity:
     """A positive size as a derivation symbol (its number when running on numbers); arrays
     are checked element by element."""
-    # the common cases, one point (a size) or a shape (hidden, head_dim: exact), as
-    # sym(symbol, float(given)) without the call
-    kind = type(given)
-    if kind is float and 0 < given < math.inf:
-        return given if formula_mode() == NUMBERS else Sym(symbol, given)
-    if kind is int and 0 < given <= 2**53:
-        return float(given) if formula_mode() == NUMBERS else Sym(symbol, float(given))
+    if one_point(given) and 0 < given <= _LARGEST:  # (nan fails)
+        number = float(given)  # as sym(symbol, number), without the call
+        return number if formula_mode() == NUMBERS else Sym(symbol, number)
     label = what or symbol
-    if type(given) is int:  # a Python int: no numpy round trip
-        try:
-            scalar = float(given)
-        except OverflowError:
-            scalar = math.nan  # the array path below says what was wrong
-        if 0 < scalar < math.inf:
-            return sym(symbol, scalar)
     try:
         arr = np.asarray(given, dtype=float)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise RooflineError(f"{label}: expected a positive number, got {shown(given)}") from None
     # two reductions, no temporaries (nan fails both comparisons)
     if arr.size == 0 or not (arr.min() > 0 and arr.max() < math.inf):
@@ -55,7 +47,7 @@ def whole(symbol: str, given: Any, what: str | None = None) -> Quantity:
     """A positive whole number (a count of tokens, experts, ...) as a derivation symbol."""
     count = size(symbol, given, what)
     number = value(count)
-    if type(number) is float and number.is_integer():
+    if one_point(number) and float(number).is_integer():
         return count
     arr = np.asarray(number)
     if not np.all(arr == np.round(arr)):

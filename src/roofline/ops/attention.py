@@ -43,6 +43,7 @@ The softmax statistics (logsumexp, fp32 per row) are ignored: O(B·H·Lq) bytes.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -58,6 +59,7 @@ from ..derivation import (
     derived,
     note,
     numeric,
+    one_point,
     steps,
     sym,
     symbolic,
@@ -223,10 +225,10 @@ def attention(
              sym("naive", naive.bytes["hbm"]) - sym("flash", value(hbm)))
     # The GEMMs run on the tensor cores; the softmax in fp32 on the vector units, its exp on
     # the special-function units (FlashAttention-3 §3.1: the exp rate is a real wall).
-    # by position (flops, bytes, steps, name, vector_flops, special_ops): a hot op
-    cost = Cost({x.peak: value(matmul_flops)}, {level: value(e) for level, e in levels.items()},
-                tuple(terms), name, {"fp32": value(softmax_flops - exps)},
-                {"exp": value(exps)},
+    cost = Cost(flops={x.peak: value(matmul_flops)},
+                bytes={level: value(e) for level, e in levels.items()}, steps=tuple(terms),
+                name=name, vector_flops={"fp32": value(softmax_flops - exps)},
+                special_ops={"exp": value(exps)},
                 op=Attention(value(B), value(H), value(Lq), value(Lkv), value(d), impl, mla=mla,
                              kv_heads=value(Hkv)))
     return _spilled(cost, spill)
@@ -236,9 +238,8 @@ def _spilled(cost: Cost, spill: Quantity) -> Cost:
     """`cost` with what a kernel that streams one (batch, head) pair's re-reads through L2 at
     a time moves (the expected time's `Cost.runs`): HBM carries the spill too."""
     if spill is not None and any_true(value(spill) > 0):
-        runs = Cost(cost.flops, {**cost.bytes, "hbm": cost.bytes["hbm"] + value(spill)}, (),
-                    cost.name, cost.vector_flops, cost.special_ops, op=cost.op)
-        object.__setattr__(cost, "runs", runs)  # made here: set once, as Cost.__init__ would
+        hbm = cost.bytes["hbm"] + value(spill)
+        return replace(cost, runs=replace(cost, bytes={**cost.bytes, "hbm": hbm}, steps=()))
     return cost
 
 
@@ -298,7 +299,9 @@ def _block_rows(sram_bytes: Any, block_q: Any, d: Quantity, dv: Quantity, x: DTy
 
 
 def _at_most_one(v: Any) -> Any:
-    return (1.0 if v <= 1.0 else 0.0) if type(v) is float else np.where(v <= 1.0, 1.0, 0.0)
+    if one_point(v):
+        return 1.0 if v <= 1.0 else 0.0
+    return np.where(v <= 1.0, 1.0, 0.0)
 
 
 DEFAULT_BLOCK_Q = 128  # FA2 / FA3's query tile, for chips whose file gives no SRAM level

@@ -89,8 +89,9 @@ def attention_backward(
                    ("HBM bytes compulsory (K, V, dK, dV, O, dO, statistics)", compulsory),
                    ("HBM bytes", hbm))
     levels = {"hbm": hbm, **levels}
-    return _spilled(Cost({x.peak: value(gemm)}, {k: value(v) for k, v in levels.items()},
-                         tuple(terms), "attention backward", {"fp32": value(vector)},
-                         {"exp": value(exps)},
+    return _spilled(Cost(flops={x.peak: value(gemm)},
+                         bytes={k: value(v) for k, v in levels.items()},
+                         steps=tuple(terms), name="attention backward",
+                         vector_flops={"fp32": value(vector)}, special_ops={"exp": value(exps)},
                          op=Attention(value(B), value(H), value(Lq), value(Lkv), value(d),
                                       "flash", "backward")), spill)

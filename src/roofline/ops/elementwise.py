@@ -1,4 +1,5 @@
-"""Elementwise work: norms, softmax, activations, residual adds (seed 000 §2.3).
+"""Elementwise work: norms, softmax, activations, residual adds (memory-bound in every
+transformer: Ivanov et al., "Data Movement Is All You Need", MLSys 2021, arXiv:2007.00072).
 
 FLOPs = c·N for c operations per element (a stated small constant per kind, below), run on
 the vector units (CUDA cores / VPU), except the transcendentals (exp, tanh), which go to the
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import derived, steps, sym, value
+from ..derivation import derived, one_point, steps, sym, value
 from ..dtypes import DType
 from ..dtypes import dtype as lookup_dtype
 from ..errors import unknown
@@ -29,6 +30,8 @@ from .params import OpDecl, Param, dtype_params
 
 @dataclass(frozen=True)
 class ElementwiseKind:
+    """An elementwise op's operations per element, inputs and transcendentals."""
+
     ops_per_element: float  # all operations, the transcendental ones included
     inputs: int
     note: str
@@ -98,18 +101,20 @@ def elementwise(
     n_in = sym("n_in", float(spec.inputs)) if inputs is None else size("n_in", inputs, "inputs")
     flops = ops * N
     per_element = value(ops)  # transcendentals: at most all the element's operations
-    c_sfu = min(spec.special, per_element) if type(per_element) is float else \
+    c_sfu = min(spec.special, per_element) if one_point(per_element) else \
         np.minimum(spec.special, per_element)
     special = sym("c_sfu", c_sfu) * N
     out = sym("s_out", o.bytes) if spec.outputs == 1 else \
         sym("n_out", float(spec.outputs)) * sym("s_out", o.bytes)
     hbm = N * (n_in * sym("s_in", x.bytes) + out)
     transcendentals = [("of which transcendentals (special-function units)", special)]
-    return Cost(  # by position (flops, bytes, steps, name, vector_flops, special_ops): hot
-        None, {"hbm": value(hbm)},
-        steps(("FLOPs", flops), *(transcendentals if spec.special else []), ("HBM bytes", hbm)),
-        kind, {c.peak: value(flops - special)},
-        {"exp": value(special)} if spec.special else None, op=Plain(OpKind.ELEMENTWISE, kind))
+    return Cost(
+        bytes={"hbm": value(hbm)},
+        steps=steps(("FLOPs", flops), *(transcendentals if spec.special else []),
+                    ("HBM bytes", hbm)),
+        name=kind, vector_flops={c.peak: value(flops - special)},
+        special_ops={"exp": value(special)} if spec.special else None,
+        op=Plain(OpKind.ELEMENTWISE, kind))
 
 
 def _preset_counts(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:

@@ -22,5 +22,5 @@ def embedding_lookup(tokens: Any, hidden: Any, weight_dtype: str | DType = "bf16
     T, h = size("T", tokens, "tokens"), size("h", hidden, "hidden")
     hbm = T * h * (sym("s_w", lookup_dtype(weight_dtype).bytes) + sym("s_x", lookup_dtype(
         dtype).bytes))
-    return Cost(None, {"hbm": value(hbm)}, steps(("HBM bytes", hbm)), "embedding",
-                op=EMBEDDING)  # by position
+    return Cost(bytes={"hbm": value(hbm)}, steps=steps(("HBM bytes", hbm)), name="embedding",
+                op=EMBEDDING)

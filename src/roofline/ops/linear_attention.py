@@ -42,6 +42,8 @@ from .params import OpDecl, Param, dtype_params
 
 @dataclass(frozen=True)
 class MixerKind:
+    """A linear-attention mixer's state and intra-chunk products per token."""
+
     state_products: int  # n_s: products with the d_k x d_v state per token
     intra_k: int  # intra-chunk products over d_k per token pair
     intra_v: int  # ... over d_v

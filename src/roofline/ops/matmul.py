@@ -56,8 +56,8 @@ def matmul(
     hbm = M * K * sx + K * N * sw + M * N * so
     op = Gemm(value(M), value(N), value(K), w.name)
     if warm_l2_bytes is None:
-        return Cost({c.peak: value(flops)}, {"hbm": value(hbm)},  # flops, bytes, steps, name
-                    steps(("FLOPs", flops), ("HBM bytes", hbm)), name, op=op)
+        return Cost(flops={c.peak: value(flops)}, bytes={"hbm": value(hbm)},
+                    steps=steps(("FLOPs", flops), ("HBM bytes", hbm)), name=name, op=op)
     operands = hbm  # every operand byte once, through L2; what L2 cannot hold from HBM
     beyond = call("at_least_0", lambda v: maximum(v, 0.0),
                   operands - size("L2", warm_l2_bytes, "warm_l2"))

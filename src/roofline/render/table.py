@@ -37,6 +37,8 @@ class Column:
 
 @dataclass(frozen=True)
 class Table:
+    """Columns and rows, rendered as text, Markdown, CSV or HTML."""
+
     columns: tuple[Column, ...]
     rows: tuple[tuple[Any, ...], ...] = ()
     caption: str = ""

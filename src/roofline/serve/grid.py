@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RooflineError
+from ..errors import ParameterError
 from ..models.schedule import COMMUNICATION
 from .iteration import Engine
 from .queueing import md1_wait_s
@@ -55,8 +55,8 @@ def running_grid(e: Engine, w: Workload, batch: Any = None, concurrency: int | N
         given = np.asarray(batch, dtype=float)
         values = given[np.mod(given, unit) == 0]
         if values.size == 0:
-            raise RooflineError(f"--batch: no value is a multiple of dp·pp ({unit}), got "
-                                + ", ".join(f"{b:g}" for b in given))
+            raise ParameterError("batch", f": no value is a multiple of dp·pp ({unit}), got "
+                                 + ", ".join(f"{b:g}" for b in given))
     else:
         top = max(1, most // unit)
         values = unit * np.unique(np.round(np.geomspace(1, top, GRID_POINTS)))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import RooflineError
+from ..errors import ParameterError, RooflineError
 
 EMITTERS = ("vllm", "sglang", "tensorrt-llm")
 
@@ -34,9 +34,10 @@ def command(engine: str, row: dict[str, Any], model_id: str, max_len: int,
     if engine not in EMITTERS:
         raise RooflineError(f"emit {engine!r}: unknown (allowed: {', '.join(EMITTERS)})")
     if row["mode"] != "aggregated":
-        raise RooflineError("emit: the best plan is disaggregated, which these engines launch "
-                            "as separate prefill and decode servers with a KV transfer "
-                            "connector; pin --mode aggregated to emit one command")
+        raise ParameterError("modes", "aggregated to emit one command",
+                             where="emit: the best plan is disaggregated, which these engines "
+                             "launch as separate prefill and decode servers with a KV "
+                             "transfer connector; pin ")
     tp, pp, dp, ep = (int(row[k]) for k in ("tp", "pp", "dp", "ep"))
     per_replica = max(1, int(row["running"]) // dp)  # each data-parallel engine's own cap
     chunk, fraction, kv = int(row["chunk"]), float(row["memory_fraction"]), _kv(row, engine)

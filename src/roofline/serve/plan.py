@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import dtype as lookup_dtype
-from ..errors import RooflineError
+from ..errors import ParameterError, RooflineError
 from ..expect.table import engine as engine_name
 from ..models import Precision, load_model, model_precision
 from ..models.spec import ModelSpec
@@ -213,12 +213,14 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
         if mode not in MODES:
             raise RooflineError(f"unknown mode {mode!r} (allowed: {', '.join(MODES)})")
     if load.rate is not None and load.concurrency is not None:
-        raise RooflineError("give --rate (open loop) or --concurrency (closed loop), not both")
+        raise ParameterError("rate", "(open loop) or {concurrency} (closed loop), not both",
+                             where="give ", mentions=("concurrency",))
     if load.rate is not None and space.batch is not None and len(space.batch) == 1:
         # an open loop's running batch is what the load keeps in flight (Little's law:
         # rate x time in decode); a pinned one it cannot sustain reported a TPOT no run sees
-        raise RooflineError("--batch pins the running batch, --rate sets it (Little's law: "
-                            "rate x decode time): give one, or a --batch grid to pick from")
+        raise ParameterError("batch", "pins the running batch, {rate} sets it (Little's law: "
+                             "rate x decode time): give one, or a {batch} grid to pick from",
+                             mentions=("rate", "batch"))
     engines, skipped = _engines(spec, hardware, space, budget, expect, framework,
                                 engine_limits)
     groups: list[dict[str, np.ndarray[Any, Any]]] = []

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RooflineError
+from ..errors import ParameterError, RooflineError
 
 BLOCK_TOKENS = 16  # paged KV cache: vLLM / SGLang / TensorRT-LLM's default block size
 
@@ -55,18 +55,19 @@ class Workload:
             raise RooflineError(f"input and output lengths must pair up: {ins.size} input "
                                 f"lengths, {outs.size} output lengths")
         if ins.size == 0 or not np.all(np.isfinite(ins)) or np.any(ins < 1):
-            raise RooflineError("--input-len: every prompt needs at least 1 token")
+            raise ParameterError("input_len", ": every prompt needs at least 1 token")
         if not np.all(np.isfinite(outs)) or np.any(outs < 2):
-            raise RooflineError("--output-len: every request needs at least 2 output tokens "
-                                "(1 is prefill only: roofline model --phase prefill)")
+            raise ParameterError("output_len", ": every request needs at least 2 output "
+                                 "tokens (1 is a prefill alone: a model's prefill phase)")
         if not 0 <= prefix_hit < 1:
-            raise RooflineError(f"--prefix-hit must be in [0, 1), got {prefix_hit:g}")
+            raise ParameterError("prefix_hit", f"must be in [0, 1), got {prefix_hit:g}")
         if spec_k < 0 or spec_k != int(spec_k):
-            raise RooflineError(f"--spec-k must be a whole number >= 0, got {spec_k}")
+            raise ParameterError("spec_k", f"must be a whole number >= 0, got {spec_k}")
         if not 0 <= accept <= 1:
-            raise RooflineError(f"--accept must be in [0, 1], got {accept:g}")
+            raise ParameterError("accept", f"must be in [0, 1], got {accept:g}")
         if spec_k and accept == 0:
-            raise RooflineError("--spec-k needs --accept (the per-draft acceptance rate)")
+            raise ParameterError("spec_k", "needs {accept} (the per-draft acceptance rate)",
+                                 mentions=("accept",))
         steps = outs - 1
         context = float(np.sum(steps * (ins + outs / 2)) / np.sum(steps))
         same = bool(np.all(ins == ins.flat[0]) and np.all(outs == outs.flat[0]))
@@ -147,8 +148,8 @@ def read_lengths(path: str) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]
                 into.append(parse_count(text, f"{line}, column {col}"))
             if outs[-1] < 2:  # as --output-len (Workload.from_lengths)
                 raise RooflineError(f"{line}, column output_len: every request needs at least "
-                                    "2 output tokens (1 is prefill only: roofline model "
-                                    f"--phase prefill), got {row['output_len']!r}")
+                                    "2 output tokens (1 is a prefill alone: a model's prefill "
+                                    f"phase), got {row['output_len']!r}")
     except csv.Error as exc:  # e.g. a cell over the csv module's field size limit
         raise RooflineError(f"{where} line {reader.reader.line_num}: not valid CSV: "
                             f"{exc}") from None

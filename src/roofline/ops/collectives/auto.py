@@ -4,19 +4,13 @@ weighed from each candidate's one-byte Cost (a collective is linear in its messa
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from typing import Any, NamedTuple, cast
 
 import numpy as np
 
 from ...cost import Cost
-from ...derivation import (
-    Num,
-    maximum,
-    minimum,
-    numeric,
-    symbolic,
-    value,
-)
+from ...derivation import Num, all_one_point, maximum, minimum, numeric, one_point, symbolic, value
 from ...errors import unknown
 from ...hardware import Chip
 from .._common import size
@@ -106,8 +100,8 @@ def choose(kind: str, nbytes: Any, ranks: Any, chip: Chip, link: str, domain_siz
     auto = _per_byte(kind, ranks, chip, link, domain_size, link_share)
     m = value(size("m", nbytes, "bytes"))
     # each link's chain competes on its own (evaluate): the busiest is the time
-    if type(m) is float:  # one size: the same maximum in plain Python (loops, not
-        times: dict[str, Any] = {}  # comprehensions: each is a call on Python 3.11)
+    if one_point(m):  # the same maximum in plain Python (loops, not comprehensions: each
+        times: dict[str, Any] = {}  # is a call on Python 3.11)
         for a, chains in auto.chains.items():
             longest = 0.0
             for lat, per in chains:
@@ -128,40 +122,36 @@ def choose(kind: str, nbytes: Any, ranks: Any, chip: Chip, link: str, domain_siz
     return picked, auto, library
 
 
-_ONE_SIZE = frozenset({float, np.float64})
-
-
 def _fastest(times: dict[str, Any]) -> Any:
     """Per point, the first of the fastest (a name, or an array of names)."""
     candidates, values = list(times), list(times.values())
-    if _ONE_SIZE.issuperset(map(type, values)):  # one size
+    if all_one_point(values):
         return candidates[values.index(min(values))]
     best = np.argmin(np.stack(np.broadcast_arrays(*map(np.asarray, values))), axis=0)
     picked = np.asarray(candidates)[best]
     return str(picked) if picked.ndim == 0 else picked
 
 
-def from_units(auto: PerByte, picked: Any, m: Any, kind: str) -> Cost:
+def from_units(auto: PerByte, picked: Any, m: Any, kind: str, least: Cost | None = None,
+               runs: Cost | None = None) -> Cost:
     """The Cost of the algorithm(s) `picked` (a name, or one per point) at message size `m`,
-    from "auto"'s one-byte Costs (a new Cost: the caller may set its floor)."""
+    from "auto"'s one-byte Costs, with its floor (`least`) and library pick (`runs`)."""
     if type(picked) is str:  # one algorithm (every point of a sweep, or one point)
-        return sized(auto.units[picked], m)
-    return per_pick(picked, kind, lambda a: sized(auto.units[a], m))
+        return sized(auto.units[picked], m, least, runs)
+    cost = per_pick(picked, kind, lambda a: sized(auto.units[a], m))
+    return cost if least is None and runs is None else replace(cost, least=least, runs=runs)
 
 
-def sized(unit: Cost, m: Any) -> Cost:
+def sized(unit: Cost, m: Any, least: Cost | None = None, runs: Cost | None = None) -> Cost:
     """A collective's one-byte Cost at message size `m`: its bytes scale, its message steps
     and calls do not (its derivation re-runs the formula at `m`: `derived`)."""
-    one = type(m) is float  # one size: the steps and calls as they are
-    # by position (a collective's fields after flops, bytes, steps, name, vector_flops and
-    # special_ops): a step sizes two or three of these
-    return Cost(None, None, (), unit.name, None, None,
-                {k: v * m for k, v in unit.link_bytes.items()},
-                dict(unit.link_steps) if one else
+    one = one_point(m)  # the steps and calls as they are
+    return Cost(name=unit.name, link_bytes={k: v * m for k, v in unit.link_bytes.items()},
+                link_steps=dict(unit.link_steps) if one else
                 {k: full_steps(v, m) for k, v in unit.link_steps.items()},
-                dict(unit.link_calls) if one else
+                link_calls=dict(unit.link_calls) if one else
                 {k: full_steps(v, m) for k, v in unit.link_calls.items()},
-                unit.algorithm)
+                algorithm=unit.algorithm, least=least, runs=runs)
 
 
 def _least(units: list[Cost]) -> Cost:

@@ -72,12 +72,9 @@ def collective(
                                       link_share)
     if auto is not None and not symbolic():  # "auto" on numbers: the one-byte Costs scaled
         m = value(nbytes)
-        cost = from_units(auto, algo, m, kind)  # made here: its floor and library pick set
-        if auto.least is not None:  # set in place (no larger than the pick: finite too)
-            object.__setattr__(cost, "least", sized(auto.least, m))
-        if library is not None:
-            object.__setattr__(cost, "runs", from_units(auto, library, m, kind))
-        return cost
+        return from_units(auto, algo, m, kind,
+                          least=None if auto.least is None else sized(auto.least, m),
+                          runs=None if library is None else from_units(auto, library, m, kind))
     # a named algorithm, or the derivation of the picked one
     return per_pick(algo, kind, lambda a: named_collective(kind, a, nbytes, ranks, link,
                                                        domain_size, link_share))

@@ -9,13 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ...derivation import (
-    Num,
-    Quantity,
-    call,
-    sym,
-    value,
-)
+from ...derivation import Num, Quantity, call, one_point, sym, value
 
 
 def _log2(n: Quantity) -> Quantity:
@@ -23,7 +17,7 @@ def _log2(n: Quantity) -> Quantity:
 
 
 def _ceil_log2(v: Any) -> Any:
-    if type(v) is float:  # one group: no 0-d numpy round trip
+    if one_point(v):
         return float(math.ceil(math.log2(v)))
     return np.ceil(np.log2(v))
 
@@ -70,7 +64,7 @@ def _tree_share(n: Any) -> Any:
     other (1.0): 1.5 (nccl#1801: 3 GB200 trays over IB move ~1.56x the message per rank).
     Inside a node NCCL's tree is a chain, whose middle ranks move 2x: this bound is looser
     there, still a bound."""
-    if type(n) is float:
+    if one_point(n):
         return 0.0 if n <= 1 else 1.0 if n == 2 else 1.5 if n == 3 else 2.0
     v = np.asarray(n, dtype=float)
     return np.select([v <= 1, v == 2, v == 3], [0.0, 1.0, 1.5], 2.0)
@@ -79,7 +73,7 @@ def _tree_share(n: Any) -> Any:
 def full_steps(count: Num, like: Quantity) -> Num:
     """Steps broadcast to the message shape, so a sweep over sizes gives arrays throughout."""
     message = value(like)
-    if type(count) is float and type(message) is float:
+    if one_point(count) and one_point(message):
         return count
     shape = np.broadcast_shapes(np.shape(count), np.shape(message))
     return count if shape == () else np.broadcast_to(count, shape)

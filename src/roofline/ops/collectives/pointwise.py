@@ -9,12 +9,7 @@ from typing import Any
 import numpy as np
 
 from ...cost import Cost
-from ...derivation import (
-    Num,
-    Term,
-    steps,
-    sym,
-)
+from ...derivation import Num, Term, one_point, steps, sym
 
 
 def per_pick(picked: Any, kind: str, cost_of: Callable[[str], Cost]) -> Cost:
@@ -29,8 +24,8 @@ def per_pick(picked: Any, kind: str, cost_of: Callable[[str], Cost]) -> Cost:
 
 
 def ndim(x: Any) -> int:
-    """np.ndim without its cost for the common None, int and float."""
-    return 0 if x is None or type(x) is int or type(x) is float else np.ndim(x)
+    """np.ndim without its cost for None and one point."""
+    return 0 if x is None or one_point(x) else np.ndim(x)
 
 
 def varies(x: Any) -> bool:
