@@ -1,0 +1,280 @@
+"""Tail latency: p50 / p90 / p99 of TTFT and TPOT over requests, analytic (no simulation).
+
+The means (grid.py) are one request of mean lengths at the operating point; the tails are
+the distribution over requests at that same point, from two sources:
+
+Request lengths. `Workload.sample` holds up to 64 equally likely (prompt, output) pairs
+(every request of `--lengths`, or rows at evenly spaced ranks). A request's own prefill
+scales with its prompt: aggregated, ceil(L'/chunk) iterations of the base time plus beta
+per own prompt token (beta, the base: the point's own-share and full-chunk iterations,
+grid.py); disaggregated, the prefill pass grows once its prompt exceeds the pass's tokens,
+and the KV transfer is proportional to its prompt.
+
+The queue. Open loop (`--rate`, or a point's own rate at capacity): each replica's prefill
+budget is an M/G/1 FIFO server, Poisson arrivals at utilization rho, service S
+proportional to the uncached prompt. The wait's tail is the Cramer-Lundberg asymptotic
+
+    P(W > y) ~ C exp(-theta y),   rho (E[exp(theta S)] - 1) = theta E[S] ... (solved for
+    theta by Newton's method), C = (1 - rho) / (lambda E[S exp(theta S)] - 1),
+
+capped at P(W > 0) = rho (exact for M/G/1); see S. Asmussen, Applied Probability and
+Queues, 2nd ed. (2003), ch. XIII, and H. C. Tijms, A First Course in Stochastic Models
+(2003), ch. 2, which finds the asymptotic accurate well before the far tail. For M/D/1
+at rho 0.5 it gives p90 = 1.503 D and p99 = 3.34 D, within 1% of Erlang's exact formula
+(tests/test_serve_tails.py). TTFT = own prefill + W (independent: FIFO), its
+quantiles by bisection on the mixture's CDF. Closed loop (`--concurrency`): no Poisson
+queue; a client waits the loop's slot wait (constant), and where the benchmark's clients
+stay in step (equal lengths, expected times) the k prompts of a round arrive at once, so
+the j-th waits j of them, j uniform on 0 .. k - 1 (continuous: the p-quantile waits
+p (k - 1) prompts' service; its mean is the grid's (k - 1) / 2).
+
+TPOT of a request = its decode steps' mean time t, the point's mean step t_bar shifted
+and spread by what its steps carry (relative to t_bar, with h the step's share spent in
+attention over the KV context, n the sequences one step carries, c_bar and sigma_c^2 the
+step-weighted mean and variance of contexts, a request at context c = L + n_out / 2 for
+D = (n_out - 1) / s steps):
+
+    own context      d = h (c - c_bar) / (n c_bar)
+    others' contexts var = h^2 (n - 1) sigma_c^2 / (n c_bar)^2 * r(D, D_bar)
+    chunked prefill  var = beta^2 m min(chunk - m, E[L'^2] / E[L']) min(1, k_c / D) / t^2
+    open-loop batch  var = g^2 n r(D, D_bar) / t^2   (M/G/inf: the decoding count is Poisson)
+
+m the prompt tokens a replica's step carries on average (its variance: at most a
+two-point 0 / chunk spread, at most the compound Poisson one), k_c = ceil(E[L'] / chunk)
+the steps one prompt spans, g the step time per added sequence (the grid's neighbouring
+batches), and r(T, D) = 1 - T / (3 D) (T <= D), (D / T)(1 - D / (3 T)) otherwise: the
+variance of a T-step average of a process whose autocorrelation falls linearly to zero
+over D steps (an M/D/inf occupancy's; the same width taken for a slot's context). TPOT is
+Gaussian about t (1 + d) with that variance per request and a mixture over requests.
+
+These are a distribution of requests at the point, not the forecast's 80% interval (the
+`_lo` / `_hi` columns of `--expect`); in a bounds plan they are the bound's step times
+spread over requests, not bounds themselves.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+
+PERCENTILES = (50, 90, 99)
+SAMPLE_ROWS = 64  # requests kept to describe a length distribution
+_BISECT = 24  # halvings of the bracket: 6e-8 of its width
+
+
+def representative(ins: Any, outs: Any, rows: int = SAMPLE_ROWS
+                   ) -> tuple[tuple[float, float], ...]:
+    """At most `rows` equally likely (prompt, output) pairs: every request, or those at
+    evenly spaced ranks by prompt then output length (each a real request)."""
+    ins, outs = np.atleast_1d(ins), np.atleast_1d(outs)
+    order = np.lexsort((outs, ins))
+    if order.size > rows:
+        order = order[((np.arange(rows) + 0.5) * order.size / rows).astype(int)]
+    return tuple((float(ins[i]), float(outs[i])) for i in order)
+
+
+def _pairs(w: Any) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    pairs = np.array(w.sample or ((w.input_len, w.output_len),), dtype=float)
+    return pairs[:, 0], pairs[:, 1]
+
+
+def prompt_shape(w: Any) -> np.ndarray[Any, Any]:
+    """Each sampled request's uncached prompt over their mean (the service times' shape)."""
+    ins, _ = _pairs(w)
+    return ins / ins.mean()
+
+
+def correlation_factor(steps: Any, width: Any) -> Any:
+    """r(T, D): the variance of a T-step mean of a process with unit variance whose
+    autocorrelation falls linearly from 1 to 0 over D steps."""
+    T, D = np.asarray(steps, dtype=float), np.maximum(np.asarray(width, dtype=float), 1e-12)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(T <= D, 1 - T / (3 * D), D / T * (1 - D / (3 * T)))
+
+
+def cramer_lundberg(rho: Any, shape: Any) -> tuple[Any, Any]:
+    """(theta E[S], C) of the M/G/1 wait's tail P(W > y) ~ C exp(-theta y) at utilization
+    rho, service times E[S] * shape (equally likely; mean 1). Newton's method on
+    g(v) = ln(rho) + ln((M(v) - 1) / v), M the moment generating function of `shape`: g
+    increases and is convex in v, and starts right of its root at the heavy-traffic bound
+    2 (1 - rho) / (rho E[shape^2]) (there M(v) - 1 >= v + v^2 E[shape^2] / 2), so the
+    iterates fall monotonically onto it."""
+    rho = np.clip(np.asarray(rho, dtype=float), 1e-9, 1 - 1e-9)[..., None]
+    s = np.asarray(shape, dtype=float)
+    top = s.max()
+    v = 2 * (1 - rho) / (rho * float(np.mean(s * s)))
+
+    def log_mgf(v: Any, weight: Any) -> Any:  # ln mean(weight e^{v s}), stable for large v
+        return v[..., 0] * top + np.log(np.mean(weight * np.exp(v * (s - top)), axis=-1))
+
+    for _ in range(40):
+        lm = log_mgf(v, 1.0)
+        small = lm < 30
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            m1 = np.where(small, np.mean(np.expm1(np.where(small[..., None], v * s, 0.0)),
+                                         axis=-1), np.exp(np.minimum(lm, 700)))
+            log_m1 = np.where(small, np.log(m1), lm + np.log1p(-np.exp(-lm)))
+            g = np.log(rho[..., 0]) + log_m1 - np.log(v[..., 0])
+            dm = np.exp(log_mgf(v, s) - log_m1)  # M'(v) / (M(v) - 1)
+            step = g / (dm - 1 / v[..., 0])
+        step = np.nan_to_num(step, nan=0.0)
+        v = v - step[..., None]
+        if np.all(np.abs(step) <= 1e-12 * v[..., 0]):
+            break
+    v = v[..., 0]
+    rho = rho[..., 0]
+    log_c = np.log1p(-rho) - (np.log(rho) + log_mgf(v[..., None], s)
+                              + np.log1p(-np.exp(-np.log(rho) - log_mgf(v[..., None], s))))
+    return v, np.exp(log_c)
+
+
+@dataclass(frozen=True)
+class Wait:
+    """A point's wait before its prefill: open loop, M/G/1 (`rho` > 0, `service_s` its mean
+    service); closed loop, `fixed_s` plus a burst of `burst` prompts of `service_s` each."""
+
+    rho: Any = 0.0
+    service_s: Any = 0.0
+    fixed_s: Any = 0.0
+    burst: Any = 1.0
+
+
+def wait_tail(wait: Wait, shape: Any) -> tuple[Any, Any, Any]:
+    """(P(W > 0), C, theta) per point for the open loop's M/G/1 wait."""
+    rho = np.asarray(wait.rho, dtype=float)
+    busy = (rho > 1 - max(PERCENTILES) / 100) & (rho < 1)  # else no quantile waits
+    v, c = np.ones_like(rho), np.zeros_like(rho)
+    if np.any(busy):
+        v[busy], c[busy] = cramer_lundberg(rho[busy], shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        theta = v / np.asarray(wait.service_s, dtype=float)
+    return np.where(rho >= 1, 1.0, rho), np.where(rho >= 1, np.inf, c), theta
+
+
+def ttft_quantiles(prefill_s: Any, wait: Wait, shape: Any) -> dict[str, Any]:
+    """p50 / p90 / p99 of own prefill (`prefill_s`, per point and sampled request) plus the
+    wait; inf where the queue never drains."""
+    x = np.asarray(prefill_s, dtype=float)
+    p0, c, theta = wait_tail(wait, shape)
+    fixed = np.asarray(wait.fixed_s, dtype=float) + 0 * p0
+    span = (np.maximum(np.asarray(wait.burst, dtype=float), 1) - 1) \
+        * np.asarray(wait.service_s, dtype=float) + 0 * p0
+    open_loop = np.asarray(wait.rho, dtype=float) > 0
+
+    def cdf(t: Any) -> Any:
+        y = t[..., None] - x - fixed[..., None]
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            tail = np.minimum(p0[..., None], c[..., None] * np.exp(-theta[..., None] * y))
+            ramp = np.where(span[..., None] > 0, np.clip(y / span[..., None], 0, 1), 1.0)
+            g = np.where(open_loop[..., None], 1 - tail, ramp)
+        return np.mean(np.where(y >= 0, g, 0.0), axis=-1)
+
+    out = {}
+    for p in PERCENTILES:
+        q = p / 100
+        with np.errstate(divide="ignore", invalid="ignore"):
+            own = np.where(p0 > 1 - q, np.log(np.maximum(c, 1e-300) / (1 - q)) / theta, 0.0)
+        own = np.where(open_loop, np.maximum(own, 0.0), q * span)
+        lo = x.min(axis=-1) + fixed
+        hi = x.max(axis=-1) + fixed + np.where(open_loop, own, span)
+        if x.shape[-1] == 1:  # one request shape: closed form
+            value = lo + own
+        else:
+            value = _bisect(cdf, q, lo, hi)
+        out[f"ttft_s_p{p}"] = np.where(p0 >= 1, np.inf, value)
+    return out
+
+
+def _bisect(cdf: Any, q: float, lo: Any, hi: Any) -> Any:
+    """The least t with cdf(t) >= q, per point, between `lo` (cdf < q or at the least) and
+    `hi` (cdf >= q)."""
+    lo = np.array(lo, dtype=float)
+    hi = np.array(hi, dtype=float)
+    for _ in range(_BISECT):
+        mid = (lo + hi) / 2
+        above = cdf(mid) >= q
+        hi, lo = np.where(above, mid, hi), np.where(above, lo, mid)
+    return hi
+
+
+def _normal_cdf(z: Any) -> Any:
+    """Phi(z) from erf by Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7)."""
+    x = np.abs(z) / math.sqrt(2)
+    t = 1 / (1 + 0.3275911 * x)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (
+        -1.453152027 + t * 1.061405429))))
+    erf = 1 - poly * np.exp(-x * x)
+    return 0.5 * (1 + np.sign(z) * erf)
+
+
+def decode_spread(w: Any, t_step_s: Any, sequences: Any, attention_share: Any,
+                  beta_s: Any = 0.0, prompt_tokens: Any = 0.0, chunk: Any = 1.0,
+                  batch_slope_s: Any = None) -> tuple[Any, Any]:
+    """Per point and sampled request: TPOT's relative shift and variance (module doc).
+    `sequences`: n per step; `prompt_tokens`: m per replica step; `batch_slope_s`: g, or
+    None for a running batch that does not fluctuate (capacity, closed loop)."""
+    ins, outs = _pairs(w)
+    steps = (outs - 1) / w.tokens_per_step
+    mean_steps = float(np.mean(steps))
+    weight = outs - 1
+    context = ins + outs / 2
+    c_bar = float(np.sum(weight * context) / np.sum(weight))
+    var_c = float(np.sum(weight * ((context - c_bar) ** 2 + outs ** 2 / 12)) / np.sum(weight))
+    t = np.asarray(t_step_s, dtype=float)[..., None]
+    n = np.maximum(np.asarray(sequences, dtype=float), 1)[..., None]
+    h = np.asarray(attention_share, dtype=float)[..., None]
+    r = correlation_factor(steps, mean_steps)
+    shift = h * (context - c_bar) / (n * c_bar)
+    var = h ** 2 * (n - 1) * var_c / (n * c_bar) ** 2 * r
+    uncached = ins * (1 - w.prefix_hit)
+    m = np.asarray(prompt_tokens, dtype=float)[..., None]
+    ch = np.asarray(chunk, dtype=float)[..., None]
+    spread = m * np.minimum(np.maximum(ch - m, 0), np.mean(uncached ** 2) / np.mean(uncached))
+    span = np.ceil(np.mean(uncached) / ch)
+    beta = np.asarray(beta_s, dtype=float)[..., None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        var = var + np.nan_to_num(beta ** 2 * spread * np.minimum(1, span / steps) / t ** 2)
+        if batch_slope_s is not None:
+            g = np.asarray(batch_slope_s, dtype=float)[..., None]
+            var = var + np.nan_to_num(g ** 2 * n * r / t ** 2)
+    return shift + 0 * var, var + 0 * shift
+
+
+def tpot_quantiles(tpot_s: Any, shift: Any, var: Any) -> dict[str, Any]:
+    """p50 / p90 / p99 of the requests' TPOT: a mixture of Gaussians, one per request."""
+    mean = np.asarray(tpot_s, dtype=float)[..., None] * (1 + shift)
+    sd = np.asarray(tpot_s, dtype=float)[..., None] * np.sqrt(var)
+    out = {}
+    for p in PERCENTILES:
+        z = NormalDist().inv_cdf(p / 100)
+        if mean.shape[-1] == 1:
+            value = (mean + z * sd)[..., 0]
+        else:
+            def cdf(t: Any) -> Any:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    u = np.where(sd > 0, (t[..., None] - mean) / sd,
+                                 np.where(t[..., None] >= mean, np.inf, -np.inf))
+                return np.mean(_normal_cdf(u), axis=-1)
+            value = _bisect(cdf, p / 100, (mean - 4 * sd).min(axis=-1),
+                            (mean + 4 * sd).max(axis=-1))
+        out[f"tpot_s_p{p}"] = np.maximum(value, 0.0)
+    return out
+
+
+_CONTEXT_OPS = ("attention", "mla attention")  # the ops that read every cached token
+
+
+def attention_share(a: Any) -> Any:
+    """The share of a step's lower bound spent in the attention ops that read the KV
+    context (sliding-window layers excluded: their context stops growing), per point."""
+    rows, critical = a.parts.rows, a.parts.core.times.critical_s
+    total: Any = 0.0
+    for r, t in zip(rows, critical, strict=True):
+        if r.name in _CONTEXT_OPS and "window" not in r.group:
+            total = total + np.asarray(t)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.nan_to_num(np.clip(total / np.asarray(a.t_lower_s), 0.0, 1.0))
