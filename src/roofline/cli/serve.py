@@ -90,7 +90,8 @@ def build_plan(args: argparse.Namespace) -> Any:
         chunks=tuple(parse_axis(args.chunk, "--chunk")) if args.chunk else None,
         modes=modes, max_chips=args.max_chips)
     targets = Targets(args.ttft, args.tpot, args.ttft_p99, args.tpot_p99)
-    return plan(args.model, parse_list(args.hw, "--hw"), w, targets, space, Load(args.rate, args.concurrency),
+    return plan(args.model, parse_list(args.hw, "--hw"), w, targets, space,
+                Load(args.rate, args.concurrency),
                 None if args.mem_util is None and args.reserve is None else
                 MemoryBudget(0.9 if args.mem_util is None else args.mem_util,
                              args.reserve or 0.0),

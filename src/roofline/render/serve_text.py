@@ -43,12 +43,14 @@ def notes(expected: bool, tdp: dict[str, dict[str, Any]] | None = None) -> list[
         energy += "."
     return [times,
             "Continuous batching: each iteration runs the batch's decode tokens plus "
-            "chunked-prefill tokens; TTFT = the request's own prefill + an M/D/1 wait for the "
+            "chunked-prefill tokens; TTFT = the request's own prefill + an M/G/1 wait for the "
             "prefill budget at the point's own request rate (a closed loop: the wait Little's "
             "law gives its clients, zero while all of them decode; a prefill budget that cannot "
             "admit the batch's prompts holds the batch where it can): a queueing estimate, not "
             "a bound (faster steps carry more requests at the same batch); "
-            "E2E = TTFT + (n-1) x TPOT.",
+            "E2E = TTFT + (n-1) x TPOT. ttft_s_p50 / _p90 / _p99, tpot_s_p50 / ...: "
+            "percentiles over requests (the lengths' spread and the queue, roofline.serve."
+            "tails), not an uncertainty (--expect's 80% interval: X_lo80 / X_hi80).",
             "time_<resource>_s: the lower bound's step time split by the resource bounding "
             "each op.", energy]
 

@@ -9,7 +9,7 @@ decode steps per request and L' uncached prompt tokens per request:
     (chunked prefill, at most `chunk` per replica); iteration time t = step_time of that
     mixed step; TPOT = t / s; output tokens/s = B·s / t; requests/s = B / (D·t).
     TTFT = ceil(L'/chunk) iterations carrying the request's own chunks (split evenly: the
-    fastest split, since an op's time is convex in its tokens) + the M/D/1 wait for the
+    fastest split, since an op's time is convex in its tokens) + the M/G/1 wait for the
     replica's prefill budget (service: L'/chunk of an iteration with a full chunk).
 
 Averaging the prefill tokens over iterations gives a lower bound on the mean iteration
@@ -22,7 +22,8 @@ cycle's prompt tokens in full chunks, the rest decoding alone (`_chunked_cycle`)
 Disaggregated: the decode pool runs decode steps only (TPOT = t_decode / s); a prefill
 instance runs `chunk` tokens' worth of prompts per pass; prefill instances are added per
 decode instance until the prefill pool's utilization is rho (searched), and TTFT = the
-prefill pass + its M/D/1 wait + the KV transfer to the decode pool.
+prefill pass + its M/G/1 wait + the KV transfer to the decode pool. Every point also has
+its p50 / p90 / p99 TTFT and TPOT over requests (tails.py).
 """
 
 from __future__ import annotations
@@ -37,8 +38,14 @@ from ..errors import RooflineError
 from ..models.schedule import COMMUNICATION
 from .iteration import Engine
 from .queueing import mg1_wait_s
-from .tails import Wait, attention_share, decode_spread, prompt_shape, tpot_quantiles, \
-    ttft_quantiles
+from .tails import (
+    Wait,
+    attention_share,
+    decode_spread,
+    prompt_shape,
+    tpot_quantiles,
+    ttft_quantiles,
+)
 from .workload import Workload
 
 RHO = np.array([0.3, 0.5, 0.7, 0.85, 0.95])  # prefill-pool utilizations searched (disagg)
@@ -108,7 +115,7 @@ def aggregated(e: Engine, w: Workload, running: Any, chunks: Any,
     cols = np.broadcast_to(np.arange(t_it.shape[1])[None, :], t_it.shape)
     pick = (idx, cols)
     service = Lu / chunk * t_full[pick]
-    rho = load / dp * service  # each replica's prefill budget is one M/D/1 server
+    rho = load / dp * service  # each replica's prefill budget is one M/G/1 server
     prefill_s = pieces * t_own[pick]
     columns = _columns(a, (0, *pick))
     shape = prompt_shape(w)

@@ -181,10 +181,8 @@ def ttft_quantiles(prefill_s: Any, wait: Wait, shape: Any) -> dict[str, Any]:
         own = np.where(open_loop, np.maximum(own, 0.0), q * span)
         lo = x.min(axis=-1) + fixed
         hi = x.max(axis=-1) + fixed + np.where(open_loop, own, span)
-        if x.shape[-1] == 1:  # one request shape: closed form
-            value = lo + own
-        else:
-            value = _bisect(cdf, q, lo, hi)
+        # one request shape: closed form
+        value = lo + own if x.shape[-1] == 1 else _bisect(cdf, q, lo, hi)
         out[f"ttft_s_p{p}"] = np.where(p0 >= 1, np.inf, value)
     return out
 
