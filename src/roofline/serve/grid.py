@@ -119,8 +119,7 @@ def aggregated(e: Engine, w: Workload, running: Any, chunks: Any,
     prefill_s = pieces * t_own[pick]
     columns = _columns(a, (0, *pick))
     shape = prompt_shape(w)
-    slope = None if rate is None or B.shape[0] < 2 else \
-        np.gradient(t_it, B[:, 0], axis=0)[pick] * e.unit  # per sequence per step
+    slope = None if rate is None else _slope(t_it, B[:, 0])[pick] * e.unit  # per sequence
     share = attention_share(a)[(0, *pick)]
     if closed_loop:
         assert concurrency is not None
@@ -163,6 +162,15 @@ def aggregated(e: Engine, w: Workload, running: Any, chunks: Any,
         "t_step_s": t_it[pick], "utilization": rho, "feasible": feasible,
         "prefill_ratio": 0.0 * rho, **columns, **tails,
     }
+
+
+def _slope(t: Any, running: Any) -> Any:
+    """d(step time) / d(running sequences) along the running grid (0 where it has one
+    value or repeats one)."""
+    if np.size(running) < 2:
+        return np.zeros_like(t)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.nan_to_num(np.gradient(t, running, axis=0), posinf=0.0, neginf=0.0)
 
 
 def _settle(e: Engine, w: Workload, running: Any, chunk: Any, concurrency: float,
@@ -321,8 +329,7 @@ def disaggregated(d: Pools, p: Pools, w: Workload, chunks: Any, rate: float | No
     own_pass = np.maximum(1.0, shape / p.prompts[None, :, None, None])
     tails = ttft_quantiles((t_p + 0 * wait)[..., None] * own_pass
                            + transfer[..., None] * shape, queue, shape)
-    slope = None if rate is None or d.running.size < 2 else \
-        np.gradient(t_dec, d.running)[idx] * d.engine.unit
+    slope = None if rate is None else _slope(t_dec, d.running)[idx] * d.engine.unit
     tails.update(tpot_quantiles(t_dec[idx] / s, *decode_spread(
         w, t_dec[idx], d.running[idx] / d.engine.unit, attention_share(d.decode)[idx],
         batch_slope_s=slope)))
