@@ -95,7 +95,7 @@ def test_no_queue_at_low_load_gives_the_prefill_quantiles() -> None:
     closed = ttft_quantiles(prefill, Wait(), shape)
     for got in (low, closed):  # the least t with P(TTFT <= t) >= p
         assert [float(got[f"ttft_s_p{p}"][0]) for p in PERCENTILES] == \
-            pytest.approx([0.5, 0.9, 1.0], rel=1e-6)
+            pytest.approx([0.5, 0.9, 1.0], rel=1e-5)
 
 
 def test_quantiles_are_ordered_and_rise_with_the_load() -> None:
@@ -208,3 +208,63 @@ def test_the_cli_shows_and_writes_the_tails(run_cli, tmp_path) -> None:
     best = data["best"]["h100-sxm"]
     assert best["ttft_s_p50"] <= best["ttft_s_p90"] <= best["ttft_s_p99"]
     assert "sample" not in data["workload"] and data["targets"]["tpot_p99_s"] is None
+
+
+def _decode_pool(ins: np.ndarray, outs: np.ndarray, rate: float, t0: float, g: float,
+                 a: float, steps: int = 40_000) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                          np.ndarray]:
+    """A seeded decode pool: Poisson arrivals of requests drawn from (ins, outs), every
+    running sequence one token per step, the step t0 + g n + a (their contexts); returns
+    each request's TPOT (its steps' mean time) and each step's time, count and context
+    (after a warm-up fifth)."""
+    rng = np.random.default_rng(7)
+    cap = 4096
+    ctx, left, acc, cnt = np.zeros(cap), np.zeros(cap), np.zeros(cap), np.zeros(cap)
+    live, born = np.zeros(cap, dtype=bool), np.zeros(cap, dtype=int)
+    t, arrival, warm = 0.0, rng.exponential(1 / rate), steps // 5
+    tpot: list[float] = []
+    seen: list[tuple[float, int, float]] = []
+    for step in range(steps):
+        while arrival <= t:
+            i, k = int(np.flatnonzero(~live)[0]), int(rng.integers(ins.size))
+            ctx[i], left[i], acc[i], cnt[i] = ins[k], outs[k] - 1, 0.0, 0.0
+            live[i], born[i] = True, step
+            arrival += rng.exponential(1 / rate)
+        n = int(live.sum())
+        if n == 0:
+            t = arrival
+            continue
+        total = float(ctx[live].sum())
+        dt = t0 + g * n + a * total
+        t += dt
+        acc[live] += dt
+        cnt[live] += 1
+        ctx[live] += 1
+        left[live] -= 1
+        done = live & (left <= 0)
+        if step > warm:
+            seen.append((dt, n, total))
+            kept = done & (born > warm)
+            tpot += (acc[kept] / cnt[kept]).tolist()
+        live &= ~done
+    times, count, context = (np.array(c) for c in zip(*seen, strict=True))
+    return np.array(tpot), times, count, context
+
+
+def test_tpot_tails_match_a_seeded_decode_pool() -> None:
+    """The open loop's spread (Poisson batch, arrivals feeding back through the step time,
+    the others' contexts, one's own) against a simulation of the scheduler it describes."""
+    ins, outs = np.array([200.0, 1000, 4000, 8000]), np.array([32.0, 100, 200, 400])
+    g, a = 2e-5, 1e-8
+    tpot, times, count, context = _decode_pool(ins, outs, 30.0, 0.01, g, a)
+    t_bar, n = times.mean(), count.mean()
+    shift, var = decode_spread(Workload.from_lengths(ins, outs), np.array([t_bar]),
+                               np.array([n]), np.array([a * context.mean() / t_bar]),
+                               batch_slope_s=np.array([g + a * context.mean() / n]))
+    got = tpot_quantiles(np.array([t_bar]), shift, var)
+    want = np.quantile(tpot, [0.5, 0.9, 0.99])
+    for p, w, rel in zip(PERCENTILES, want, (0.01, 0.01, 0.06), strict=True):
+        assert float(got[f"tpot_s_p{p}"][0]) == pytest.approx(w, rel=rel)
+    # the far tail is thinner than simulated (Gaussian per request): p99 - p50 2/3 of it
+    spread = float(got["tpot_s_p99"][0] - got["tpot_s_p50"][0])
+    assert 0.6 * (want[2] - want[0]) <= spread <= want[2] - want[0]
