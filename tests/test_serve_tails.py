@@ -15,6 +15,7 @@ from roofline.serve.queueing import mg1_wait_s
 from roofline.serve.tails import (
     PERCENTILES,
     Wait,
+    chunked_prefill,
     correlation_factor,
     cramer_lundberg,
     decode_spread,
@@ -268,3 +269,13 @@ def test_tpot_tails_match_a_seeded_decode_pool() -> None:
     # the far tail is thinner than simulated (Gaussian per request): p99 - p50 2/3 of it
     spread = float(got["tpot_s_p99"][0] - got["tpot_s_p50"][0])
     assert 0.6 * (want[2] - want[0]) <= spread <= want[2] - want[0]
+
+
+def test_chunked_prefill_by_hand() -> None:
+    # mean prompt 2000 in one 2048-token chunk: the own-share iteration 60 ms, a full chunk
+    # 61.2 ms, so beta = 1.2 ms / 48 tokens and the base 60 - 50 = 10 ms; a 1000-token
+    # prompt takes 10 + 25 ms, a 3000-token one two iterations: 2 x 10 + 75 ms
+    own, beta = chunked_prefill(np.array([1000.0, 3000.0]), np.array([2048.0]),
+                                np.array([0.06]), np.array([0.0612]), np.array([0.06]))
+    assert float(beta[0]) == pytest.approx(0.0012 / 48)
+    assert own[0] == pytest.approx([0.035, 0.095])

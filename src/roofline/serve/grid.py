@@ -41,6 +41,7 @@ from .queueing import mg1_wait_s
 from .tails import (
     Wait,
     attention_share,
+    chunked_prefill,
     decode_spread,
     prompt_shape,
     tpot_quantiles,
@@ -135,17 +136,7 @@ def aggregated(e: Engine, w: Workload, running: Any, chunks: Any,
         wait = mg1_wait_s(rho, service, np.mean(shape ** 2) - 1)
         feasible = (steady[pick] / dp <= chunk) & (rho < 1)
         queue = Wait(rho=rho, service_s=service)
-    # a request's own prefill: ceil(L'/chunk) iterations of the base time plus beta per own
-    # prompt token (tails.py), beta from the own-share and full-chunk iterations
-    x_own = Lu / pieces
-    with np.errstate(divide="ignore", invalid="ignore"):
-        beta = np.where(chunk - x_own >= 1, (t_full[pick] - t_own[pick]) / (chunk - x_own),
-                        0.0)
-    beta = np.maximum(np.nan_to_num(beta), 0.0)
-    base = np.maximum(t_own[pick] - beta * x_own, 0.0)[..., None]
-    mine = shape * Lu
-    own_time = np.ceil(mine / chunk[..., None]) * base + beta[..., None] * mine
-    prefill_k = prefill_s[..., None] * own_time / (pieces * t_own[pick])[..., None]
+    prefill_k, beta = chunked_prefill(shape * Lu, chunk, t_own[pick], t_full[pick], prefill_s)
     tails = ttft_quantiles(prefill_k, queue, shape)
     tpot = t_it[pick] / s
     tails.update(tpot_quantiles(tpot, *decode_spread(

@@ -201,6 +201,24 @@ def _levels(like: Any) -> Any:
     return (np.array(PERCENTILES, dtype=float) / 100).reshape((-1,) + (1,) * np.ndim(like))
 
 
+def chunked_prefill(prompts: Any, chunk: Any, t_own: Any, t_full: Any, prefill_s: Any
+                    ) -> tuple[Any, Any]:
+    """Each sampled request's own prefill in an aggregated replica (per point and request)
+    and beta, the iteration's time per prompt token: ceil(L'/chunk) iterations of the base
+    time plus beta per own token, beta the slope from the mean request's own-share
+    iteration (`t_own`, L'/pieces tokens) to a full chunk's (`t_full`); scaled so that the
+    mean request's is the point's `prefill_s`."""
+    mean = float(np.mean(prompts))
+    pieces = np.ceil(mean / chunk)
+    share = mean / pieces
+    with np.errstate(divide="ignore", invalid="ignore"):
+        beta = np.where(chunk - share >= 1, (t_full - t_own) / (chunk - share), 0.0)
+    beta = np.maximum(np.nan_to_num(beta), 0.0)
+    base = np.maximum(t_own - beta * share, 0.0)[..., None]
+    own = np.ceil(prompts / np.asarray(chunk)[..., None]) * base + beta[..., None] * prompts
+    return np.asarray(prefill_s)[..., None] * own / (pieces * t_own)[..., None], beta
+
+
 def _bisect(cdf: Any, q: Any, lo: Any, hi: Any) -> Any:
     """The least t with cdf(t) >= q, per point, between `lo` (cdf < q or at the least) and
     `hi` (cdf >= q)."""
