@@ -89,8 +89,9 @@ def build_plan(args: argparse.Namespace) -> Any:
         batch=tuple(parse_axis(args.batch, "--batch")) if args.batch else None,
         chunks=tuple(parse_axis(args.chunk, "--chunk")) if args.chunk else None,
         modes=modes, max_chips=args.max_chips)
-    return plan(args.model, parse_list(args.hw, "--hw"), w, Targets(args.ttft, args.tpot),
-                space, Load(args.rate, args.concurrency),
+    targets = Targets(args.ttft, args.tpot, args.ttft_p99, args.tpot_p99)
+    return plan(args.model, parse_list(args.hw, "--hw"), w, targets, space,
+                Load(args.rate, args.concurrency),
                 None if args.mem_util is None and args.reserve is None else
                 MemoryBudget(0.9 if args.mem_util is None else args.mem_util,
                              args.reserve or 0.0),
@@ -107,7 +108,9 @@ def plan_data(p: Any, every_point: bool = False) -> dict[str, Any]:
     best = {hw: annotate(p, r) for hw, r in p.best().items()}
     hws = list(dict.fromkeys(p.columns["hardware"].tolist()))
     data: dict[str, Any] = {
-        "model": p.model, "workload": asdict(p.workload), "targets": asdict(p.targets),
+        "model": p.model, "targets": asdict(p.targets),
+        # the lengths' sample (the tails') is left out: its means are the workload
+        "workload": {k: v for k, v in asdict(p.workload).items() if k != "sample"},
         "load": asdict(p.load), "points": len(p), "feasible_points": int(p.ok.sum()),
         "best": best,
         "frontier_tpot": {hw: [p.row(i) for i in p.frontier("tpot_s", hw)] for hw in hws},
@@ -214,6 +217,10 @@ def register(sub: Any) -> None:
                    help="time-to-first-token target, e.g. 2s")
     s.add_argument("--tpot", type=typed(duration_with_unit, "--tpot"),
                    help="time-per-output-token target, e.g. 50ms")
+    s.add_argument("--ttft-p99", type=typed(duration_with_unit, "--ttft-p99"),
+                   help="target on the 99th percentile TTFT over requests, e.g. 5s")
+    s.add_argument("--tpot-p99", type=typed(duration_with_unit, "--tpot-p99"),
+                   help="target on the 99th percentile TPOT over requests, e.g. 80ms")
     load = s.add_mutually_exclusive_group()
     load.add_argument("--rate", type=ranged("--rate", RATE),
                       help="requests/s to the whole deployment (open loop, Poisson); sizes "

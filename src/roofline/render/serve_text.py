@@ -43,14 +43,23 @@ def notes(expected: bool, tdp: dict[str, dict[str, Any]] | None = None) -> list[
         energy += "."
     return [times,
             "Continuous batching: each iteration runs the batch's decode tokens plus "
-            "chunked-prefill tokens; TTFT = the request's own prefill + an M/D/1 wait for the "
+            "chunked-prefill tokens; TTFT = the request's own prefill + an M/G/1 wait for the "
             "prefill budget at the point's own request rate (a closed loop: the wait Little's "
             "law gives its clients, zero while all of them decode; a prefill budget that cannot "
             "admit the batch's prompts holds the batch where it can): a queueing estimate, not "
             "a bound (faster steps carry more requests at the same batch); "
-            "E2E = TTFT + (n-1) x TPOT.",
+            "E2E = TTFT + (n-1) x TPOT. ttft_s_p50 / _p90 / _p99, tpot_s_p50 / ...: "
+            "percentiles over requests (the lengths' spread and the queue, roofline.serve."
+            "tails), not an uncertainty (--expect's 80% interval: X_lo80 / X_hi80).",
             "time_<resource>_s: the lower bound's step time split by the resource bounding "
             "each op.", energy]
+
+
+def tails_text(r: dict[str, Any]) -> str:
+    """A point's p50 / p90 / p99 TTFT and TPOT over requests (serve.tails)."""
+    return "; ".join(f"{name} p50 / p90 / p99 " + " / ".join(
+        format_time(r[f"{key}_p{p}"]) for p in (50, 90, 99))
+        for name, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s")))
 
 
 def describe(r: dict[str, Any]) -> str:
@@ -87,8 +96,10 @@ def serve_text(data: dict[str, Any], verbose: bool = False) -> str:
     """The plan for people: by default the best plan per chip, its first lever and one
     frontier over every chip; `verbose` adds each chip's frontiers, every lever and the notes."""
     w, t, load = data["workload"], data["targets"], data["load"]
-    targets = ", ".join(f"{k.upper()[:4]} <= {format_time(v)}" for k, v in
-                        (("ttft", t["ttft_s"]), ("tpot", t["tpot_s"])) if v is not None)
+    targets = ", ".join(f"{k} <= {format_time(v)}" for k, v in
+                        (("TTFT", t["ttft_s"]), ("TPOT", t["tpot_s"]),
+                         ("p99 TTFT", t.get("ttft_p99_s")), ("p99 TPOT", t.get("tpot_p99_s")))
+                        if v is not None)
     what = (f"at {load['rate']:g} requests/s (open loop)" if load["rate"] is not None else
             f"at concurrency {load['concurrency']} (closed loop)"
             if load["concurrency"] is not None else "capacity")
@@ -108,6 +119,8 @@ def serve_text(data: dict[str, Any], verbose: bool = False) -> str:
         for hw, r in best.items():
             lines.append(f"{hw}: {describe(r)}; {format_si(r['output_tokens_per_s'])} output "
                          f"tokens/s on {chips(r['chips'])}; batch limited by {r['limit']}")
+            if "ttft_s_p99" in r:
+                lines.append("  over requests: " + tails_text(r))
             moves = r["what_would_move_it"]
             lines += [f"  - {m}" for m in (moves if verbose else moves[:1])]
     if verbose:

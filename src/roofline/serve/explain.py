@@ -120,9 +120,11 @@ def infeasible(plan: ServePlan) -> str:
         t = plan.targets
         best = [f"{name} {format_time(float(c[key][ok].min()))} > {format_time(target)}"
                 for name, key, target in (("TTFT", "ttft_s", t.ttft_s),
-                                          ("TPOT", "tpot_s", t.tpot_s))
+                                          ("TPOT", "tpot_s", t.tpot_s),
+                                          ("p99 TTFT", "ttft_s_p99", t.ttft_p99_s),
+                                          ("p99 TPOT", "tpot_s_p99", t.tpot_p99_s))
                 if target is not None and c[key][ok].min() > target]
         reasons.append(f"{hw}: the best found is " + (", ".join(best) or
-                       "each target met at different points, never both") +
+                       "each target met at different points, never all") +
                        ": relax the targets or allow more chips")
     return "; ".join(reasons)

@@ -9,7 +9,7 @@ decode steps per request and L' uncached prompt tokens per request:
     (chunked prefill, at most `chunk` per replica); iteration time t = step_time of that
     mixed step; TPOT = t / s; output tokens/s = B·s / t; requests/s = B / (D·t).
     TTFT = ceil(L'/chunk) iterations carrying the request's own chunks (split evenly: the
-    fastest split, since an op's time is convex in its tokens) + the M/D/1 wait for the
+    fastest split, since an op's time is convex in its tokens) + the M/G/1 wait for the
     replica's prefill budget (service: L'/chunk of an iteration with a full chunk).
 
 Averaging the prefill tokens over iterations gives a lower bound on the mean iteration
@@ -22,7 +22,8 @@ cycle's prompt tokens in full chunks, the rest decoding alone (`_chunked_cycle`)
 Disaggregated: the decode pool runs decode steps only (TPOT = t_decode / s); a prefill
 instance runs `chunk` tokens' worth of prompts per pass; prefill instances are added per
 decode instance until the prefill pool's utilization is rho (searched), and TTFT = the
-prefill pass + its M/D/1 wait + the KV transfer to the decode pool.
+prefill pass + its M/G/1 wait + the KV transfer to the decode pool. Every point also has
+its p50 / p90 / p99 TTFT and TPOT over requests (tails.py).
 """
 
 from __future__ import annotations
@@ -36,7 +37,16 @@ import numpy as np
 from ..errors import ParameterError
 from ..models.schedule import COMMUNICATION
 from .iteration import Engine
-from .queueing import md1_wait_s
+from .queueing import mg1_wait_s
+from .tails import (
+    Wait,
+    attention_share,
+    chunked_prefill,
+    decode_spread,
+    prompt_shape,
+    tpot_quantiles,
+    ttft_quantiles,
+)
 from .workload import Workload
 
 RHO = np.array([0.3, 0.5, 0.7, 0.85, 0.95])  # prefill-pool utilizations searched (disagg)
@@ -106,20 +116,32 @@ def aggregated(e: Engine, w: Workload, running: Any, chunks: Any,
     cols = np.broadcast_to(np.arange(t_it.shape[1])[None, :], t_it.shape)
     pick = (idx, cols)
     service = Lu / chunk * t_full[pick]
-    rho = load / dp * service  # each replica's prefill budget is one M/D/1 server
+    rho = load / dp * service  # each replica's prefill budget is one M/G/1 server
     prefill_s = pieces * t_own[pick]
     columns = _columns(a, (0, *pick))
+    shape = prompt_shape(w)
+    slope = None if rate is None else _slope(t_it, B[:, 0])[pick] * e.unit  # per sequence
+    share = attention_share(a)[(0, *pick)]
     if closed_loop:
         assert concurrency is not None
-        B, t_set, prefill_s, load, wait, columns = _settle(
+        B, t_set, prefill_s, load, wait, columns, burst = _settle(
             e, w, B + 0 * chunk, chunk, concurrency, t_it[pick], prefill_s)
         t_it = t_set
         rho = np.minimum(load / dp * service, 1.0)
         feasible = np.ones(rho.shape, dtype=bool)  # a closed loop settles somewhere
+        prompt_s = Lu / chunk * prefill_s / pieces  # one prompt's share of the budget
+        queue = Wait(service_s=prompt_s, fixed_s=wait - (burst - 1) / 2 * prompt_s,
+                     burst=burst)
     else:
-        wait = md1_wait_s(rho, service)
+        wait = mg1_wait_s(rho, service, np.mean(shape ** 2) - 1)
         feasible = (steady[pick] / dp <= chunk) & (rho < 1)
+        queue = Wait(rho=rho, service_s=service)
+    prefill_k, beta = chunked_prefill(shape * Lu, chunk, t_own[pick], t_full[pick], prefill_s)
+    tails = ttft_quantiles(prefill_k, queue, shape)
     tpot = t_it[pick] / s
+    tails.update(tpot_quantiles(tpot, *decode_spread(
+        w, t_it[pick], np.broadcast_to(B, t_it.shape)[pick] / e.unit, share, beta,
+        load * Lu * t_it[pick] / dp, chunk, slope)))
     tokens = load * w.output_len  # output tokens/s per instance at this load
     chips = instances * e.chips
     return {
@@ -129,15 +151,25 @@ def aggregated(e: Engine, w: Workload, running: Any, chunks: Any,
         "requests_per_s": load * instances, "tpot_s": tpot, "prefill_s": prefill_s,
         "queue_s": wait, "kv_transfer_s": 0.0 * rho, "ttft_s": prefill_s + wait,
         "t_step_s": t_it[pick], "utilization": rho, "feasible": feasible,
-        "prefill_ratio": 0.0 * rho, **columns,
+        "prefill_ratio": 0.0 * rho, **columns, **tails,
     }
+
+
+def _slope(t: Any, running: Any) -> Any:
+    """d(step time) / d(running sequences) along the running grid (0 where it has one
+    value or repeats one)."""
+    if np.size(running) < 2:
+        return np.zeros_like(t)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.nan_to_num(np.gradient(t, running, axis=0), posinf=0.0, neginf=0.0)
 
 
 def _settle(e: Engine, w: Workload, running: Any, chunk: Any, concurrency: float,
             t_full_load: Any, prefill_full_load: Any
-            ) -> tuple[Any, Any, Any, Any, Any, dict[str, Any]]:
+            ) -> tuple[Any, Any, Any, Any, Any, dict[str, Any], Any]:
     """A closed loop's operating point: (sequences decoding, iteration time, own prefill,
-    requests/s, wait, the iteration's bound and time by resource). Its clients cycle
+    requests/s, wait, the iteration's bound and time by resource, the prompts per replica
+    arriving together: 1 where they do not). Its clients cycle
     through a wait, their prefill (ceil(L'/chunk) iterations) and D decode iterations, so
     requests/s = min(clients / (prefill + D·t),
     running slots / (D·t), dp·chunk / (L'·t)) (Little's law; the slots those memory holds,
@@ -179,6 +211,7 @@ def _settle(e: Engine, w: Workload, running: Any, chunk: Any, concurrency: float
     load = rate(t_it, prefill_s)
     cycle = prefill_s + D * t_it  # no wait where the clients, not the slots, set the rate
     wait = np.where(load >= clients / cycle, 0.0, np.maximum(clients / load - cycle, 0.0))
+    burst = np.ones(np.shape(wait))
     if e.expect and w.in_step:  # a benchmark's clients send together and, with equal
         # lengths (Workload.in_step), stay in step: each round a replica's k prompts arrive
         # at once and pass through its chunk budget first come first served, so one waits
@@ -186,7 +219,8 @@ def _settle(e: Engine, w: Workload, running: Any, chunk: Any, concurrency: float
         # expected time only: a bound cannot assume the clients stay in step)
         k = np.minimum(clients, slots) / dp
         wait = wait + np.maximum(k - 1.0, 0.0) / 2.0 * Lu / chunk * prefill_s / pieces
-    return decoding, t_it, prefill_s, load, wait, columns
+        burst = np.maximum(k, 1.0) + 0 * wait
+    return decoding, t_it, prefill_s, load, wait, columns, burst
 
 
 def _chunked_cycle(e: Engine, w: Workload, running: Any, prompt_tokens: Any, cap: Any,
@@ -272,12 +306,24 @@ def disaggregated(d: Pools, p: Pools, w: Workload, chunks: Any, rate: float | No
         used = rate * per_prompt / prefillers
         load = rate / decoders
         idx = np.clip(np.searchsorted(capacity[:, 0, 0], load, side="right") - 1, 0, None)
+    shape = prompt_shape(w)
     if clients is not None:  # the closed loop's wait for a running slot (none where the
         cycle = t_p + transfer_s + D * t_dec[idx]  # clients, not the slots, set the rate)
         wait = np.where(load >= clients / cycle, 0.0, np.maximum(clients / load - cycle, 0.0))
+        queue = Wait(fixed_s=wait)
     else:
-        wait = md1_wait_s(used, per_prompt)
+        wait = mg1_wait_s(used, per_prompt, np.mean(shape ** 2) - 1)
+        queue = Wait(rho=used, service_s=per_prompt)
     transfer = transfer_s + 0 * wait
+    # a request's prefill pass grows once its prompt exceeds the pass's prompts; its KV
+    # transfer is proportional to its prompt (tails.py)
+    own_pass = np.maximum(1.0, shape / p.prompts[None, :, None, None])
+    tails = ttft_quantiles((t_p + 0 * wait)[..., None] * own_pass
+                           + transfer[..., None] * shape, queue, shape)
+    slope = None if rate is None else _slope(t_dec, d.running)[idx] * d.engine.unit
+    tails.update(tpot_quantiles(t_dec[idx] / s, *decode_spread(
+        w, t_dec[idx], d.running[idx] / d.engine.unit, attention_share(d.decode)[idx],
+        batch_slope_s=slope)))
     return {
         "running": d.running[idx], "chunk": chunk + 0 * wait, "instances": decoders,
         "chips": decoders * d.engine.chips + prefillers * pe.chips,
@@ -287,5 +333,5 @@ def disaggregated(d: Pools, p: Pools, w: Workload, chunks: Any, rate: float | No
         "queue_s": wait, "kv_transfer_s": transfer, "ttft_s": t_p + wait + transfer,
         "t_step_s": t_dec[idx], "utilization": used,
         "feasible": (used < 1) & np.asarray(p.prefill.memory.fits)[None, :, None],
-        "prefill_ratio": prefillers / decoders, **_columns(d.decode, idx),
+        "prefill_ratio": prefillers / decoders, **_columns(d.decode, idx), **tails,
     }

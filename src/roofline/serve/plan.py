@@ -34,6 +34,8 @@ INTEGERS = ("running", "chunk", "instances", "chips", "decode_chips", "max_runni
 class Targets:
     ttft_s: float | None = None
     tpot_s: float | None = None
+    ttft_p99_s: float | None = None  # on the 99th percentile over requests (tails.py)
+    tpot_p99_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -164,6 +166,10 @@ class ServePlan:
             ok = ok & (c["ttft_s"] <= self.targets.ttft_s)
         if self.targets.tpot_s is not None:
             ok = ok & (c["tpot_s"] <= self.targets.tpot_s)
+        for key, limit in (("ttft_s_p99", self.targets.ttft_p99_s),
+                           ("tpot_s_p99", self.targets.tpot_p99_s)):
+            if limit is not None:
+                ok = ok & (c[key] <= limit)
         return np.asarray(ok, dtype=bool)
 
     def best(self) -> dict[str, dict[str, Any]]:
@@ -187,6 +193,10 @@ class ServePlan:
         limit = getattr(self.targets, other)
         if limit is not None:
             ok = ok & (c[other] <= limit)
+        for key, tail in (("ttft_s_p99", self.targets.ttft_p99_s),
+                          ("tpot_s_p99", self.targets.tpot_p99_s)):
+            if tail is not None:  # the tail targets hold along either frontier
+                ok = ok & (c[key] <= tail)
         if hardware is not None:
             ok = ok & (c["hardware"] == hardware)
         return pareto_front(c[against], c["output_tokens_per_s_per_chip"], ok)
@@ -274,8 +284,11 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
         # the rest as serving runs (roofline.expect.interval)
         from ..expect.interval import columns as intervals
 
-        columns.update(intervals(columns, {"ttft_s": "prefill", "tpot_s": "serving",
-                                           "output_tokens_per_s": "serving"}))
+        # named X_lo80 / X_hi80 here: a plan's X_p50 / X_p90 / X_p99 are its tails (tails.py)
+        columns.update({k[:-4] + ("_lo80" if k.endswith("_p10") else "_hi80"): v
+                        for k, v in intervals(columns, {
+                            "ttft_s": "prefill", "tpot_s": "serving",
+                            "output_tokens_per_s": "serving"}).items()})
     shown = set(columns["hardware"].tolist())
     tdp = {e.chip.id: {"tdp_w": e.chip.tdp_w, "source": e.chip.tdp_source,
                        "estimated": e.chip.tdp_estimated} for e, _ in engines

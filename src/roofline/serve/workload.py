@@ -2,7 +2,8 @@
 
 Lengths may be one value each or paired samples (a CSV of requests): the steady state
 depends on them through means only, each weighted by what it drives (prompt tokens per
-request, decode steps per request, KV context weighted by the decode steps it is held for).
+request, decode steps per request, KV context weighted by the decode steps it is held for);
+the tails (tails.py) on their spread, kept as a sample of requests.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ParameterError, RooflineError
+from .tails import representative
 
 BLOCK_TOKENS = 16  # paged KV cache: vLLM / SGLang / TensorRT-LLM's default block size
 
@@ -43,6 +45,9 @@ class Workload:
     # every request of the same lengths (a benchmark's fixed input / output): a closed loop's
     # clients stay in step, each round's prompts arriving together (grid._settle)
     in_step: bool = True
+    # up to 64 equally likely (prompt, output) pairs describing the spread of lengths, for
+    # the tails (tails.representative); empty: every request is of the mean lengths
+    sample: tuple[tuple[float, float], ...] = ()
 
     @classmethod
     def from_lengths(cls, input_len: Any, output_len: Any, prefix_hit: float = 0.0,
@@ -72,7 +77,8 @@ class Workload:
         context = float(np.sum(steps * (ins + outs / 2)) / np.sum(steps))
         same = bool(np.all(ins == ins.flat[0]) and np.all(outs == outs.flat[0]))
         return cls(float(ins.mean()), float(outs.mean()), context, float(prefix_hit),
-                   int(spec_k), float(accept), same if in_step is None else in_step)
+                   int(spec_k), float(accept), same if in_step is None else in_step,
+                   representative(ins, outs))
 
     @property
     def uncached_len(self) -> float:
