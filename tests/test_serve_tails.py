@@ -161,7 +161,7 @@ def spread_plan() -> object:
     rng = np.random.default_rng(3)
     ins = np.round(rng.lognormal(np.log(1500), 0.8, 400)) + 1
     outs = np.round(rng.lognormal(np.log(200), 0.6, 400)) + 2
-    ins[-1] += -ins.sum() % ins.size  # a whole mean prompt (a prefill pass's sequence length)
+    assert ins.mean() % 1  # a mean prompt that is not a whole number (disaggregated too)
     return plan("llama-3.1-8b", ["h100"], Workload.from_lengths(ins, outs),
                 space=Space(tp=(1,), modes=("aggregated", "disaggregated")),
                 load=Load(rate=8.0))

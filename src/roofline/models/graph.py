@@ -155,7 +155,8 @@ def check_layout(spec: ModelSpec, phase: Phase, par: Parallel) -> None:
     if par.ep > par.dp * par.tp:
         raise RooflineError(f"ep ({par.ep}) cannot exceed dp·tp ({par.dp * par.tp}): experts "
                             "are spread over the data- and tensor-parallel ranks")
-    if any_true(phase.q_len % par.cp != 0):
+    # (cp 1 splits nothing: a serving workload's mean prompt need not be a whole number)
+    if par.cp > 1 and any_true(phase.q_len % par.cp != 0):
         raise RooflineError(f"cp ({par.cp}) must divide the {phase.q_len} tokens per sequence")
     for name in ("batch", "q_len", "kv_len"):
         if any_true(getattr(phase, name) < 1):
