@@ -7,6 +7,7 @@ from typing import Any
 
 from ..argtypes import (
     FRACTION,
+    IMBALANCE,
     PRICE,
     RATE,
     SHARE,
@@ -76,8 +77,11 @@ def build_plan(args: argparse.Namespace) -> Any:
     if args.accept is not None and not args.spec_k:
         raise RooflineError("--accept needs --spec-k (the drafts per step)")
     w = Workload.from_lengths(ins, outs, args.prefix_hit, args.spec_k or 0, args.accept or 0.0)
+    pins = any(v is not None for v in (args.prefill_tp, args.prefill_dp, args.prefill_ep,
+                                       args.prefill_workers, args.decode_workers))
     modes = tuple(_modes(args.mode)) if args.mode else (
-        ("aggregated", "disaggregated") if args.disagg else ("aggregated",))
+        ("aggregated", "disaggregated") if args.disagg else
+        ("disaggregated",) if pins else ("aggregated",))
     space = Space(
         tp=_ints(args.tp, "--tp", (1, 2, 4, 8)), pp=_ints(args.pp, "--pp", (1,)),
         dp=_ints(args.dp, "--dp", ()) or None,
@@ -88,7 +92,13 @@ def build_plan(args: argparse.Namespace) -> Any:
         dtype=args.dtype,
         batch=tuple(parse_axis(args.batch, "--batch")) if args.batch else None,
         chunks=tuple(parse_axis(args.chunk, "--chunk")) if args.chunk else None,
-        modes=modes, max_chips=args.max_chips)
+        modes=modes, max_chips=args.max_chips,
+        moe_tp=_ints(args.moe_tp, "--moe-tp", ()) or None, gpus=args.gpus,
+        prefill_tp=_ints(args.prefill_tp, "--prefill-tp", ()) or None,
+        prefill_dp=_ints(args.prefill_dp, "--prefill-dp", ()) or None,
+        prefill_ep=_ints(args.prefill_ep, "--prefill-ep", ()) or None,
+        prefill_workers=args.prefill_workers, decode_workers=args.decode_workers,
+        eplb=args.eplb)
     return plan(args.model, parse_list(args.hw, "--hw"), w, Targets(args.ttft, args.tpot),
                 space, Load(args.rate, args.concurrency),
                 None if args.mem_util is None and args.reserve is None else
@@ -227,11 +237,32 @@ def register(sub: Any) -> None:
                    "both too); overrides --disagg")
     s.add_argument("--chunk", help="chunked-prefill prompt tokens per iteration per replica "
                    "(list; default 512,2048,8192); a prefill pool's tokens per pass")
-    s.add_argument("--batch", help="running sequences per instance, all its dp replicas "
+    s.add_argument("--batch", "--decode-batch", dest="batch", help="running sequences per "
+                   "instance (a disaggregated plan's decode worker), all its dp replicas "
                    "together, as in `roofline model` (list; default: searched up to the KV "
                    "capacity)")
-    for name in ("tp", "pp", "dp", "ep"):
-        s.add_argument(f"--{name}", help=f"{name} degrees (list)")
+    for name in ("tp", "dp", "ep"):
+        s.add_argument(f"--{name}", f"--decode-{name}", dest=name,
+                       help=f"{name} degrees (list; a disaggregated plan's decode workers')")
+    s.add_argument("--pp", help="pp degrees (list)")
+    s.add_argument("--moe-tp", help="expert tensor parallelism (list): each routed expert split "
+                   "over moe_tp ranks, moe_tp x ep = tp x dp (ep derived where not given); "
+                   "default: tp without EP, whole experts with it")
+    s.add_argument("--eplb", type=ranged("--eplb", IMBALANCE), default=1.0,
+                   help="expert load imbalance: the hottest EP rank's routed tokens over the "
+                   "mean (EPLB's max/mean; vLLM logs mean/max with --eplb-config "
+                   "'{\"log_balancedness\": true}'), applied to the expected expert GEMM "
+                   f"time only, never the bound ({IMBALANCE}; default 1: balanced)")
+    s.add_argument("--gpus", type=count, help="GPUs of the whole deployment: whole instances "
+                   "fill it (aggregated), or every split into whole decode and prefill workers "
+                   "is searched (disaggregated); default: one instance's capacity")
+    for name in ("tp", "dp", "ep"):
+        s.add_argument(f"--prefill-{name}", help=f"a disaggregated plan's prefill workers' "
+                       f"{name} (list; default: as --{name}); sets --mode disaggregated")
+    s.add_argument("--prefill-workers", type=count, help="pin the prefill workers (with "
+                   "--decode-workers, or --gpus for the rest)")
+    s.add_argument("--decode-workers", type=count, help="pin the decode workers (with "
+                   "--prefill-workers, or --gpus for the rest)")
     s.add_argument("--weight-dtype", help="weight dtypes (list; default the checkpoint's "
                    "own)")
     s.add_argument("--kv-dtype", help="KV cache dtypes (list; default the model's activation "

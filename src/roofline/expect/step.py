@@ -31,6 +31,10 @@ if TYPE_CHECKING:
     from ..measure.calibration import Calibration
 
 
+# the routed experts' GEMMs (models/layers.py _mlp_ops), which wait for the hottest EP rank
+EXPERT_GEMMS = ("experts up/gate", "experts down")
+
+
 @dataclass(frozen=True, eq=False)
 class ExpectedStep:
     """A step's expected time beside its bound (per chip, like the analysis)."""
@@ -101,13 +105,16 @@ class ExpectedStep:
 
 def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
                   calibration: Calibration | None = None, cuda_graphs: bool | None = None,
-                  framework: str | None = None) -> ExpectedStep:
+                  framework: str | None = None, imbalance: float = 1.0) -> ExpectedStep:
     """The expected time of the analysed step (`hw`: the chip it was analysed on, needed
     when that is a chip file rather than a catalog chip). `cuda_graphs` (default: for decode
     steps, as vLLM, SGLang and TensorRT-LLM capture them) sets the per-kernel launch cost;
     `framework.<phase>` the share of the step the framework leaves to the kernels, or
     `framework.<phase>.<engine>` for a named serving engine (`table.engine`: vllm, sglang,
-    tensorrt-llm, gpt-fast, ...) where one is fitted.
+    tensorrt-llm, gpt-fast, ...) where one is fitted. `imbalance` (>= 1): the hottest
+    expert-parallel rank's routed tokens over the mean (EPLB's max / mean): the routed-expert
+    GEMMs wait for that rank, so their expected time is that much longer (never the bound's:
+    an even routing is possible).
 
     >>> from roofline.models import analyze, decode
     >>> e = expected_step(analyze("llama-3-8b", "h100", decode(batch=1, context=1024)))
@@ -144,6 +151,8 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(bound_one > 0, np.asarray(one.t_s) / bound_one, 1.0)
             share = np.where(bound_one > 0, np.asarray(one.overhead_s) / bound_one, 0.0)
+        if imbalance != 1.0 and op.name in EXPERT_GEMMS:
+            ratio = ratio * imbalance
         total = total + np.asarray(op.t_lower_s) * ratio
         overhead = overhead + np.asarray(op.t_lower_s) * share
         for resource, eff in one.efficiency.items():
