@@ -180,7 +180,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     text = serve_text(data, args.verbose)
     if "launch" in data:
         text += "\n\nlaunch (" + args.emit + "):\n" + "\n".join(
-            f"  {hw}: {cmd}" for hw, cmd in data["launch"].items())
+            f"  {hw}:\n" + "\n".join(f"    {line}" for line in cmd.splitlines())
+            for hw, cmd in data["launch"].items())
     emit(data, args.json, text)
     wrote(args.csv, args.html, args.plot, json=args.json)
     return 0 if data["best"] else NOTHING_MEETS
@@ -197,12 +198,14 @@ def _launch(p: Any, best: dict[str, Any], args: argparse.Namespace) -> dict[str,
 
     spec = load_model(args.model)
     model_id = hub_id(spec.source, spec.name)
-    name = check_engine(args.emit)
+    name = "dynamo" if args.emit == "dynamo" else check_engine(args.emit)
     for hw in best:
         check_runs_on(name, load_chip(hw))
     max_len = math.ceil(p.workload.input_len + p.workload.output_len)
-    return {hw: command(name, row, model_id, max_len,
-                        model_precision(spec).weights) for hw, row in best.items()}
+    backend = None if args.engine is None else check_engine(args.engine)
+    return {hw: command(name, row, model_id, max_len, model_precision(spec).weights,
+                        backend if name == "dynamo" else None,
+                        math.ceil(p.workload.uncached_len)) for hw, row in best.items()}
 
 
 def register(sub: Any) -> None:
@@ -292,8 +295,10 @@ def register(sub: Any) -> None:
                    "--expect its fitted factors; default: generic defaults, said in the "
                    "output")
     s.add_argument("--emit", metavar="ENGINE", help="print the best plan per chip as the "
-                   "engine's launch command (vllm, sglang, tensorrt-llm; the flag names of "
-                   "the version the output's runtime line cites)")
+                   "engine's launch command(s) (vllm, sglang, tensorrt-llm; the flag names of "
+                   "the version the output's runtime line cites; one per replica or worker), "
+                   "or dynamo: NVIDIA Dynamo's frontend and workers running --engine (vllm or "
+                   "sglang; default vllm), aggregated or disaggregated")
     s.add_argument("--all", action="store_true", help="with --json: every point too")
     s.add_argument("--verbose", "-v", action="store_true",
                    help="text: every chip's frontiers against TPOT and TTFT, every lever, "

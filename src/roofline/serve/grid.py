@@ -251,9 +251,9 @@ def splits(decode_chips: int, prefill_chips: int, gpus: int | None,
     given). Empty where none fits."""
     if decode_workers and prefill_workers:
         d, p = np.array([decode_workers]), np.array([prefill_workers])
-        keep = gpus is None or decode_workers * decode_chips + prefill_workers * \
+        within = gpus is None or decode_workers * decode_chips + prefill_workers * \
             prefill_chips <= gpus
-        return (d, p) if keep else (d[:0], p[:0])
+        return (d, p) if within else (d[:0], p[:0])
     assert gpus is not None
     d = np.arange(1, gpus // decode_chips + 1) if decode_workers is None else \
         np.array([decode_workers])
@@ -302,7 +302,7 @@ def disaggregated(d: Pools, p: Pools, w: Workload, chunks: Any, rate: float | No
         else:
             if concurrency is not None:
                 per = concurrency / decoders  # each decode worker's clients; a batch above
-                feasible = B <= per  # them is one these clients cannot fill
+                feasible = per >= B  # them is one these clients cannot fill
                 clients = np.where(per - B >= d.engine.unit, per, B + 0 * load)
                 load = np.minimum(clients / (t_p + transfer_s + D * t_dec[:, None, None]),
                                   capacity)
