@@ -306,10 +306,13 @@ def disaggregated(d: Pools, p: Pools, w: Workload, chunks: Any, rate: float | No
                 clients = np.where(per - B >= d.engine.unit, per, B + 0 * load)
                 load = np.minimum(clients / (t_p + transfer_s + D * t_dec[:, None, None]),
                                   capacity)
-            # at most what the prefill workers pass at the top utilization searched: a pool
-            # that cannot feed the decode batch runs it partly empty (its TPOT is then that of
-            # a larger batch than runs: above the bound, never below)
-            load = np.minimum(load, RHO[-1] * prefillers / (decoders * per_prompt))
+            # at most what the prefill workers pass: all of it in a closed loop (its clients
+            # wait their turn, no queue grows without end), else the top utilization searched
+            # (an open queue at 100% never drains); a pool that cannot feed the decode batch
+            # runs it partly empty (its TPOT is then that of a larger batch than runs: above
+            # the bound, never below)
+            cap = 1.0 if concurrency is not None else RHO[-1]
+            load = np.minimum(load, cap * prefillers / (decoders * per_prompt))
         used = load * decoders * per_prompt / prefillers
     elif rate is None:
         load = capacity
@@ -344,7 +347,9 @@ def disaggregated(d: Pools, p: Pools, w: Workload, chunks: Any, rate: float | No
         "requests_per_s": load * decoders, "tpot_s": t_dec[idx] / s, "prefill_s": t_p,
         "queue_s": wait, "kv_transfer_s": transfer, "ttft_s": t_p + wait + transfer,
         "t_step_s": t_dec[idx], "utilization": used,
-        "feasible": feasible & (used < 1) & np.asarray(p.prefill.memory.fits)[None, :, None],
+        # a closed loop's saturated prefill pool (utilization 1) is steady: its clients wait
+        "feasible": feasible & ((used < 1) | (clients is not None) & (used <= 1 + 1e-12))
+        & np.asarray(p.prefill.memory.fits)[None, :, None],
         "prefill_ratio": prefillers / decoders if ratio is None else ratio,
         **_columns(d.decode, idx),
     }

@@ -305,9 +305,14 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
                 cols = aggregated(e, workload, running, chunks, load.rate, clients, replicas)
                 add({**config, "mode": "aggregated", **_prefill_config(config)}, cols, most)
             if "disaggregated" in space.modes:
-                # a decode pool runs the whole grid; the closed loop sets it per split
-                running, most = running_grid(e, workload, batch, None if _pinned(space)
-                                             else load.concurrency)
+                # a closed loop's decode workers each run their share of the clients: pinned,
+                # that share; under a budget (the split searched) the whole grid, each point
+                # marked where its split's share cannot fill it
+                share = load.concurrency
+                if share is not None and _pinned(space):
+                    share = max(1, round(share / space.decode_workers)) \
+                        if space.decode_workers else None
+                running, most = running_grid(e, workload, batch, share)
                 sides.append((e, config, pools(e, workload, running, chunks), most, chunks))
         except RooflineError as exc:  # e.g. tp not dividing the heads: skipped, said why
             skipped.append(f"{_name(config)}: {exc}")
