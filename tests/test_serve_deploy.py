@@ -280,28 +280,36 @@ def test_emit_dynamo_disaggregated(run_cli) -> None:
                            "--json")
     assert code == 0
     lines = json.loads(out)["launch"]["h100-sxm"].splitlines()
-    assert lines[0] == "python -m dynamo.frontend --http-port 8000"
-    prefill = [x for x in lines if "--is-prefill-worker" in x]
-    decode_ = [x for x in lines[1:] if "--is-prefill-worker" not in x]
-    assert len(prefill) == 2 and len(decode_) == 1
-    assert all("--tensor-parallel-size 4" in x and "--max-num-batched-tokens 2048" in x
+    assert lines[0] == "python -m dynamo.frontend --http-port 8000 &"
+    # two 4-GPU prefill workers fill node 0, the 8-GPU decode worker node 1
+    assert lines[1:] == [
+        "# node 0", lines[2], lines[3], "# node 1", lines[5]]
+    prefill, decode_ = lines[2:4], lines[5]
+    assert prefill[0].startswith("CUDA_VISIBLE_DEVICES=0,1,2,3 python -m dynamo.vllm --model "
+                                 "meta-llama/Llama-3.1-70B --tensor-parallel-size 4")
+    assert prefill[1].startswith("CUDA_VISIBLE_DEVICES=4,5,6,7 ")
+    assert all(x.endswith("--is-prefill-worker &") and "--max-num-batched-tokens 2048" in x
                for x in prefill)
-    assert "--tensor-parallel-size 8" in decode_[0] and "--max-num-seqs 64" in decode_[0]
-    assert all(x.startswith("python -m dynamo.vllm --model meta-llama/Llama-3.1-70B")
-               for x in lines[1:])
+    assert decode_.startswith("CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 python -m dynamo.vllm")
+    assert "--tensor-parallel-size 8" in decode_ and "--max-num-seqs 64" in decode_
+    assert "--is-prefill-worker" not in decode_ and not decode_.endswith("&")
 
 
 def test_emit_dynamo_sglang_and_replicas(run_cli) -> None:
     code, out, _ = run_cli("serve", "llama-3.1-70b", "--hw", "h100", "--tp", "4", "--gpus",
                            "8", "--engine", "sglang", "--emit", "dynamo", "--json")
     assert code == 0
-    lines = json.loads(out)["launch"]["h100-sxm"].splitlines()
-    assert len(lines) == 3 and all(x.startswith("python -m dynamo.sglang --model-path ")
-                                   and "--tp 4" in x for x in lines[1:])
+    lines = [x for x in json.loads(out)["launch"]["h100-sxm"].splitlines()
+             if not x.startswith("#")]
+    assert [x.split(" python")[0] for x in lines[1:]] == ["CUDA_VISIBLE_DEVICES=0,1,2,3",
+                                                         "CUDA_VISIBLE_DEVICES=4,5,6,7"]
+    assert all("python -m dynamo.sglang --model-path " in x and "--tp 4" in x
+               for x in lines[1:])
     code, out, _ = run_cli("serve", "llama-3.1-70b", "--hw", "h100", "--prefill-tp", "4",
                            "--prefill-workers", "1", "--decode-workers", "1", "--tp", "4",
                            "--engine", "sglang", "--emit", "sglang", "--json")
-    lines = json.loads(out)["launch"]["h100-sxm"].splitlines()
+    lines = [x for x in json.loads(out)["launch"]["h100-sxm"].splitlines()
+             if not x.startswith("#")]
     assert code == 0 and [x.split("--disaggregation-mode ")[1].split()[0] for x in lines] == \
         ["prefill", "decode"]
     code, _, err = run_cli("serve", "llama-3.1-70b", "--hw", "h100", "--prefill-tp", "4",
@@ -311,3 +319,23 @@ def test_emit_dynamo_sglang_and_replicas(run_cli) -> None:
     code, _, err = run_cli("serve", "llama-3.1-70b", "--hw", "h100", "--tp", "4",
                            "--engine", "tensorrt-llm", "--emit", "dynamo")
     assert code == 2 and "emit dynamo: workers run vllm or sglang" in err
+
+
+def test_under_a_budget_the_best_point_serves_the_most() -> None:
+    """The budget is paid for whole: the best point has the most output tokens/s of the
+    deployment among those meeting the targets, not the most per GPU used."""
+    space = Space(tp=(2, 4, 8), chunks=(512, 8192), modes=("disaggregated",), gpus=16)
+    p = plan("llama-3.1-70b", ["h100"], W, Targets(ttft_s=2.0, tpot_s=0.05), space)
+    best = p.best()["h100-sxm"]
+    assert best["output_tokens_per_s"] == p.columns["output_tokens_per_s"][p.ok].max()
+
+
+def test_workers_are_placed_node_by_node() -> None:
+    from roofline.serve.launch import _placed
+
+    text = _placed([("a", 4), ("b", 6), ("c", 16), ("d", 2)], 8, "front")
+    assert text.splitlines() == [
+        "front &", "# node 0", "CUDA_VISIBLE_DEVICES=0,1,2,3 a &", "# node 1",
+        "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5 b &",
+        "# nodes 2-3: one worker over 16 GPUs (the engine's multi-node launch)", "c &",
+        "# node 4", "CUDA_VISIBLE_DEVICES=0,1 d"]

@@ -123,7 +123,7 @@ def plan_data(p: Any, every_point: bool = False) -> dict[str, Any]:
         "frontier_tpot": {hw: [p.row(i) for i in p.frontier("tpot_s", hw)] for hw in hws},
         "frontier_ttft": {hw: [p.row(i) for i in p.frontier("ttft_s", hw)] for hw in hws},
         "frontier": [p.row(i) for i in p.frontier("tpot_s")],  # every chip together
-        "skipped": p.skipped, "expected": p.expected, "engine": p.engine,
+        "skipped": p.skipped, "expected": p.expected, "engine": p.engine, "gpus": p.gpus,
         "runtime": {hw: rt.to_dict() for hw, rt in p.runtimes.items()},
         "runtime_text": {hw: rt.describe() for hw, rt in p.runtimes.items()},
         "notes": notes(p.expected, p.tdp)}
@@ -203,9 +203,14 @@ def _launch(p: Any, best: dict[str, Any], args: argparse.Namespace) -> dict[str,
         check_runs_on(name, load_chip(hw))
     max_len = math.ceil(p.workload.input_len + p.workload.output_len)
     backend = None if args.engine is None else check_engine(args.engine)
+    def node(hw: str) -> int:  # GPUs per node: the scale-up domain (8 where unstated)
+        link = load_chip(hw).links.get("scale-up")
+        return min(link.domain_size or 8, 8) if link else 8
+
     return {hw: command(name, row, model_id, max_len, model_precision(spec).weights,
                         backend if name == "dynamo" else None,
-                        math.ceil(p.workload.uncached_len)) for hw, row in best.items()}
+                        math.ceil(p.workload.uncached_len), node(hw))
+            for hw, row in best.items()}
 
 
 def register(sub: Any) -> None:

@@ -107,7 +107,9 @@ def serve_text(data: dict[str, Any], verbose: bool = False) -> str:
     if not best:
         lines.append(f"no configuration meets the targets: {data['infeasible']}")
     else:
-        lines += ["best per chip kind (most output tokens/s per chip):",
+        lines += ["best per chip kind (" + (
+            f"most output tokens/s within {data['gpus']} GPUs):" if data.get("gpus") else
+            "most output tokens/s per chip):"),
                   table(HEADERS, [row_cells(r) for r in best.values()]), ""]
         for hw, r in best.items():
             lines.append(f"{hw}: {describe(r)}; {format_si(r['output_tokens_per_s'])} output "

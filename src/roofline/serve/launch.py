@@ -39,41 +39,71 @@ DYNAMO_ENGINES = ("vllm", "sglang")
 
 
 def command(engine: str, row: dict[str, Any], model_id: str, max_len: int,
-            checkpoint_weights: str, backend: str | None = None, prompt_len: int = 0) -> str:
+            checkpoint_weights: str, backend: str | None = None, prompt_len: int = 0,
+            node_gpus: int = 8) -> str:
     """The launch command(s) of `engine` (vllm, sglang, tensorrt-llm, dynamo) for one
     operating point of a plan (`row`: ServePlan.row): one line per process, each replica
     of the plan (its `instances`, or its decode and prefill workers) a worker of its own.
     `backend`: the engine Dynamo's workers run (vllm or sglang; default vllm);
     `prompt_len`: the prompt tokens a prefill worker's pass holds whole (chunk / prompt_len
-    prompts per replica)."""
+    prompts per replica); `node_gpus`: GPUs per node, where the workers are placed."""
     if engine not in (*EMITTERS, "dynamo"):
         raise RooflineError(f"emit {engine!r}: unknown (allowed: "
                             f"{', '.join((*EMITTERS, 'dynamo'))})")
     disagg = row["mode"] != "aggregated"
     if engine == "dynamo":
         return _dynamo(backend or "vllm", row, model_id, max_len, checkpoint_weights,
-                       prompt_len)
+                       prompt_len, node_gpus)
     if disagg and engine != "sglang":
         raise RooflineError(f"emit {engine}: the best plan is disaggregated, which {engine} "
                             "launches as separate prefill and decode servers behind a router: "
                             "--emit dynamo prints them (or pin --mode aggregated)")
     if disagg:  # SGLang's own disaggregation flags, one server per worker
-        return "\n".join([
-            *(_server("sglang", row, model_id, max_len, checkpoint_weights, "prefill_",
-                      prompt_len)
-              + " --disaggregation-mode prefill --disaggregation-transfer-backend nixl"
-              for _ in range(int(row["prefill_workers"]))),
-            *(_server("sglang", row, model_id, max_len, checkpoint_weights)
-              + " --disaggregation-mode decode --disaggregation-transfer-backend nixl"
-              for _ in range(int(row["decode_workers"])))])
+        mode = " --disaggregation-mode {} --disaggregation-transfer-backend nixl"
+        return _placed([
+            *[(_server("sglang", row, model_id, max_len, checkpoint_weights, "prefill_",
+                       prompt_len) + mode.format("prefill"), _gpus(row, "prefill_"))]
+            * int(row["prefill_workers"]),
+            *[(_server("sglang", row, model_id, max_len, checkpoint_weights)
+               + mode.format("decode"), _gpus(row))] * int(row["decode_workers"])],
+            node_gpus)
     one = _server(engine, row, model_id, max_len, checkpoint_weights)
     n = int(row.get("instances", 1))
-    return one if n == 1 else f"# {n} replicas, one per group of {int(row['chips']) // n} " \
-        f"GPUs:\n{one}"
+    return one if n == 1 else _placed([(one, _gpus(row))] * n, node_gpus)
+
+
+def _gpus(row: dict[str, Any], prefix: str = "") -> int:
+    """GPUs of one worker of the plan (`prefix` "prefill_": a prefill worker)."""
+    return int(row[prefix + "tp"]) * int(row[prefix + "pp"]) * int(row[prefix + "dp"])
+
+
+def _placed(processes: list[tuple[str, int]], node_gpus: int, first: str = "") -> str:
+    """One line per process, each on GPUs of its own, node after node (a worker is not split
+    over nodes unless it is larger than one): `# node k`, then CUDA_VISIBLE_DEVICES and the
+    command, in the background but for the last. `first`: a process on no GPU (a router)."""
+    out, node, used = [first] if first else [], 0, 0
+    for cmd, gpus in processes:
+        if gpus > node_gpus:  # a multi-node worker: the engine's own multi-node launch
+            node += used > 0
+            span = -(-gpus // node_gpus)
+            out += [f"# nodes {node}-{node + span - 1}: one worker over {gpus} GPUs (the "
+                    "engine's multi-node launch)", cmd]
+            node, used = node + span, 0
+            continue
+        if used + gpus > node_gpus:
+            node, used = node + 1, 0
+        if used == 0:
+            out.append(f"# node {node}")
+        out.append(f"CUDA_VISIBLE_DEVICES={','.join(map(str, range(used, used + gpus)))} "
+                   f"{cmd}")
+        used += gpus
+    last = max(i for i, line in enumerate(out) if not line.startswith("#"))
+    return "\n".join(line if line.startswith("#") or i == last else line + " &"
+                     for i, line in enumerate(out))
 
 
 def _dynamo(backend: str, row: dict[str, Any], model_id: str, max_len: int,
-            checkpoint: str, prompt_len: int) -> str:
+            checkpoint: str, prompt_len: int, node_gpus: int) -> str:
     """A Dynamo frontend and one worker per replica (aggregated) or per decode and prefill
     worker (disaggregated), each running `backend` with the plan's flags."""
     if backend not in DYNAMO_ENGINES:
@@ -92,13 +122,14 @@ def _dynamo(backend: str, row: dict[str, Any], model_id: str, max_len: int,
                                                 prompt_len),
                          *roles[backend].get(role, [])])
 
-    lines = ["python -m dynamo.frontend --http-port 8000"]
     if row["mode"] == "aggregated":
-        lines += [worker("", "both")] * int(row.get("instances", 1))
+        n = int(row.get("instances", 1))
+        workers = [(worker("", "both"), int(row["chips"]) // n)] * n
     else:
-        lines += [worker("prefill_", "prefill")] * int(row["prefill_workers"])
-        lines += [worker("", "decode")] * int(row["decode_workers"])
-    return "\n".join(lines)
+        workers = [(worker("prefill_", "prefill"), _gpus(row, "prefill_"))] * \
+            int(row["prefill_workers"]) + [(worker("", "decode"), _gpus(row))] * \
+            int(row["decode_workers"])
+    return _placed(workers, node_gpus, "python -m dynamo.frontend --http-port 8000")
 
 
 def _server(engine: str, row: dict[str, Any], model_id: str, max_len: int,

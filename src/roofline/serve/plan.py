@@ -182,6 +182,7 @@ class ServePlan:
     # per chip id: the TDP that tokens_per_joule divides by, with its source (the chip file's
     # tdp_w, tdp_source, tdp_estimated; tdp_w None where the file gives none)
     tdp: dict[str, dict[str, Any]] = field(default_factory=dict)
+    gpus: int | None = None  # the deployment's GPU budget (Space.gpus), None: per chip
 
     def __len__(self) -> int:
         return len(self.columns["tpot_s"])
@@ -221,13 +222,15 @@ class ServePlan:
 
     def best(self) -> dict[str, dict[str, Any]]:
         """Per chip kind, the point with the most output tokens/s per chip meeting the
-        targets (with a rate: the fewest chips; ties go to the lower TPOT)."""
+        targets (with a rate: the fewest chips; under a GPU budget the most output tokens/s
+        of the deployment: the budget is paid for whole; ties go to the lower TPOT)."""
         c, ok = self.columns, self.ok
+        rank = c["output_tokens_per_s" if self.gpus else "output_tokens_per_s_per_chip"]
         out = {}
         for hw in dict.fromkeys(c["hardware"].tolist()):
             idx = np.flatnonzero(ok & (c["hardware"] == hw))
             if idx.size:
-                i = idx[np.lexsort((c["tpot_s"][idx], -c["output_tokens_per_s_per_chip"][idx]))[0]]
+                i = idx[np.lexsort((c["tpot_s"][idx], -rank[idx]))[0]]
                 out[hw] = self.row(int(i))
         return out
 
@@ -355,7 +358,8 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
                                reserve_bytes=budget.reserve_bytes)
                     for k, rt in runtimes.items()}
     plan = ServePlan(spec.name, workload, targets, load, columns, skipped, expect,
-                     engine_name(framework) if expect and framework else None, runtimes, tdp)
+                     engine_name(framework) if expect and framework else None, runtimes, tdp,
+                     space.gpus)
     columns["meets_targets"] = plan.ok  # fits, sustains its load, meets every target
     for key in INTEGERS:  # counts print as counts (where whole: a disaggregated plan's
         if key in columns and np.all(np.mod(columns[key], 1) == 0):  # pools can be split)
