@@ -116,7 +116,7 @@ def _engines(spec: ModelSpec, hardware: Sequence[str], space: Space,
     eps = list(dict.fromkeys([*eps, *(space.prefill_ep or ())]))
     layouts = [(chip, par, prec, config) for chip, par0, prec, config0 in configurations(
         hardware, tps, space.pp, dps, eps, weights, kvs, precision)
-        for par, config in _expert_splits(par0, config0, space, skipped)]
+        for par, config in _expert_splits(par0, config0, space, skipped, spec.moe is not None)]
     for chip, par, prec, config in layouts:
         if prec.expert_weights and prec.expert_weights != prec.weights:  # say the mix
             config["weight_dtype"] = f"{prec.weights}+{prec.expert_weights} experts"
@@ -137,12 +137,12 @@ def _engines(spec: ModelSpec, hardware: Sequence[str], space: Space,
     return out, skipped
 
 
-def _expert_splits(par: Parallel, config: dict[str, Any], space: Space, skipped: list[str]
-                   ) -> list[tuple[Parallel, dict[str, Any]]]:
+def _expert_splits(par: Parallel, config: dict[str, Any], space: Space, skipped: list[str],
+                   moe: bool) -> list[tuple[Parallel, dict[str, Any]]]:
     """A layout with each expert-TP degree asked for (ep = tp·dp / moe_tp where ep is
     searched), skipping those that do not split tp·dp; every layout says its expert TP."""
-    if not space.moe_tp:
-        return [(par, {**config, "moe_tp": par.expert_tp})]
+    if not space.moe_tp:  # a dense model has no experts to split: 0
+        return [(par, {**config, "moe_tp": par.expert_tp if moe else 0})]
     out = []
     for m in space.moe_tp:
         ranks = par.tp * par.dp
