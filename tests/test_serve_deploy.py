@@ -339,3 +339,15 @@ def test_workers_are_placed_node_by_node() -> None:
         "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5 b &",
         "# nodes 2-3: one worker over 16 GPUs (the engine's multi-node launch)", "c &",
         "# node 4", "CUDA_VISIBLE_DEVICES=0,1 d"]
+
+
+def test_published_expert_tp_inside_ep_is_read_as_stated() -> None:
+    """NVIDIA's SGLang DeepSeek-R1 row with tp 64, moe_tp 8 x moe_ep 8 is that layout (it
+    was read as ep 64 before moe_tp existed), and its bound holds."""
+    import silicon  # benchmarks/validation (tests/conftest.py)
+
+    cases, _ = silicon.cases()
+    c = next(c for c in cases if c.id == "dsr1_b200_sglang_fp4_agg_1024x8192_c4_cfg201")
+    assert (c.layout.tp, c.layout.dp, c.layout.ep, c.layout.moe_tp) == (64, 1, 8, 8)
+    assert not c.layout.approx
+    assert silicon.evaluate(c).beats <= 1

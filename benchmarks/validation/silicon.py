@@ -102,6 +102,8 @@ def _plan(c: Case, expect: bool, clients: int | None = None) -> dict[str, object
     """The plan's columns at the row's layout (numpy arrays; one point per chunk). The
     expected time runs the row's clients, the bound those decoding (`decoding`)."""
 
+    import numpy as np
+
     from roofline.models.step import MemoryBudget
     from roofline.serve import Load, Space, Workload, plan
 
@@ -117,7 +119,8 @@ def _plan(c: Case, expect: bool, clients: int | None = None) -> dict[str, object
     if not c.disagg:
         chunks = (ENGINE_CHUNK,) if expect else BOUND_CHUNKS
         space = Space(tp=(d.tp,), dp=(d.dp,), ep=(d.ep,), weight_dtypes=(weights,),
-                      kv_dtypes=(kv,), chunks=chunks, max_chips=4096)
+                      kv_dtypes=(kv,), chunks=chunks, max_chips=4096,
+                      moe_tp=(d.moe_tp,) if d.moe_tp else None)
         p = plan(c.model, [c.chip], w, space=space, load=Load(concurrency=clients),
                  budget=ALL_MEMORY, expect=expect, framework=framework, engine_limits=False)
         return dict(p.columns)
@@ -128,11 +131,18 @@ def _plan(c: Case, expect: bool, clients: int | None = None) -> dict[str, object
     space = Space(tp=(d.tp,), dp=(d.dp,), ep=(d.ep,), prefill_tp=(pf.tp,), prefill_dp=(pf.dp,),
                   prefill_ep=(pf.ep,), prefill_workers=c.prefill_workers,
                   decode_workers=c.decode_workers, weight_dtypes=(weights,), kv_dtypes=(kv,),
-                  chunks=(float(c.isl),), modes=("disaggregated",), max_chips=4096)
+                  chunks=(float(c.isl),), modes=("disaggregated",), max_chips=4096,
+                  moe_tp=tuple({d.moe_tp, pf.moe_tp}) if d.moe_tp or pf.moe_tp else None)
     p = plan(c.model, [c.chip], w, space=space,
              load=Load(concurrency=clients * c.decode_workers), budget=ALL_MEMORY,
              expect=expect, framework=framework, engine_limits=False)
-    return dict(p.columns)
+    col = p.columns  # each pool's expert split as stated (moe_tp 0: the one ep implies)
+    pick = (col["moe_tp"] == _expert_tp(d)) & (col["prefill_moe_tp"] == _expert_tp(pf))
+    return {k: np.asarray(v)[pick] for k, v in col.items()}
+
+
+def _expert_tp(lay: silicon_rows.Layout) -> int:
+    return lay.moe_tp or (lay.tp if lay.ep == 1 else 1)
 
 
 class NoFit(Exception):

@@ -145,6 +145,9 @@ def _expert_splits(par: Parallel, config: dict[str, Any], space: Space, skipped:
         return [(par, {**config, "moe_tp": par.expert_tp if moe else 0})]
     out = []
     for m in space.moe_tp:
+        if not m:  # 0: the split ep implies
+            out.append((par, {**config, "moe_tp": par.expert_tp if moe else 0}))
+            continue
         ranks = par.tp * par.dp
         ep = ranks // m if not space.ep else par.ep
         if m * ep != ranks:
