@@ -258,9 +258,9 @@ def register(sub: Any) -> None:
                    "default: tp without EP, whole experts with it")
     s.add_argument("--eplb", type=ranged("--eplb", IMBALANCE), default=1.0,
                    help="expert load imbalance: the hottest EP rank's routed tokens over the "
-                   "mean (EPLB's max/mean; vLLM logs mean/max with --eplb-config "
-                   "'{\"log_balancedness\": true}'), applied to the expected expert GEMM "
-                   f"time only, never the bound ({IMBALANCE}; default 1: balanced)")
+                   "mean (EPLB's max/mean; vLLM's EPLB logs its inverse as balancedness), "
+                   "applied to the expected expert GEMM time only, never the bound "
+                   f"({IMBALANCE}; default 1: balanced)")
     s.add_argument("--gpus", type=count, help="GPUs of the whole deployment: whole instances "
                    "fill it (aggregated), or every split into whole decode and prefill workers "
                    "is searched (disaggregated); default: one instance's capacity")
