@@ -136,7 +136,10 @@ def _plan(c: Case, expect: bool, clients: int | None = None) -> dict[str, object
     p = plan(c.model, [c.chip], w, space=space,
              load=Load(concurrency=clients * c.decode_workers), budget=ALL_MEMORY,
              expect=expect, framework=framework, engine_limits=False)
-    col = p.columns  # each pool's expert split as stated (moe_tp 0: the one ep implies)
+    col = p.columns
+    if not (d.moe_tp or pf.moe_tp):
+        return dict(col)
+    # each pool's expert split as stated (moe_tp 0: the one ep implies)
     pick = (col["moe_tp"] == _expert_tp(d)) & (col["prefill_moe_tp"] == _expert_tp(pf))
     return {k: np.asarray(v)[pick] for k, v in col.items()}
 

@@ -301,8 +301,10 @@ def disaggregated(d: Pools, p: Pools, w: Workload, chunks: Any, rate: float | No
             feasible = load <= capacity.max(axis=0, keepdims=True)
         else:
             if concurrency is not None:
-                per = concurrency / decoders  # each decode worker's clients; a batch above
-                feasible = per >= B  # them is one these clients cannot fill
+                per = concurrency / decoders  # each decode worker's clients; a batch a
+                # whole unit above them is one these clients cannot fill (running_grid
+                # rounds fewer clients than one unit up to it)
+                feasible = per > B - d.engine.unit
                 clients = np.where(per - B >= d.engine.unit, per, B + 0 * load)
                 load = np.minimum(clients / (t_p + transfer_s + D * t_dec[:, None, None]),
                                   capacity)
