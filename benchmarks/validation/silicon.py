@@ -9,10 +9,10 @@ Each row is `roofline.serve.plan` with a pinned Space (its tp, attention DP, ep,
 one KV dtype) and a closed loop of its concurrency (`Load(concurrency=...)`, per instance):
 - aggregated: one worker; the bound over chunks 512 / 2048 / 8192 / 32768 (the loosest of
   each figure), the expected time at 8192 (the engines' default prefill token budget);
-- disaggregated: modes ("disaggregated",), the prefill and decode layouts both in the Space
-  and the pair picked from the columns (plan pairs every layout with every layout); the
-  concurrency per decode worker is concurrency / decode workers; one prompt per prefill pass
-  (chunk = isl: every row has prefill batch 1).
+- disaggregated: the published deployment pinned (Space's prefill_tp / dp / ep,
+  prefill_workers, decode_workers; the decode layout in tp / dp / ep), its clients spread over
+  its decode workers, its throughput the whole deployment's (at most what its prefill workers
+  pass); one prompt per prefill pass (chunk = isl: every row has prefill batch 1).
 The bound reads an unstated KV cache at fp8 (the loosest); the expected time at the engine's
 default (TensorRT-LLM's quantized checkpoints: fp8; otherwise the model's dtype).
 
@@ -101,6 +101,7 @@ def decoding(c: Case) -> int:
 def _plan(c: Case, expect: bool, clients: int | None = None) -> dict[str, object]:
     """The plan's columns at the row's layout (numpy arrays; one point per chunk). The
     expected time runs the row's clients, the bound those decoding (`decoding`)."""
+
     import numpy as np
 
     from roofline.models.step import MemoryBudget
@@ -118,28 +119,33 @@ def _plan(c: Case, expect: bool, clients: int | None = None) -> dict[str, object
     if not c.disagg:
         chunks = (ENGINE_CHUNK,) if expect else BOUND_CHUNKS
         space = Space(tp=(d.tp,), dp=(d.dp,), ep=(d.ep,), weight_dtypes=(weights,),
-                      kv_dtypes=(kv,), chunks=chunks, max_chips=4096)
+                      kv_dtypes=(kv,), chunks=chunks, max_chips=4096,
+                      moe_tp=(d.moe_tp,) if d.moe_tp else None)
         p = plan(c.model, [c.chip], w, space=space, load=Load(concurrency=clients),
                  budget=ALL_MEMORY, expect=expect, framework=framework, engine_limits=False)
         return dict(p.columns)
     pf = c.prefill
     assert pf is not None
-    space = Space(tp=tuple({pf.tp, d.tp}), dp=tuple({pf.dp, d.dp}), ep=tuple({pf.ep, d.ep}),
-                  weight_dtypes=(weights,), kv_dtypes=(kv,), chunks=(float(c.isl),),
-                  modes=("disaggregated",), max_chips=4096)
-    per_worker = clients
-    p = plan(c.model, [c.chip], w, space=space, load=Load(concurrency=per_worker),
-             budget=ALL_MEMORY, expect=expect, framework=framework, engine_limits=False)
+    # the published deployment, pinned: each pool's layout and worker count, the row's
+    # clients over its decode workers
+    space = Space(tp=(d.tp,), dp=(d.dp,), ep=(d.ep,), prefill_tp=(pf.tp,), prefill_dp=(pf.dp,),
+                  prefill_ep=(pf.ep,), prefill_workers=c.prefill_workers,
+                  decode_workers=c.decode_workers, weight_dtypes=(weights,), kv_dtypes=(kv,),
+                  chunks=(float(c.isl),), modes=("disaggregated",), max_chips=4096,
+                  moe_tp=tuple({d.moe_tp, pf.moe_tp}) if d.moe_tp or pf.moe_tp else None)
+    p = plan(c.model, [c.chip], w, space=space,
+             load=Load(concurrency=clients * c.decode_workers), budget=ALL_MEMORY,
+             expect=expect, framework=framework, engine_limits=False)
     col = p.columns
-    pick = (col["tp"] == d.tp) & (col["dp"] == d.dp) & (col["ep"] == d.ep) & \
-        (col["prefill_tp"] == pf.tp) & (col["prefill_dp"] == pf.dp) & \
-        (col["prefill_ep"] == pf.ep)
-    out = {k: np.asarray(v)[pick] for k, v in col.items()}
-    # whole-deployment tokens/s: decode workers' share, at most the prefill pool's passes
-    prefill_rps = c.prefill_workers * pf.dp / out["prefill_s"]
-    out["output_tokens_per_s"] = np.minimum(out["output_tokens_per_s"] * c.decode_workers,
-                                            prefill_rps * c.osl)
-    return out
+    if not (d.moe_tp or pf.moe_tp):
+        return dict(col)
+    # each pool's expert split as stated (moe_tp 0: the one ep implies)
+    pick = (col["moe_tp"] == _expert_tp(d)) & (col["prefill_moe_tp"] == _expert_tp(pf))
+    return {k: np.asarray(v)[pick] for k, v in col.items()}
+
+
+def _expert_tp(lay: silicon_rows.Layout) -> int:
+    return lay.moe_tp or (lay.tp if lay.ep == 1 else 1)
 
 
 class NoFit(Exception):

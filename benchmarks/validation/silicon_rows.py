@@ -14,6 +14,9 @@ prefill / decode batch and worker counts (that script refuses a row without them
 Known defects of the file, mapped here by the row id where the fields disagree with it:
 - rows whose id says `tpX_epY` but whose tp_size (or attention_dp_size) holds X·Y: the worker
   is X GPUs (TensorRT-LLM's tp X with moe_ep Y inside it): tp or attention DP X, moe_ep Y;
+- moe_tp x moe_ep with both above 1 is read as stated (roofline's moe_tp); moe_tp over
+  attention DP without EP is not modelled and is read as ep = tp x attention DP (the same
+  expert bytes per GPU);
 - aggregated GB200 rows with tp_size > 8 (DeepSeek-R1 "tp12" ... "tp72"): a GPU count, not a
   layout (TP 12 does not divide 128 heads; the real split over attention DP / EP is unstated):
   skipped.
@@ -62,6 +65,7 @@ class Layout:
     dp: int
     ep: int
     approx: str = ""
+    moe_tp: int = 0  # experts split over moe_tp ranks inside EP (0: implied by ep)
 
     @property
     def gpus(self) -> int:
@@ -160,6 +164,8 @@ def layout(r: dict[str, str], stage: str, moe: bool) -> Layout:
     mtp, mep = max(mtp, 1), max(mep, 1)
     if mep == 1 and adp == 1:  # experts tensor-parallel over the tp ranks
         return Layout(tp, adp, 1)
+    if mep > 1 and mtp > 1 and mtp * mep == tp * adp:  # expert TP inside EP, as stated
+        return Layout(tp, adp, mep, moe_tp=mtp)
     why = "" if mtp == 1 and mep == tp * adp else \
         f"moe_tp {mtp} x moe_ep {mep} read as ep {tp * adp} (same expert bytes per GPU)"
     return Layout(tp, adp, tp * adp, why)

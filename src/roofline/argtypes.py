@@ -67,6 +67,7 @@ RATE = Range(1e-6, 1e9, "requests/s")
 SPEC_K = Range(1, 64, "draft tokens")
 PRICE = Range(1e-6, 1e6, "USD per chip-hour")
 SIZE_FACTOR = Range(1, 1024, above=True)
+IMBALANCE = Range(1, 64)  # the hottest of up to 64 ranks holds at most all the load
 _PLAIN = re.compile(r"[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?")  # ASCII digits only, no '_'
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..argtypes import (
     FRACTION,
+    IMBALANCE,
     PRICE,
     RATE,
     SHARE,
@@ -76,8 +77,11 @@ def build_plan(args: argparse.Namespace) -> Any:
     if args.accept is not None and not args.spec_k:
         raise RooflineError("--accept needs --spec-k (the drafts per step)")
     w = Workload.from_lengths(ins, outs, args.prefix_hit, args.spec_k or 0, args.accept or 0.0)
+    pins = any(v is not None for v in (args.prefill_tp, args.prefill_dp, args.prefill_ep,
+                                       args.prefill_workers, args.decode_workers))
     modes = tuple(_modes(args.mode)) if args.mode else (
-        ("aggregated", "disaggregated") if args.disagg else ("aggregated",))
+        ("aggregated", "disaggregated") if args.disagg else
+        ("disaggregated",) if pins else ("aggregated",))
     space = Space(
         tp=_ints(args.tp, "--tp", (1, 2, 4, 8)), pp=_ints(args.pp, "--pp", (1,)),
         dp=_ints(args.dp, "--dp", ()) or None,
@@ -88,7 +92,13 @@ def build_plan(args: argparse.Namespace) -> Any:
         dtype=args.dtype,
         batch=tuple(parse_axis(args.batch, "--batch")) if args.batch else None,
         chunks=tuple(parse_axis(args.chunk, "--chunk")) if args.chunk else None,
-        modes=modes, max_chips=args.max_chips)
+        modes=modes, max_chips=args.max_chips,
+        moe_tp=_ints(args.moe_tp, "--moe-tp", ()) or None, gpus=args.gpus,
+        prefill_tp=_ints(args.prefill_tp, "--prefill-tp", ()) or None,
+        prefill_dp=_ints(args.prefill_dp, "--prefill-dp", ()) or None,
+        prefill_ep=_ints(args.prefill_ep, "--prefill-ep", ()) or None,
+        prefill_workers=args.prefill_workers, decode_workers=args.decode_workers,
+        eplb=args.eplb)
     targets = Targets(args.ttft, args.tpot, args.ttft_p99, args.tpot_p99)
     return plan(args.model, parse_list(args.hw, "--hw"), w, targets, space,
                 Load(args.rate, args.concurrency),
@@ -116,7 +126,7 @@ def plan_data(p: Any, every_point: bool = False) -> dict[str, Any]:
         "frontier_tpot": {hw: [p.row(i) for i in p.frontier("tpot_s", hw)] for hw in hws},
         "frontier_ttft": {hw: [p.row(i) for i in p.frontier("ttft_s", hw)] for hw in hws},
         "frontier": [p.row(i) for i in p.frontier("tpot_s")],  # every chip together
-        "skipped": p.skipped, "expected": p.expected, "engine": p.engine,
+        "skipped": p.skipped, "expected": p.expected, "engine": p.engine, "gpus": p.gpus,
         "runtime": {hw: rt.to_dict() for hw, rt in p.runtimes.items()},
         "runtime_text": {hw: rt.describe() for hw, rt in p.runtimes.items()},
         "notes": notes(p.expected, p.tdp)}
@@ -173,7 +183,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     text = serve_text(data, args.verbose)
     if "launch" in data:
         text += "\n\nlaunch (" + args.emit + "):\n" + "\n".join(
-            f"  {hw}: {cmd}" for hw, cmd in data["launch"].items())
+            f"  {hw}:\n" + "\n".join(f"    {line}" for line in cmd.splitlines())
+            for hw, cmd in data["launch"].items())
     emit(data, args.json, text)
     wrote(args.csv, args.html, args.plot, json=args.json)
     return 0 if data["best"] else NOTHING_MEETS
@@ -190,12 +201,19 @@ def _launch(p: Any, best: dict[str, Any], args: argparse.Namespace) -> dict[str,
 
     spec = load_model(args.model)
     model_id = hub_id(spec.source, spec.name)
-    name = check_engine(args.emit)
+    name = "dynamo" if args.emit == "dynamo" else check_engine(args.emit)
     for hw in best:
         check_runs_on(name, load_chip(hw))
     max_len = math.ceil(p.workload.input_len + p.workload.output_len)
-    return {hw: command(name, row, model_id, max_len,
-                        model_precision(spec).weights) for hw, row in best.items()}
+    backend = None if args.engine is None else check_engine(args.engine)
+    def node(hw: str) -> int:  # GPUs per node: the scale-up domain (8 where unstated)
+        link = load_chip(hw).links.get("scale-up")
+        return min(link.domain_size or 8, 8) if link else 8
+
+    return {hw: command(name, row, model_id, max_len, model_precision(spec).weights,
+                        backend if name == "dynamo" else None,
+                        math.ceil(p.workload.uncached_len), node(hw))
+            for hw, row in best.items()}
 
 
 def register(sub: Any) -> None:
@@ -234,11 +252,32 @@ def register(sub: Any) -> None:
                    "both too); overrides --disagg")
     s.add_argument("--chunk", help="chunked-prefill prompt tokens per iteration per replica "
                    "(list; default 512,2048,8192); a prefill pool's tokens per pass")
-    s.add_argument("--batch", help="running sequences per instance, all its dp replicas "
+    s.add_argument("--batch", "--decode-batch", dest="batch", help="running sequences per "
+                   "instance (a disaggregated plan's decode worker), all its dp replicas "
                    "together, as in `roofline model` (list; default: searched up to the KV "
                    "capacity)")
-    for name in ("tp", "pp", "dp", "ep"):
-        s.add_argument(f"--{name}", help=f"{name} degrees (list)")
+    for name in ("tp", "dp", "ep"):
+        s.add_argument(f"--{name}", f"--decode-{name}", dest=name,
+                       help=f"{name} degrees (list; a disaggregated plan's decode workers')")
+    s.add_argument("--pp", help="pp degrees (list)")
+    s.add_argument("--moe-tp", help="expert tensor parallelism (list): each routed expert split "
+                   "over moe_tp ranks, moe_tp x ep = tp x dp (ep derived where not given); "
+                   "default: tp without EP, whole experts with it")
+    s.add_argument("--eplb", type=ranged("--eplb", IMBALANCE), default=1.0,
+                   help="expert load imbalance: the hottest EP rank's routed tokens over the "
+                   "mean (EPLB's max/mean; vLLM's EPLB logs its inverse as balancedness), "
+                   "applied to the expected expert GEMM time only, never the bound "
+                   f"({IMBALANCE}; default 1: balanced)")
+    s.add_argument("--gpus", type=count, help="GPUs of the whole deployment: whole instances "
+                   "fill it (aggregated), or every split into whole decode and prefill workers "
+                   "is searched (disaggregated); default: one instance's capacity")
+    for name in ("tp", "dp", "ep"):
+        s.add_argument(f"--prefill-{name}", help=f"a disaggregated plan's prefill workers' "
+                       f"{name} (list; default: as --{name}); sets --mode disaggregated")
+    s.add_argument("--prefill-workers", type=count, help="pin the prefill workers (with "
+                   "--decode-workers, or --gpus for the rest)")
+    s.add_argument("--decode-workers", type=count, help="pin the decode workers (with "
+                   "--prefill-workers, or --gpus for the rest)")
     s.add_argument("--weight-dtype", help="weight dtypes (list; default the checkpoint's "
                    "own)")
     s.add_argument("--kv-dtype", help="KV cache dtypes (list; default the model's activation "
@@ -268,8 +307,10 @@ def register(sub: Any) -> None:
                    "--expect its fitted factors; default: generic defaults, said in the "
                    "output")
     s.add_argument("--emit", metavar="ENGINE", help="print the best plan per chip as the "
-                   "engine's launch command (vllm, sglang, tensorrt-llm; the flag names of "
-                   "the version the output's runtime line cites)")
+                   "engine's launch command(s) (vllm, sglang, tensorrt-llm; the flag names of "
+                   "the version the output's runtime line cites; one per replica or worker), "
+                   "or dynamo: NVIDIA Dynamo's frontend and workers running --engine (vllm or "
+                   "sglang; default vllm), aggregated or disaggregated")
     s.add_argument("--all", action="store_true", help="with --json: every point too")
     s.add_argument("--verbose", "-v", action="store_true",
                    help="text: every chip's frontiers against TPOT and TTFT, every lever, "

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from ..measure.calibration import Calibration
 
 
+# the routed experts' GEMMs (models/layers.py _mlp_ops), which wait for the hottest EP rank
+
+
 @dataclass(frozen=True, eq=False)
 class ExpectedStep:
     """A step's expected time beside its bound (per chip, like the analysis)."""
@@ -101,13 +104,16 @@ class ExpectedStep:
 
 def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
                   calibration: Calibration | None = None, cuda_graphs: bool | None = None,
-                  framework: str | None = None) -> ExpectedStep:
+                  framework: str | None = None, imbalance: float = 1.0) -> ExpectedStep:
     """The expected time of the analysed step (`hw`: the chip it was analysed on, needed
     when that is a chip file rather than a catalog chip). `cuda_graphs` (default: for decode
     steps, as vLLM, SGLang and TensorRT-LLM capture them) sets the per-kernel launch cost;
     `framework.<phase>` the share of the step the framework leaves to the kernels, or
     `framework.<phase>.<engine>` for a named serving engine (`table.engine`: vllm, sglang,
-    tensorrt-llm, gpt-fast, ...) where one is fitted.
+    tensorrt-llm, gpt-fast, ...) where one is fitted. `imbalance` (>= 1): the hottest
+    expert-parallel rank's routed tokens over the mean (EPLB's max / mean): the routed-expert
+    GEMMs wait for that rank, so their expected time is that much longer (never the bound's:
+    an even routing is possible).
 
     >>> from roofline.models import analyze, decode
     >>> e = expected_step(analyze("llama-3-8b", "h100", decode(batch=1, context=1024)))
@@ -137,7 +143,10 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
                             dequant=weight_only(row.cost))
         sources.update(one.sources)
         bound_one = one.bound.t_lower_s
-        total = total + lower * ratio(one.t_s, bound_one, 1.0)
+        # the routed experts' GEMMs wait for the hottest EP rank (typed: a grouped GEMM)
+        hot = imbalance if imbalance != 1.0 and isinstance(row.cost.op, Gemm) and \
+            row.cost.op.grouped else 1.0
+        total = total + lower * ratio(one.t_s, bound_one, 1.0) * hot
         overhead = overhead + lower * ratio(one.overhead_s, bound_one, 0.0)
         for resource, eff in one.efficiency.items():
             by_resource.setdefault(resource, []).append((lower, eff))

@@ -155,6 +155,17 @@ def check_layout(spec: ModelSpec, phase: Phase, par: Parallel) -> None:
     if par.ep > par.dp * par.tp:
         raise RooflineError(f"ep ({par.ep}) cannot exceed dp·tp ({par.dp * par.tp}): experts "
                             "are spread over the data- and tensor-parallel ranks")
+    if par.moe_tp and spec.moe is None:
+        raise RooflineError(f"moe_tp ({par.moe_tp}) needs an MoE model")
+    if par.moe_tp and par.moe_tp * par.ep != par.tp * par.dp:
+        raise RooflineError(f"moe_tp ({par.moe_tp}) x ep ({par.ep}) must equal tp·dp "
+                            f"({par.tp * par.dp}): the experts' ranks are the attention ranks")
+    if par.moe_tp and spec.moe is not None and spec.moe.expert_ffn % par.moe_tp:
+        raise RooflineError(f"moe_tp ({par.moe_tp}) must divide the experts' "
+                            f"{spec.moe.expert_ffn} intermediate size")
+    if par.moe_tp and par.ep == 1 and par.dp > 1:
+        raise RooflineError(f"moe_tp ({par.moe_tp}) over dp {par.dp} without EP is not "
+                            "modelled: give ep > 1 (experts spread over the DP ranks)")
     # (cp 1 splits nothing: a serving workload's mean prompt need not be a whole number)
     if par.cp > 1 and any_true(phase.q_len % par.cp != 0):
         raise RooflineError(f"cp ({par.cp}) must divide the {phase.q_len} tokens per sequence")
@@ -318,7 +329,7 @@ def _gradient_sync(c: Ctx, zero: int) -> list[OpCost]:
         rows = [OpCost("model", "dp gradient all-reduce", 1,
                        c.place.comm("all-reduce", dense * s_g, "dp", dp), per_step=True,
                        stream="dp")]
-    copies = dp if c.par.ep == 1 else dp * c.par.tp // c.par.ep
+    copies = dp * c.par.tp // (c.par.ep * c.par.expert_tp)
     if experts and copies > 1:
         rows.append(OpCost("model", "expert gradient all-reduce", 1,
                            c.place.comm("all-reduce", experts * s_g, "dp", copies),

@@ -280,13 +280,16 @@ def _mlp_ops(c: Ctx, moe_layer: bool) -> list[tuple[str, Cost]]:
                 ("mlp down", c.mm(T, f, s.hidden, "mlp down"))]
     m = s.moe
     assert m is not None
-    ep, tp = c.par.ep, c.par.tp
-    # Without EP every chip holds 1/tp of each expert (tensor-parallel experts) and all its
-    # tokens. With EP a chip holds E/ep whole experts and serves what the EP group routes to
-    # them; TP ranks hold the same tokens, so each dispatches 1/tp of them.
-    f = m.expert_ffn / (tp if ep == 1 else 1)
-    group_tokens = T if ep == 1 else T * ep / tp
-    tokens_out = T / tp * m.top_k * s.hidden  # elements each way: every (token, expert)
+    ep, tp, etp = c.par.ep, c.par.tp, c.par.expert_tp
+    # A chip holds E/ep experts, 1/etp of each (Parallel.expert_tp: without EP 1/tp of every
+    # expert and its replica's own tokens; with EP E/ep whole experts or, with moe_tp, their
+    # slices), and serves every token its group of ep·etp ranks routes to them: T·ep·etp/tp
+    # tokens (TP ranks hold the same tokens, so each dispatches 1/tp of them).
+    f = m.expert_ffn / etp
+    group_tokens = T if ep == 1 else T * ep * etp / tp
+    # elements each way: every (token, expert) pair, to each of the etp slices of its expert
+    # with EP (each slice needs the token; the combine returns etp partial sums)
+    tokens_out = T / tp * m.top_k * s.hidden * (etp if ep > 1 else 1)
     dispatch = tokens_out * lookup_dtype(c.prec.ep_dispatch).bytes
     ops: list[tuple[str, Cost]] = [("router", c.mm(T, s.hidden, m.experts, "router"))]
     if ep > 1:

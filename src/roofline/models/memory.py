@@ -57,8 +57,9 @@ def local_param_split(spec: ModelSpec, par: Parallel) -> tuple[float, float]:
     for p in counts.layers:
         attn = (p.attention - replicated) / par.tp + replicated
         dense += attn + p.mlp_dense / par.tp + p.router + p.norms
-        # routed experts: 1/tp of each (no EP) or E/ep whole experts (EP), as in the graph
-        experts += p.experts / (par.tp if par.ep == 1 else par.ep)
+        # routed experts: E/ep of them, 1/expert_tp of each (tp without EP, whole with it,
+        # or moe_tp), as in the graph
+        experts += p.experts / (par.expert_tp * par.ep)
     # the final norm sits beside the LM head, whole on every TP rank
     return dense / par.pp + local_table_params(spec, par) + counts.final_norm, \
         experts / par.pp

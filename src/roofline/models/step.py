@@ -119,12 +119,19 @@ class Parallel:
     microbatches: int = 1
     fsdp: bool = False  # ZeRO-3 (kept as an alias of zero=3)
     zero: int = 0  # ZeRO stage over dp: 1 shards optimizer state, 2 gradients too, 3 weights
+    # expert tensor parallelism: each routed expert split over moe_tp ranks, E/ep experts per
+    # rank, moe_tp·ep = tp·dp (AIConfigurator's and TensorRT-LLM's moe_tp_size x moe_ep_size);
+    # 0: the layout implied by ep (tp without EP, whole experts with it): `expert_tp`
+    moe_tp: int = 0
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "ep", "cp", "microbatches"):
             given = getattr(self, name)
             if not _whole(given) or given < 1:
                 raise ParameterError(name, f"must be a whole number >= 1, got {given!r}")
+        if not _whole(self.moe_tp) or self.moe_tp < 0:
+            raise ParameterError("moe_tp", f"must be a whole number >= 1 (0: implied by ep), "
+                                 f"got {self.moe_tp!r}")
         if not _whole(self.zero) or self.zero not in (0, 1, 2, 3):
             raise ParameterError("zero", f"must be 0, 1, 2 or 3, got {self.zero!r}")
         if self.fsdp and self.zero not in (0, 3):
@@ -133,6 +140,12 @@ class Parallel:
     @property
     def chips(self) -> int:
         return self.tp * self.pp * self.dp * self.cp
+
+    @property
+    def expert_tp(self) -> int:
+        """Ranks each routed expert is split over: moe_tp where given, else tp without EP
+        (tensor-parallel experts) and 1 with it (whole experts, E/ep per rank)."""
+        return self.moe_tp or (self.tp if self.ep == 1 else 1)
 
     @property
     def zero_stage(self) -> int:

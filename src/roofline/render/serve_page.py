@@ -17,7 +17,8 @@ from .safe import xml_text
 
 MAX_POINTS = 6000  # embedded points (the frontier needs the whole range, not every point)
 FIELDS = ("hardware", "mode", "weight_dtype", "kv_dtype", "tp", "pp", "dp", "ep",
-          "prefill_tp", "prefill_ratio", "running", "chunk", "chips", "tpot_s", "ttft_s",
+          "prefill_tp", "prefill_ratio", "prefill_workers", "decode_workers", "running",
+          "chunk", "chips", "gpus", "tpot_s", "ttft_s",
           "e2e_s", "output_tokens_per_s_per_chip", "requests_per_s", "bound", "t_step_s",
           "queue_s", "kv_transfer_s", "utilization")
 
@@ -62,10 +63,10 @@ SCRIPT = """
     var r = {}; Object.keys(cols).forEach(function (k) { r[k] = cols[k][i]; }); return r;
   }
   function describe(r) {
-    var lines = [r.hardware + ", " + r.mode + ", " + si(r.chips) + " chips",
+    var lines = [r.hardware + ", " + r.mode + ", " + r.gpus + " GPUs",
       "tp " + r.tp + " pp " + r.pp + " dp " + r.dp + " ep " + r.ep +
-        (r.mode === "disaggregated" ? "; prefill tp " + r.prefill_tp + " x" +
-         num(r.prefill_ratio) + " per decode instance" : ""),
+        (r.mode === "disaggregated" ? "; " + r.decode_workers + " decode and " +
+         r.prefill_workers + " prefill (tp " + r.prefill_tp + ") workers" : ""),
       "weights " + r.weight_dtype + ", KV " + r.kv_dtype + ", batch " + r.running +
         ", chunk " + r.chunk,
       si(r.output_tokens_per_s_per_chip) + " output tokens/s per chip, " +

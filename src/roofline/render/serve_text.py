@@ -65,9 +65,13 @@ def tails_text(r: dict[str, Any]) -> str:
 def describe(r: dict[str, Any]) -> str:
     par = f"tp {r['tp']} pp {r['pp']} dp {r['dp']} ep {r['ep']}"
     if r["mode"] == "disaggregated":
-        par = (f"decode {par}; prefill tp {r['prefill_tp']} pp {r['prefill_pp']} dp "
-               f"{r['prefill_dp']} ep {r['prefill_ep']} x{r['prefill_ratio']:.3g} per decode "
-               "instance")
+        par = (f"{r['decode_workers']} decode worker(s) {par}; {r['prefill_workers']} "
+               f"prefill worker(s) tp {r['prefill_tp']} pp {r['prefill_pp']} dp "
+               f"{r['prefill_dp']} ep {r['prefill_ep']}")
+        if r["prefill_ratio"] * r["decode_workers"] != r["prefill_workers"]:
+            par += f" (the load needs {r['prefill_ratio']:.3g} prefill per decode worker)"
+    elif r.get("instances", 1) != 1:
+        par = f"{r['instances']} instances of {par}"
     return par
 
 
@@ -81,14 +85,14 @@ def chips(n: float) -> str:
 
 
 def row_cells(r: dict[str, Any]) -> list[str]:
-    return [r["hardware"], r["mode"], format_si(r["chips"]), str(r["tp"]),
+    return [r["hardware"], r["mode"], format_si(r["gpus"]), str(r["tp"]),
             f"{r['weight_dtype']}/{r['kv_dtype']}", f"{r['running']:g}", f"{r['chunk']:g}",
             format_si(r["output_tokens_per_s_per_chip"]),
             format_si(r["requests_per_s"]), format_time(r["ttft_s"]), format_time(r["tpot_s"]),
             format_time(r["e2e_s"]), _cost(r), format_si(r["tokens_per_joule"]), r["bound"]]
 
 
-HEADERS = ["hardware", "mode", "chips", "tp", "w/kv", "batch", "chunk", "out tok/s/chip",
+HEADERS = ["hardware", "mode", "gpus", "tp", "w/kv", "batch", "chunk", "out tok/s/chip",
            "req/s", "TTFT", "TPOT", "E2E", "$/Mtok", "tok/J", "bound"]
 
 
@@ -114,11 +118,13 @@ def serve_text(data: dict[str, Any], verbose: bool = False) -> str:
     if not best:
         lines.append(f"no configuration meets the targets: {data['infeasible']}")
     else:
-        lines += ["best per chip kind (most output tokens/s per chip):",
+        lines += ["best per chip kind (" + (
+            f"most output tokens/s within {data['gpus']} GPUs):" if data.get("gpus") else
+            "most output tokens/s per chip):"),
                   table(HEADERS, [row_cells(r) for r in best.values()]), ""]
         for hw, r in best.items():
             lines.append(f"{hw}: {describe(r)}; {format_si(r['output_tokens_per_s'])} output "
-                         f"tokens/s on {chips(r['chips'])}; batch limited by {r['limit']}")
+                         f"tokens/s on {chips(r['gpus'])}; batch limited by {r['limit']}")
             if "ttft_s_p99" in r:
                 lines.append("  over requests: " + tails_text(r))
             moves = r["what_would_move_it"]

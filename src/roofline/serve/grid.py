@@ -82,11 +82,13 @@ def _columns(a: Any, index: Any) -> dict[str, Any]:
 
 
 def aggregated(e: Engine, w: Workload, running: Any, chunks: Any,
-               rate: float | None = None, concurrency: float | None = None
-               ) -> dict[str, Any]:
+               rate: float | None = None, concurrency: float | None = None,
+               replicas: int | None = None) -> dict[str, Any]:
     """Points over (running batch, chunk): arrays of shape (len(running), len(chunks)).
     With `rate` (requests/s offered to the whole deployment) each point sets the instance
-    count n = ceil(rate / its capacity) and the latencies are those at the load rate / n.
+    count n = ceil(rate / its capacity) and the latencies are those at the load rate / n;
+    `replicas` (a GPU budget's whole instances) fixes n instead: each carries rate / n, or
+    its capacity without a rate (`concurrency` is then per instance: the caller's share).
     With `concurrency` (a closed loop of that many clients per instance) the loop settles
     (`_settle`) where its clients, its running slots and its prefill budget allow."""
     B = np.asarray(running, dtype=float)[:, None]
@@ -107,9 +109,9 @@ def aggregated(e: Engine, w: Workload, running: Any, chunks: Any,
     capacity = admitted / Lu / t_it  # requests/s at this running batch: the prompts admitted
     load = capacity
     idx = np.broadcast_to(np.arange(B.shape[0])[:, None], t_it.shape)
-    instances = np.ones(t_it.shape)
+    instances = np.full(t_it.shape, float(replicas or 1))
     if rate is not None:  # the operating point at rate / n: the largest batch not above it
-        instances = np.ceil(rate / capacity)
+        instances = instances if replicas else np.ceil(rate / capacity)
         load = rate / instances
         idx = np.stack([np.clip(np.searchsorted(capacity[:, j], load[:, j], side="right") - 1,
                                 0, None) for j in range(t_it.shape[1])], axis=1)
@@ -136,6 +138,8 @@ def aggregated(e: Engine, w: Workload, running: Any, chunks: Any,
         wait = mg1_wait_s(rho, service, np.mean(shape ** 2) - 1)
         feasible = (steady[pick] / dp <= chunk) & (rho < 1)
         queue = Wait(rho=rho, service_s=service)
+        if replicas and rate is not None:  # the budget's instances carry the rate
+            feasible = feasible & (load <= capacity.max(axis=0, keepdims=True))
     prefill_k, beta = chunked_prefill(shape * Lu, chunk, t_own[pick], t_full[pick], prefill_s)
     tails = ttft_quantiles(prefill_k, queue, shape)
     tpot = t_it[pick] / s
@@ -146,7 +150,8 @@ def aggregated(e: Engine, w: Workload, running: Any, chunks: Any,
     chips = instances * e.chips
     return {
         "running": np.broadcast_to(B, t_it.shape)[pick], "chunk": chunk + 0 * B,
-        "instances": instances,
+        "instances": instances, "gpus": chips, "prefill_workers": 0 * chips,
+        "decode_workers": 0 * chips,
         "chips": chips, "decode_chips": chips, "output_tokens_per_s": tokens * instances,
         "requests_per_s": load * instances, "tpot_s": tpot, "prefill_s": prefill_s,
         "queue_s": wait, "kv_transfer_s": 0.0 * rho, "ttft_s": prefill_s + wait,
@@ -271,15 +276,43 @@ def pools(e: Engine, w: Workload, running: Any, chunks: Any) -> Pools:
                  e.prefill(e.par.dp * prompts, w))
 
 
+def splits(decode_chips: int, prefill_chips: int, gpus: int | None,
+           decode_workers: int | None = None, prefill_workers: int | None = None
+           ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Whole (decode workers, prefill workers) a deployment can take: every count of decode
+    workers the budget `gpus` allows with the rest of it in prefill workers (more prefill
+    workers only shorten the queue), or the pinned counts (within the budget where both are
+    given). Empty where none fits."""
+    if decode_workers and prefill_workers:
+        d, p = np.array([decode_workers]), np.array([prefill_workers])
+        within = gpus is None or decode_workers * decode_chips + prefill_workers * \
+            prefill_chips <= gpus
+        return (d, p) if within else (d[:0], p[:0])
+    assert gpus is not None
+    d = np.arange(1, gpus // decode_chips + 1) if decode_workers is None else \
+        np.array([decode_workers])
+    p = (gpus - d * decode_chips) // prefill_chips if prefill_workers is None else \
+        np.full(d.size, prefill_workers)
+    keep = (p >= 1) & (d * decode_chips + p * prefill_chips <= gpus)
+    return d[keep], p[keep]
+
+
 def disaggregated(d: Pools, p: Pools, w: Workload, chunks: Any, rate: float | None = None,
-                  concurrency: float | None = None) -> dict[str, Any]:
-    """Points over (decode running batch, prefill chunk, prefill utilization rho): arrays of
-    shape (len(running), len(chunks), len(RHO)). Without `rate` the prefill pool is the
-    fraction of an instance per decode instance that runs at rho (the figure at scale); with
-    it both pools are whole instance counts."""
+                  concurrency: float | None = None,
+                  workers: tuple[Any, Any] | None = None) -> dict[str, Any]:
+    """Points over (decode running batch, prefill chunk, a third axis): arrays of shape
+    (len(running), len(chunks), len(third)). Without `workers` the third axis is the
+    prefill pool's utilization rho (RHO): without `rate`, one decode worker per
+    ceil(prefill workers at rho) (or, under one, one prefill worker per floor(1 / that)
+    decode workers), whole workers at the pool ratio the throughput needs (`prefill_ratio`,
+    fractional, is that ratio at scale); with it both pools are whole counts sized to the
+    rate. With `workers` (whole decode and prefill counts, `splits`: a GPU budget or a
+    pinned deployment) the third axis is those splits: each carries the rate, its clients
+    (`concurrency` over the whole deployment) or, with neither, its decode capacity."""
     B = d.running[:, None, None]
     chunk = np.asarray(chunks, dtype=float)[None, :, None]
-    rho = RHO[None, None, :]
+    third = RHO if workers is None else np.asarray(workers[0], dtype=float)
+    rho = third[None, None, :]
     s, D = w.tokens_per_step, w.decode_steps
     t_dec = np.asarray(d.engine.step_time(d.decode)) + 0 * d.running
     t_p = np.asarray(p.engine.step_time(p.prefill))[None, :, None] + 0 * B * rho
@@ -288,18 +321,47 @@ def disaggregated(d: Pools, p: Pools, w: Workload, chunks: Any, rate: float | No
     per_prompt = t_p / (pe.par.dp * pe.par.pp * p.prompts[None, :, None])
     capacity = B / (D * t_dec[:, None, None]) + 0 * per_prompt  # req/s per decode instance
     transfer_s = pe.kv_transfer_s(w)
-    clients = None
-    if rate is None:
-        decoders = np.ones(capacity.shape)
+    clients = ratio = None
+    idx = np.broadcast_to(np.arange(B.shape[0])[:, None, None], capacity.shape)
+    feasible = np.ones(capacity.shape, dtype=bool)
+    if workers is not None:
+        decoders = np.asarray(workers[0], dtype=float)[None, None, :] + 0 * capacity
+        prefillers = np.asarray(workers[1], dtype=float)[None, None, :] + 0 * capacity
+        load = capacity
+        if rate is not None:  # each decode worker's share, at the largest batch not above it
+            load = rate / decoders
+            idx = np.clip(np.searchsorted(capacity[:, 0, 0], load, side="right") - 1, 0,
+                          None)
+            feasible = load <= capacity.max(axis=0, keepdims=True)
+        else:
+            if concurrency is not None:
+                per = concurrency / decoders  # each decode worker's clients; a batch a
+                # whole unit above them is one these clients cannot fill (running_grid
+                # rounds fewer clients than one unit up to it)
+                feasible = per > B - d.engine.unit
+                clients = np.where(per - B >= d.engine.unit, per, B + 0 * load)
+                load = np.minimum(clients / (t_p + transfer_s + D * t_dec[:, None, None]),
+                                  capacity)
+            # at most what the prefill workers pass: all of it in a closed loop (its clients
+            # wait their turn, no queue grows without end), else the top utilization searched
+            # (an open queue at 100% never drains); a pool that cannot feed the decode batch
+            # runs it partly empty (its TPOT is then that of a larger batch than runs: above
+            # the bound, never below)
+            cap = 1.0 if concurrency is not None else RHO[-1]
+            load = np.minimum(load, cap * prefillers / (decoders * per_prompt))
+        used = load * decoders * per_prompt / prefillers
+    elif rate is None:
         load = capacity
         if concurrency is not None:  # Little's law: clients cycle through prefill + decode;
             # those beyond the running slots wait (a remainder under one unit does not)
             clients = np.where(concurrency - B >= d.engine.unit, concurrency, B + 0 * load)
             load = np.minimum(clients / (t_p + transfer_s + D * t_dec[:, None, None]),
                               capacity)
-        prefillers = load * per_prompt / rho  # fractional: the pool ratio at scale
-        used = rho + 0 * capacity
-        idx = np.broadcast_to(np.arange(B.shape[0])[:, None, None], capacity.shape)
+        ratio = load * per_prompt / rho  # prefill workers per decode worker at rho
+        # the smallest whole deployment at that ratio: prefill utilization rho or below
+        decoders = np.where(ratio >= 1, 1.0, np.floor(1 / ratio))
+        prefillers = np.where(ratio >= 1, np.ceil(ratio), 1.0)
+        used = load * decoders * per_prompt / prefillers
     else:  # decode latency at the load each decode instance really carries
         decoders = np.ceil(rate / capacity)
         prefillers = np.ceil(rate * per_prompt / rho)
@@ -324,14 +386,18 @@ def disaggregated(d: Pools, p: Pools, w: Workload, chunks: Any, rate: float | No
     tails.update(tpot_quantiles(t_dec[idx] / s, *decode_spread(
         w, t_dec[idx], d.running[idx] / d.engine.unit, attention_share(d.decode)[idx],
         batch_slope_s=slope)))
+    chips = decoders * d.engine.chips + prefillers * pe.chips
     return {
         "running": d.running[idx], "chunk": chunk + 0 * wait, "instances": decoders,
-        "chips": decoders * d.engine.chips + prefillers * pe.chips,
-        "decode_chips": decoders * d.engine.chips,
+        "gpus": chips, "prefill_workers": prefillers, "decode_workers": decoders,
+        "chips": chips, "decode_chips": decoders * d.engine.chips,
         "output_tokens_per_s": load * decoders * w.output_len,
         "requests_per_s": load * decoders, "tpot_s": t_dec[idx] / s, "prefill_s": t_p,
         "queue_s": wait, "kv_transfer_s": transfer, "ttft_s": t_p + wait + transfer,
         "t_step_s": t_dec[idx], "utilization": used,
-        "feasible": (used < 1) & np.asarray(p.prefill.memory.fits)[None, :, None],
-        "prefill_ratio": prefillers / decoders, **_columns(d.decode, idx), **tails,
+        # a closed loop's saturated prefill pool (utilization 1) is steady: its clients wait
+        "feasible": feasible & ((used < 1) | (clients is not None) & (used <= 1 + 1e-12))
+        & np.asarray(p.prefill.memory.fits)[None, :, None],
+        "prefill_ratio": prefillers / decoders if ratio is None else ratio,
+        **_columns(d.decode, idx), **tails,
     }

@@ -27,14 +27,15 @@ from .workload import Workload
 
 
 def step_time(a: ModelAnalysis, expect: bool = False, chip: Chip | None = None,
-              framework: str | None = None) -> Any:
+              framework: str | None = None, imbalance: float = 1.0) -> Any:
     """Seconds per step: the analysis' lower bound, or its expected time (`chip`: the chip
     it was analysed on, where that is not a catalog chip; `framework`: the serving engine
-    whose fitted factor applies, roofline.expect.table.engine)."""
+    whose fitted factor applies, roofline.expect.table.engine; `imbalance`: the hottest EP
+    rank's expert load over the mean, on the expected expert GEMMs only)."""
     if expect:
         from ..expect import expected_step
 
-        return expected_step(a, chip, framework=framework).t_s
+        return expected_step(a, chip, framework=framework, imbalance=imbalance).t_s
     return a.t_lower_s
 
 
@@ -60,9 +61,12 @@ class Engine:
     framework: str | None = None  # the engine of the expected times (vllm, sglang, ...)
     max_seqs: int | None = None  # the engine's cap on running sequences (runtime.Runtime)
     chunk: float | None = None  # the named engine's prefill chunk (None: the plan searches)
+    # the hottest EP rank's expert load over the mean (EPLB's max / mean): the expected expert
+    # GEMMs run that much longer; never the bound (an even routing is possible)
+    imbalance: float = 1.0
 
     def step_time(self, a: ModelAnalysis) -> Any:
-        return step_time(a, self.expect, self.chip, self.framework)
+        return step_time(a, self.expect, self.chip, self.framework, self.imbalance)
 
     @property
     def chips(self) -> int:

@@ -15,11 +15,11 @@ import numpy as np
 from ..dtypes import dtype as lookup_dtype
 from ..errors import ParameterError, RooflineError
 from ..expect.table import engine as engine_name
-from ..models import Precision, load_model, model_precision
+from ..models import Parallel, Precision, load_model, model_precision
 from ..models.spec import ModelSpec
 from ..models.step import MemoryBudget
 from ..sweep import configurations, pareto_front
-from .grid import Pools, aggregated, disaggregated, pools, running_grid
+from .grid import Pools, aggregated, disaggregated, pools, running_grid, splits
 from .iteration import Engine, activation_dtype
 from .runtime import RUNTIMES, Runtime, check_runs_on, runtime
 from .workload import Workload
@@ -27,7 +27,8 @@ from .workload import Workload
 MODES = ("aggregated", "disaggregated")
 SEARCHED_CHUNKS = (512, 2048, 8192)  # with no engine named: its prefill budget is searched
 INTEGERS = ("running", "chunk", "instances", "chips", "decode_chips", "max_running", "tp",
-            "pp", "dp", "ep", "prefill_tp", "prefill_pp", "prefill_dp", "prefill_ep")
+            "pp", "dp", "ep", "moe_tp", "prefill_tp", "prefill_pp", "prefill_dp", "prefill_ep",
+            "prefill_moe_tp", "gpus", "prefill_workers", "decode_workers")
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,23 @@ class Space:
     chunks: Sequence[float] | None = None
     modes: Sequence[str] = ("aggregated",)
     max_chips: int = 64
+    # expert tensor parallelism (Parallel.moe_tp; ep = tp·dp / moe_tp where ep is not given);
+    # None: implied by ep
+    moe_tp: Sequence[int] | None = None
+    # the whole deployment's GPUs: whole instances filling it (aggregated), or whole decode
+    # and prefill workers within it, every split searched (disaggregated); None: the
+    # capacity of one instance (aggregated) or of the smallest whole disaggregated deployment
+    gpus: int | None = None
+    # a disaggregated deployment's prefill pool: its layouts (None: those of tp, dp, ep,
+    # which are the decode pool's) and the pinned worker counts of each pool
+    prefill_tp: Sequence[int] | None = None
+    prefill_dp: Sequence[int] | None = None
+    prefill_ep: Sequence[int] | None = None
+    prefill_workers: int | None = None
+    decode_workers: int | None = None
+    # the hottest EP rank's expert load over the mean (EPLB's max/mean), applied to the
+    # expected time of the expert GEMMs only (Engine.imbalance)
+    eplb: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -80,6 +98,8 @@ def _engines(spec: ModelSpec, hardware: Sequence[str], space: Space,
     weights = list(space.weight_dtypes or [native.weights])
     kvs = list(space.kv_dtypes or [native.kv])
     eps = list(space.ep or [1, -1] if spec.moe else space.ep or [1])
+    if space.moe_tp and not space.ep:  # ep = tp·dp / moe_tp, set per layout below
+        eps = [-1]
 
     def precision(chip: Any, w: str, kv: str) -> Precision:
         act = space.dtype or activation_dtype(w, chip)
@@ -92,9 +112,14 @@ def _engines(spec: ModelSpec, hardware: Sequence[str], space: Space,
 
     out: list[tuple[Engine, dict[str, Any]]] = []
     skipped: list[str] = []
-    dps = space.dp or ((1, 2, 4, 8) if spec.moe else (1,))
-    for chip, par, prec, config in configurations(hardware, space.tp, space.pp, dps, eps,
-                                                  weights, kvs, precision):
+    dps: Sequence[int] = space.dp or ((1, 2, 4, 8) if spec.moe else (1,))
+    tps = list(dict.fromkeys([*space.tp, *(space.prefill_tp or ())]))
+    dps = list(dict.fromkeys([*dps, *(space.prefill_dp or ())]))
+    eps = list(dict.fromkeys([*eps, *(space.prefill_ep or ())]))
+    layouts = [(chip, par, prec, config) for chip, par0, prec, config0 in configurations(
+        hardware, tps, space.pp, dps, eps, weights, kvs, precision)
+        for par, config in _expert_splits(par0, config0, space, skipped, spec.moe is not None)]
+    for chip, par, prec, config in layouts:
         if prec.expert_weights and prec.expert_weights != prec.weights:  # say the mix
             config["weight_dtype"] = f"{prec.weights}+{prec.expert_weights} experts"
         if par.chips > space.max_chips:
@@ -107,10 +132,41 @@ def _engines(spec: ModelSpec, hardware: Sequence[str], space: Space,
         mem = budget or MemoryBudget(rt.memory_fraction)
         out.append((Engine(spec, chip, par, prec, mem, expect=expect, framework=framework,
                            max_seqs=rt.max_running if limits else None,
-                           chunk=rt.chunk_tokens if rt.engine in RUNTIMES else None),
+                           chunk=rt.chunk_tokens if rt.engine in RUNTIMES else None,
+                           imbalance=space.eplb if par.ep > 1 else 1.0),
                     {**config, "dtype": prec.activations, "memory_fraction": mem.util,
                      "reserve_bytes": mem.reserve_bytes}))
     return out, skipped
+
+
+def _expert_splits(par: Parallel, config: dict[str, Any], space: Space, skipped: list[str],
+                   moe: bool) -> list[tuple[Parallel, dict[str, Any]]]:
+    """A layout with each expert-TP degree asked for (ep = tp·dp / moe_tp where ep is
+    searched), skipping those that do not split tp·dp; every layout says its expert TP."""
+    if not space.moe_tp:  # a dense model has no experts to split: 0
+        return [(par, {**config, "moe_tp": par.expert_tp if moe else 0})]
+    out = []
+    for m in space.moe_tp:
+        if not m:  # 0: the split ep implies
+            out.append((par, {**config, "moe_tp": par.expert_tp if moe else 0}))
+            continue
+        ranks = par.tp * par.dp
+        ep = ranks // m if not space.ep else par.ep
+        if m * ep != ranks:
+            skipped.append(f"{_name(config)} moe_tp {m}: moe_tp x ep must equal tp·dp "
+                           f"({ranks})")
+            continue
+        out.append((replace(par, ep=ep, moe_tp=m), {**config, "ep": ep, "moe_tp": m}))
+    return out
+
+
+def _side(config: dict[str, Any], space: Space, prefill: bool) -> bool:
+    """Whether a layout belongs to the decode (or aggregated) side or the prefill pool."""
+    tp, dp, ep = (space.prefill_tp, space.prefill_dp, space.prefill_ep) if prefill else \
+        (None, None, None)
+    tp, dp, ep = tp or space.tp, dp or space.dp, ep or space.ep
+    return config["tp"] in tp and (dp is None or config["dp"] in dp) and \
+        (ep is None or config["ep"] in ep)
 
 
 @dataclass(frozen=True)
@@ -131,6 +187,7 @@ class ServePlan:
     # per chip id: the TDP that tokens_per_joule divides by, with its source (the chip file's
     # tdp_w, tdp_source, tdp_estimated; tdp_w None where the file gives none)
     tdp: dict[str, dict[str, Any]] = field(default_factory=dict)
+    gpus: int | None = None  # the deployment's GPU budget (Space.gpus), None: per chip
 
     def __len__(self) -> int:
         return len(self.columns["tpot_s"])
@@ -174,13 +231,15 @@ class ServePlan:
 
     def best(self) -> dict[str, dict[str, Any]]:
         """Per chip kind, the point with the most output tokens/s per chip meeting the
-        targets (with a rate: the fewest chips; ties go to the lower TPOT)."""
+        targets (with a rate: the fewest chips; under a GPU budget the most output tokens/s
+        of the deployment: the budget is paid for whole; ties go to the lower TPOT)."""
         c, ok = self.columns, self.ok
+        rank = c["output_tokens_per_s" if self.gpus else "output_tokens_per_s_per_chip"]
         out = {}
         for hw in dict.fromkeys(c["hardware"].tolist()):
             idx = np.flatnonzero(ok & (c["hardware"] == hw))
             if idx.size:
-                i = idx[np.lexsort((c["tpot_s"][idx], -c["output_tokens_per_s_per_chip"][idx]))[0]]
+                i = idx[np.lexsort((c["tpot_s"][idx], -rank[idx]))[0]]
                 out[hw] = self.row(int(i))
         return out
 
@@ -231,6 +290,7 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
         raise ParameterError("batch", "pins the running batch, {rate} sets it (Little's law: "
                              "rate x decode time): give one, or a {batch} grid to pick from",
                              mentions=("rate", "batch"))
+    _check_deployment(space)
     engines, skipped = _engines(spec, hardware, space, budget, expect, framework,
                                 engine_limits)
     groups: list[dict[str, np.ndarray[Any, Any]]] = []
@@ -251,22 +311,47 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
         fp = e.footprint(workload)  # what a plan that fits nothing says: explain.infeasible
         config = {**config, "weights_bytes_per_chip": fp.weights_bytes,
                   "usable_bytes_per_chip": fp.capacity_bytes}
+        replicas = None if space.gpus is None else space.gpus // e.chips
         try:
-            running, most = running_grid(e, workload, batch, load.concurrency)
-            if "aggregated" in space.modes:
-                cols = aggregated(e, workload, running, chunks, load.rate,
-                                  load.concurrency)
+            if replicas == 0:  # the budget holds no whole instance of this layout
+                raise ParameterError("gpus", f"{space.gpus} < the {e.chips} chips of one "
+                                     "instance")
+            # a closed loop's clients spread over the budget's whole instances
+            clients = load.concurrency if load.concurrency is None or not replicas else \
+                max(1, load.concurrency // replicas)
+            running, most = running_grid(e, workload, batch, clients)
+            if "aggregated" in space.modes and _side(config, space, False):
+                cols = aggregated(e, workload, running, chunks, load.rate, clients, replicas)
                 add({**config, "mode": "aggregated", **_prefill_config(config)}, cols, most)
             if "disaggregated" in space.modes:
+                # a closed loop's decode workers each run their share of the clients: pinned,
+                # that share; under a budget (the split searched) the whole grid, each point
+                # marked where its split's share cannot fill it
+                share = load.concurrency
+                if share is not None and _pinned(space):
+                    share = max(1, round(share / space.decode_workers)) \
+                        if space.decode_workers else None
+                running, most = running_grid(e, workload, batch, share)
                 sides.append((e, config, pools(e, workload, running, chunks), most, chunks))
         except RooflineError as exc:  # e.g. tp not dividing the heads: skipped, said why
             skipped.append(f"{_name(config)}: {exc}")
     for d, dconf, dpool, most, chunks in sides:
         for p, pconf, ppool, _, _ in sides:
-            if p.chip.id == d.chip.id and p.prec == d.prec:  # one chip kind, one set of dtypes
-                add({**dconf, "mode": "disaggregated", **_prefill_config(pconf)},
-                    disaggregated(dpool, ppool, workload, chunks, load.rate,
-                                  load.concurrency), most)
+            if p.chip.id != d.chip.id or p.prec != d.prec:  # one chip kind, one set of dtypes
+                continue
+            if not (_side(dconf, space, False) and _side(pconf, space, True)):
+                continue
+            workers = None
+            if _pinned(space):
+                workers = splits(d.chips, p.chips, space.gpus, space.decode_workers,
+                                 space.prefill_workers)
+                if not workers[0].size:
+                    skipped.append(f"{_name(dconf)} with prefill {_name(pconf)}: no whole "
+                                   f"decode and prefill workers within --gpus {space.gpus}")
+                    continue
+            add({**dconf, "mode": "disaggregated", **_prefill_config(pconf)},
+                disaggregated(dpool, ppool, workload, chunks, load.rate, load.concurrency,
+                              workers), most)
     if not groups:
         raise RooflineError("no configuration is valid: " + "; ".join(dict.fromkeys(skipped)))
     keys = list(dict.fromkeys(k for g in groups for k in g))  # a resource one lacks: 0 s
@@ -299,7 +384,8 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
                                reserve_bytes=budget.reserve_bytes)
                     for k, rt in runtimes.items()}
     plan = ServePlan(spec.name, workload, targets, load, columns, skipped, expect,
-                     engine_name(framework) if expect and framework else None, runtimes, tdp)
+                     engine_name(framework) if expect and framework else None, runtimes, tdp,
+                     space.gpus)
     columns["meets_targets"] = plan.ok  # fits, sustains its load, meets every target
     for key in INTEGERS:  # counts print as counts (where whole: a disaggregated plan's
         if key in columns and np.all(np.mod(columns[key], 1) == 0):  # pools can be split)
@@ -313,7 +399,33 @@ def _name(config: dict[str, Any]) -> str:
 
 
 def _prefill_config(config: dict[str, Any]) -> dict[str, Any]:
-    return {f"prefill_{k}": config[k] for k in ("tp", "pp", "dp", "ep")}
+    return {f"prefill_{k}": config[k] for k in ("tp", "pp", "dp", "ep", "moe_tp")}
+
+
+def _check_deployment(space: Space) -> None:
+    """One-line errors for a budget, worker pins or an imbalance that cannot be planned."""
+    if not space.eplb >= 1:
+        raise ParameterError("eplb", f": the hottest rank's expert load over the mean is >= 1, "
+                             f"got {space.eplb:g}")
+    if space.gpus is not None and space.gpus < 1:
+        raise ParameterError("gpus", f": a whole number of GPUs >= 1, got {space.gpus}")
+    one = [n for n, v in (("decode_workers", space.decode_workers),
+                          ("prefill_workers", space.prefill_workers)) if v]
+    if len(one) == 1 and space.gpus is None:
+        raise ParameterError(one[0], "pins one pool: give the other's workers too, or {gpus} "
+                             "to fill the budget with it", mentions=("gpus",))
+    disagg_only = [n for n, v in (("prefill_tp", space.prefill_tp),
+                                  ("prefill_dp", space.prefill_dp),
+                                  ("prefill_ep", space.prefill_ep), *((n, 1) for n in one))
+                   if v]
+    if disagg_only and "disaggregated" not in space.modes:
+        raise ParameterError(disagg_only[0], "sets a disaggregated deployment: add {modes} "
+                             "disaggregated", mentions=("modes",))
+
+
+def _pinned(space: Space) -> bool:
+    """Disaggregated workers are whole counts the budget or the user sets."""
+    return space.gpus is not None or bool(space.decode_workers and space.prefill_workers)
 
 
 def _derive(c: dict[str, Any], w: Workload, prices: dict[str, float],
