@@ -173,6 +173,28 @@ def test_gpt_oss_defaults_to_mxfp4_experts_only():
     assert given.precision.experts == "fp8"
 
 
+def test_gpt_oss_decode_step_reads_touched_mxfp4_experts_once_and_a_windowed_cache():
+    # 99 sequences at 1536 tokens on 2 H100s (tp 2: 4 of the 8 KV heads each), fp8 KV cache:
+    # the step the c512 silicon rows are bounded at (benchmarks/validation/silicon.py BEATEN)
+    a = analyze("gpt-oss-120b", "h100", decode(99, 1536), Parallel(tp=2),
+                Precision("bf16", "bf16", "fp8", expert_weights="mxfp4"))
+    # touched experts a layer: 128·(1 − (1 − 4/128)^99) = 122.48; each 3·2880² weights at
+    # 4.25 bits, 36 layers, half on each chip: 2.914e10 B (plus the tokens' activations)
+    touched = 128 * (1 - (1 - 4 / 128) ** 99)
+    assert touched == pytest.approx(122.48, abs=0.01)
+    weights = 36 * touched * 3 * 2880 ** 2 * 4.25 / 8 / 2
+    experts = sum(float(op.hbm_bytes) for op in a.ops if op.name.startswith("experts"))
+    assert weights == pytest.approx(2.914e10, rel=1e-3)
+    assert weights <= experts <= 1.01 * weights
+    # the sliding layers read 128 keys a sequence, the full ones the whole context:
+    # 18 layers · 99 · keys · 4 heads · 64 · (K and V) · 1 byte, plus q and the output
+    attention = {op.group: float(op.hbm_bytes) for op in a.ops if op.name == "attention"}
+    window = attention["moe layer (window 128)"]
+    full = attention["moe layer"]
+    assert 18 * 99 * 128 * 512 <= window <= 1.15 * 18 * 99 * 128 * 512
+    assert 18 * 99 * 1536 * 512 <= full <= 1.02 * 18 * 99 * 1536 * 512
+
+
 def test_gpt_oss_120b_decode_batch_16_at_8k_fits_one_h100():
     a = analyze("gpt-oss-120b", "h100", decode(16, 8192))
     assert a.memory.fits
