@@ -176,28 +176,6 @@ def _measured_tps(c: Case) -> float:
 # Rows measured faster than their bound: bugs, kept in view until fixed (the test holds each
 # to still beat its bound, so a fix shows up and the entry goes), with what is known of each.
 BEATEN = {
-    "2026_04_06_gpt_oss_120b_h100_sxm_vllm_fp4_agg_1024x1024_c512_tp2_ep1_1135":
-        "TPOT 5.61 ms against the bound's 9.96 (1.78x) at the 99 clients decoding by Little's "
-        "law. The bound's physics holds: MXFP4 experts at 4.25 bits read once a step, 122.5 "
-        "of 128 touched per layer by 99 tokens x top-4 under uniform routing (29.1 GB an "
-        "H100, 8.7 ms at 3.35 TB/s), sliding-window layers reading 128 keys, an fp8 KV cache. "
-        "So does the batch: all 9 c512 H100 vLLM 0.11.2 rows give 95-106 decoding whatever "
-        "their tp, lengths or TTFT (20-460 s), an in-flight cap near 100. At 5.61 ms the "
-        "steps touched at most ~66 experts a layer: routing far from uniform (NVIDIA's own "
-        "notes, ai-dynamo/aiconfigurator .claude/skills/aic-silicon-align/SKILL.md: dummy-"
-        "weight runs collapse routing onto few experts). Uniform routing maximises the "
-        "expected touched experts (each expert's chance of a hit is concave in its share), "
-        "so the bound's expert read is an expectation, not a bound; one that holds for any "
-        "routing reads top_k experts a layer (about 8x less here). Open: the project must "
-        "choose the routing a serving bound assumes. These rows' TPOT is flat over tp 2/4/8 "
-        "(5.6/4.7/5.3 ms), near the same layouts' at 4-16 clients under vLLM 0.18 and 2.6x "
-        "under their 64-client 14.8 ms at tp2",
-    "2026_04_06_gpt_oss_120b_h100_sxm_vllm_fp4_agg_8192x1024_c512_tp4_ep1_1130":
-        "as the tp2 row: TPOT 5.46 ms, bound 6.91 (1.27x) at 95 decoding; the decode step "
-        "alone allows ~110 of the uniform 121.7 experts a layer",
-    "2026_04_06_gpt_oss_120b_h100_sxm_vllm_fp4_agg_1024x1024_c512_tp4_ep1_1133":
-        "as the tp2 row: TPOT 4.70 ms, bound 5.19 (1.10x) at 99 decoding; ~114 of the "
-        "uniform 122.5 experts a layer, a skew real routers show",
     "nvidia_llama_3_1_8b_instruct_fp8_nvidia_llama_3_1_8b_instruct_fp8_h200_sxm_vllm_agg_"
     "2000x100_c64_tp1_epnone_2":
         "tokens/s 5893 (Little's law on TTFT 121.7 ms, TPOT 9.74 ms, 64 clients) against the "
