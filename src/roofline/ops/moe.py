@@ -150,7 +150,7 @@ def grouped_matmul(
     >>> c = grouped_matmul(64, 7168, 2048, experts=256, top_k=8)
     >>> c.explain()[1]
     'touched experts, any routing = top_k·min_1(T) = 8·min_1(64) = 8'
-    >>> round(c.bytes["hbm"] / 1e9, 3), round(c.runs.bytes["hbm"] / 1e9, 2)
+    >>> round(float(c.bytes["hbm"]) / 1e9, 3), round(float(c.runs.bytes["hbm"]) / 1e9, 2)
     (0.244, 6.54)
     """
     x, w, o, c = operand_dtypes(dtype, weight_dtype, out_dtype, compute_dtype)
