@@ -7,6 +7,7 @@ import re
 import pytest
 
 from roofline import RooflineError
+from roofline.expect import expected_step
 from roofline.models import (
     Parallel,
     Precision,
@@ -171,6 +172,37 @@ def test_gpt_oss_defaults_to_mxfp4_experts_only():
     # a weight dtype given applies to every weight, the experts too
     given = analyze("gpt-oss-120b", "h100", decode(1, 1024), precision=Precision("fp8", "bf16"))
     assert given.precision.experts == "fp8"
+
+
+def test_gpt_oss_decode_step_reads_touched_mxfp4_experts_once_and_a_windowed_cache():
+    # 99 sequences at 1536 tokens on 2 H100s (tp 2: 4 of the 8 KV heads each), fp8 KV cache:
+    # the step the c512 silicon rows are bounded at (benchmarks/validation/silicon.py BEATEN)
+    a = analyze("gpt-oss-120b", "h100", decode(99, 1536), Parallel(tp=2),
+                Precision("bf16", "bf16", "fp8", expert_weights="mxfp4"))
+    # the bound reads the top_k = 4 experts any routing touches a layer, each 3·2880²
+    # weights at 4.25 bits, 36 layers, half on each chip: 36·4·13,219,200 / 2 = 9.518e8 B
+    # (plus the tokens' activations); the expected time the uniform routing's
+    # 128·(1 − (1 − 4/128)^99) = 122.48: 2.914e10 B
+    rows = [op for op in a.ops if op.name.startswith("experts")]
+    floor = 36 * 4 * 3 * 2880 ** 2 * 4.25 / 8 / 2
+    assert floor == 951_782_400
+    experts = sum(float(op.hbm_bytes) for op in rows)
+    assert floor <= experts <= 1.3 * floor
+    touched = 128 * (1 - (1 - 4 / 128) ** 99)
+    assert touched == pytest.approx(122.48, abs=0.01)
+    weights = 36 * touched * 3 * 2880 ** 2 * 4.25 / 8 / 2
+    assert weights == pytest.approx(2.914e10, rel=1e-3)
+    uniform = sum(float(op.hbm_bytes) * float(op.cost.runs.bytes["hbm"] / op.cost.bytes["hbm"])
+                  for op in rows)
+    assert weights <= uniform <= 1.01 * weights
+    assert uniform - experts == pytest.approx(weights * (1 - 4 / touched), rel=1e-9)
+    # the sliding layers read 128 keys a sequence, the full ones the whole context:
+    # 18 layers · 99 · keys · 4 heads · 64 · (K and V) · 1 byte, plus q and the output
+    attention = {op.group: float(op.hbm_bytes) for op in a.ops if op.name == "attention"}
+    window = attention["moe layer (window 128)"]
+    full = attention["moe layer"]
+    assert 18 * 99 * 128 * 512 <= window <= 1.15 * 18 * 99 * 128 * 512
+    assert 18 * 99 * 1536 * 512 <= full <= 1.02 * 18 * 99 * 1536 * 512
 
 
 def test_gpt_oss_120b_decode_batch_16_at_8k_fits_one_h100():
@@ -402,3 +434,28 @@ def test_deepseek_group_limited_routing_is_read_from_the_config():
     # 1 of 64 groups holds 4 experts, fewer than the 8 a token takes
     with pytest.raises(RooflineError, match=r"'topk_group': 1 of 64 groups hold 4 experts"):
         parse_config({**_catalog("deepseek-v3"), "n_group": 64, "topk_group": 1}, "x", "x.json")
+
+
+def test_deepseek_v3_decode_bound_reads_top_k_experts_and_expected_the_uniform_ones():
+    # batch 64 on 8 H200s (tp 8: each chip holds 1/8 of every expert, expert_ffn 2048 / 8 =
+    # 256), fp8 weights, bf16 activations, SwiGLU in the up/gate epilogue. A layer's routed
+    # pairs: 64·8 = 512, up/gate activations 512·(7168 + 512)·2 minus the gate half never
+    # written 512·256·2: 7,602,176 B; down 512·(256 + 7168)·2: 7,602,176 B. Weights: the 8
+    # experts any routing touches, 8·7168·512 = 29,360,128 B and 8·256·7168 = 14,680,064 B;
+    # the expected time the 256·(1 − (1 − 8/256)^64) = 222.44 uniform routing touches
+    a = analyze("deepseek-v3", "h200", decode(64, 4096), Parallel(tp=8))
+    rows = {op.name: op for op in a.ops if op.name.startswith("experts")}
+    up, down = rows["experts up/gate"].cost, rows["experts down"].cost
+    assert up.bytes["hbm"] == 7_602_176 + 29_360_128
+    assert down.bytes["hbm"] == 7_602_176 + 14_680_064
+    touched = 256 * (1 - (1 - 8 / 256) ** 64)
+    assert touched == pytest.approx(222.44, abs=0.01)
+    assert up.runs.bytes["hbm"] == pytest.approx(7_602_176 + touched * 7168 * 512, rel=1e-12)
+    assert down.runs.bytes["hbm"] == pytest.approx(7_602_176 + touched * 256 * 7168,
+                                                   rel=1e-12)
+    assert rows["experts up/gate"].count == 58  # layers 4-61 are MoE
+    # the expected step reads them (38.5 ms when written, the bound 5.7: was 20.0 reading
+    # the uniform experts)
+    e = expected_step(a)
+    uniform_weights = 58 * touched * (7168 * 512 + 256 * 7168)
+    assert float(e.t_s) >= float(a.t_lower_s) + uniform_weights / 4.8e12

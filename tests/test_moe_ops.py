@@ -73,16 +73,55 @@ def touched(tokens, experts, top_k):
     return experts * (1 - (1 - top_k / experts) ** tokens)
 
 
+UNIFORM = "touched experts, uniform routing (expected time)"
+
+
+def uniform(c):
+    """The expected time's touched experts (uniform routing) from the derivation."""
+    return next(t.expr.value for t in c.terms if t.name == UNIFORM)
+
+
 def test_grouped_counts_by_hand():
-    # DeepSeek-V3-like: 256 experts, top-8, 64 tokens, expert weight 7168 x 2048
+    # DeepSeek-V3-like: 256 experts, top-8, 64 tokens, expert weight 7168 x 2048. The bound
+    # reads the 8 experts every token may share: 64·8·(7168 + 2048)·2 + 8·7168·2048·2
+    # = 9,437,184 + 234,881,024 = 244,318,208 B; the expected time the 222.4 uniform routing
+    # touches: 9,437,184 + 222.44·29,360,128 = 6.540e9 B (26.8x)
     t, k, n, e, top = 64, 7168, 2048, 256, 8
     c = grouped_matmul(t, k, n, e, top)
     e_t = touched(t, e, top)
-    assert c.flops == {"bf16": 2 * t * top * k * n}  # active experts only
-    assert c.bytes["hbm"] == pytest.approx(t * top * (k * 2 + n * 2) + e_t * k * n * 2)
-    assert [t.name for t in c.terms] == ["FLOPs", "touched experts", "HBM bytes"]
-    assert c.explain()[1] == ("touched experts = E·(1 - (1 - top_k / E)^T) = "
+    assert c.flops == c.runs.flops == {"bf16": 2 * t * top * k * n}  # active experts only
+    assert c.bytes["hbm"] == 244_318_208
+    assert c.runs.bytes["hbm"] == pytest.approx(9_437_184 + e_t * 29_360_128, rel=1e-15)
+    assert c.runs.bytes["hbm"] == pytest.approx(6.540e9, rel=1e-3)
+    assert [t.name for t in c.terms] == ["FLOPs", "touched experts, any routing", "HBM bytes",
+                                         UNIFORM, "HBM bytes, uniform routing (expected time)"]
+    assert c.explain()[1] == "touched experts, any routing = top_k·min_1(T) = 8·min_1(64) = 8"
+    assert c.explain()[3] == (f"{UNIFORM} = E·(1 - (1 - top_k / E)^T) = "
                               "256·(1 - (1 - 8 / 256)^64) = 222.4")
+    # the typed record keeps the uniform spread: 222.4 GEMMs of 64·8/222.4 tokens each
+    assert c.op.groups == pytest.approx(e_t) and c.op.m == pytest.approx(t * top / e_t)
+
+
+def test_over_ep_ranks_the_slowest_rank_reads_at_least_the_mean_rank():
+    # DeepSeek-V3's experts over EP 8 and 16, 512 tokens in the group: the slowest rank
+    # reads at least a ranks-th of the 8 experts every token may share and of the 512·8
+    # routed pairs; the expected time spreads the uniform 256 touched experts evenly (32 a
+    # rank at EP 8)
+    t, k, n, e, top = 512, 7168, 2048, 256, 8
+    pair = (k + n) * 2
+    for ranks in (8, 16):
+        c = grouped_matmul(t, k, n, e, top, ranks=ranks)
+        assert c.bytes["hbm"] == pytest.approx(t * top * pair / ranks + 8 / ranks * k * n * 2,
+                                               rel=1e-15)
+        assert c.flops == {"bf16": 2 * t * top * k * n / ranks}
+        whole = grouped_matmul(t, k, n, e, top)
+        assert c.runs.bytes["hbm"] == whole.runs.bytes["hbm"] * (1 / ranks)
+        assert c.explain()[2] == ("a rank's experts, any routing = top_k·min_1(T) / ranks = "
+                                  f"8·min_1(512) / {ranks} = {8 / ranks:g}")
+    # one token over 16 ranks: the uniform spread's mean rank, 8/16 of an expert, is the
+    # floor's too
+    one = grouped_matmul(1, 64, 64, 256, 8, ranks=16)
+    assert one.runs.bytes["hbm"] == pytest.approx(one.bytes["hbm"], rel=1e-12)
 
 
 def test_one_expert_is_plain_matmul():
@@ -95,15 +134,27 @@ def test_one_expert_is_plain_matmul():
 
 def test_top_k_equal_to_experts_touches_all():
     c = grouped_matmul(3, 64, 64, experts=8, top_k=8)
-    assert c.terms[1].expr.value == 8
+    assert uniform(c) == 8 and c.terms[1].expr.value == 8
+    assert c.bytes["hbm"] == c.runs.bytes["hbm"]
 
 
 def test_single_token_touches_exactly_top_k():
-    assert grouped_matmul(1, 64, 64, 64, 6).terms[1].expr.value == pytest.approx(6)
+    c = grouped_matmul(1, 64, 64, 64, 6)
+    assert uniform(c) == pytest.approx(6) and c.terms[1].expr.value == 6
+    assert c.runs.bytes["hbm"] == pytest.approx(c.bytes["hbm"], rel=1e-12)
+
+
+def test_a_fraction_of_a_token_reads_that_fraction_of_top_k_experts():
+    # an average over steps below one token: the bound scales the one-token read down, and
+    # stays below uniform routing's (1 - (1 - p)^T >= T·p for T in [0, 1], Bernoulli)
+    tokens = np.array([0.25, 0.5, 1.0, 2.0])
+    c = grouped_matmul(tokens, 64, 64, 64, 6)
+    np.testing.assert_allclose(c.terms[1].expr.value, [1.5, 3, 6, 6])
+    assert np.all(c.terms[1].expr.value <= uniform(c) * (1 + 1e-12))
 
 
 def test_many_tokens_touch_every_expert():
-    values = grouped_matmul(np.array([10, 100, 1e3, 1e4]), 4096, 4096, 128, 2).terms[1].expr.value
+    values = uniform(grouped_matmul(np.array([10, 100, 1e3, 1e4]), 4096, 4096, 128, 2))
     assert np.all(np.diff(values) >= 0) and values[0] < values[1] < values[2]
     assert values[-1] == pytest.approx(128, rel=1e-12)
 
@@ -111,21 +162,24 @@ def test_many_tokens_touch_every_expert():
 @given(st.integers(1, 10**6), st.integers(1, 512), st.data())
 def test_touched_bounds(tokens, experts, data):
     top_k = data.draw(st.integers(1, experts))
-    e_t = grouped_matmul(tokens, 128, 128, experts, top_k).terms[1].expr.value
+    e_t = uniform(grouped_matmul(tokens, 128, 128, experts, top_k))
     assert top_k * (1 - 1e-9) <= e_t <= min(experts, tokens * top_k) * (1 + 1e-12)
-    more = grouped_matmul(tokens + 1, 128, 128, experts, top_k).terms[1].expr.value
+    more = uniform(grouped_matmul(tokens + 1, 128, 128, experts, top_k))
     assert more >= e_t * (1 - 1e-12)  # more tokens never touch fewer experts
 
 
 @given(st.integers(1, 4096), st.integers(2, 256), st.data())
 def test_moe_bytes_between_dense_extremes(tokens, experts, data):
-    # weights: at least top_k experts' worth, at most all experts' worth
+    # the bound: exactly top_k experts' worth (any routing); the expected time's: at least
+    # that, at most all experts' worth; over ranks the same, a rank's share
     top_k = data.draw(st.integers(1, experts))
+    ranks = data.draw(st.sampled_from([1, 2, 8, 64]))
     k, n = 1024, 512
-    c = grouped_matmul(tokens, k, n, experts, top_k)
-    acts = tokens * top_k * (k + n) * 2
-    assert acts + top_k * k * n * 2 * (1 - 1e-9) <= c.bytes["hbm"]
-    assert c.bytes["hbm"] <= acts + experts * k * n * 2 * (1 + 1e-12)
+    c = grouped_matmul(tokens, k, n, experts, top_k, ranks=ranks)
+    acts = tokens * top_k * (k + n) * 2 / ranks
+    assert c.bytes["hbm"] == pytest.approx(acts + top_k / ranks * k * n * 2, rel=1e-12)
+    assert c.bytes["hbm"] <= c.runs.bytes["hbm"]
+    assert c.runs.bytes["hbm"] <= (acts + experts * k * n * 2 / ranks) * (1 + 1e-12)
 
 
 # --- oracle: simulate uniform routing --------------------------------------------------------
@@ -148,7 +202,7 @@ def test_expected_touched_matches_simulation(tokens, experts, top_k):
     counts = route(rng, min(4000, 500 + 2_000_000 // (tokens * experts)), tokens, experts, top_k)
     assert np.all(counts.sum(axis=1) == tokens * top_k)
     hits = (counts > 0).sum(axis=1)
-    formula = grouped_matmul(tokens, 64, 64, experts, top_k).terms[1].expr.value
+    formula = uniform(grouped_matmul(tokens, 64, 64, experts, top_k))
     stderr = hits.std() / np.sqrt(len(hits))
     assert abs(hits.mean() - formula) <= 5 * stderr + 1e-9
 
@@ -167,7 +221,8 @@ def test_given_counts_match_per_expert_matmuls():
                  for c in counts if c > 0]
         assert g.flops["bf16"] == pytest.approx(sum(p.flops["bf16"] for p in parts), rel=1e-12)
         assert g.bytes["hbm"] == pytest.approx(sum(p.bytes["hbm"] for p in parts), rel=1e-12)
-        assert g.terms[1].expr.value == np.count_nonzero(counts)
+        assert g.runs.bytes["hbm"] == g.bytes["hbm"]  # counted: the same for both
+        assert g.terms[1].expr.value == uniform(g) == np.count_nonzero(counts)
 
 
 def test_counts_infer_tokens_and_experts():
@@ -195,6 +250,7 @@ def test_uniform_routing_is_vectorized():
     for i, t in enumerate(tokens):
         one = grouped_matmul(int(t), 2048, 1408, 64, 6)
         assert vec.bytes["hbm"][i] == pytest.approx(one.bytes["hbm"], rel=1e-15)
+        assert vec.runs.bytes["hbm"][i] == pytest.approx(one.runs.bytes["hbm"], rel=1e-15)
 
 
 @pytest.mark.parametrize(("args", "kwargs", "match"), [

@@ -386,7 +386,14 @@ BEATEN: dict[str, str] = {
         "table's EP8 pplx-CX7 dispatch (5071.1 us) is 4.8x pplx-EFA's (1052.4) and matches "
         "DeepEP-CX7's EP64 dispatch (5071.6) to 0.5 us, so cells look shifted; pplx's bench "
         "routes without group limits (benchmarks/bench_all_to_all.py L29-36: top-8 of |N| + "
-        "1 scores), so no routing restriction lowers the bound"),
+        "1 scores), so no routing restriction lowers the bound. Its own kernel cannot do it "
+        "either: pplx sends every (token, expert) row on its own (p2p-all-to-all/a2a-kernels/"
+        "src/a2a/a2a_dispatch_send.cu gives each pair its own slot; a2a_combine_send.cu "
+        "copies each remote-node pair's expert output to the send buffer, no reduction "
+        "first): 4096 tokens x 4 remote experts x 14336 B = 235 MB a rank, 4.7 ms at "
+        "50 GB/s, 4.4x the cell (2.2x with two 400 Gb/s NICs a GPU, the bench's default "
+        "--nets-per-gpu 2); the bound's one copy per destination node is already the loosest "
+        "reading"),
 }
 COLLECTIVE_OP = {"allreduce": "all-reduce", "allgather": "all-gather",
                  "reducescatter": "reduce-scatter", "alltoall": "all-to-all",

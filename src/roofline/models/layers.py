@@ -294,13 +294,14 @@ def _mlp_ops(c: Ctx, moe_layer: bool) -> list[tuple[str, Cost]]:
     ops: list[tuple[str, Cost]] = [("router", c.mm(T, s.hidden, m.experts, "router"))]
     if ep > 1:
         ops.append(("ep dispatch all-to-all", _ep_all_to_all(c, dispatch)))
+    # one EP rank's share: the slowest rank's floor for any routing, the uniform spread's
+    # mean in the expected time (ops.moe)
     up = grouped_matmul(group_tokens, s.hidden, gate * f, m.experts, m.top_k, dtype=act,
-                        weight_dtype=c.prec.experts).scaled(1 / ep, "1/ep")
+                        weight_dtype=c.prec.experts, ranks=ep)
     ops += [
         *_up_gate(c, "experts", up, group_tokens / ep * m.top_k * f, kind),
         ("experts down", grouped_matmul(group_tokens, f, s.hidden, m.experts, m.top_k,
-                                        dtype=act, weight_dtype=c.prec.experts).scaled(
-            1 / ep, "1/ep")),
+                                        dtype=act, weight_dtype=c.prec.experts, ranks=ep)),
     ]
     if ep > 1:
         ops.append(("ep combine all-to-all", _ep_all_to_all(c, tokens_out * c.act_bytes)))
@@ -327,10 +328,14 @@ def _up_gate(c: Ctx, block: str, gemm: Cost, n: Any, kind: str) -> list[tuple[st
     if c.phase.kind == "train" or kind != "swiglu":
         return [(f"{block} up/gate", gemm), (f"{block} activation", activation)]
     saved = n * c.act_bytes  # the gate half of the GEMM's output
+    runs = None if gemm.runs is None else Cost(  # what the expected time reads (MoE)
+        flops=gemm.runs.flops, bytes={"hbm": gemm.runs.bytes["hbm"] - saved},
+        name=f"{gemm.runs.name} + swiglu epilogue", vector_flops=activation.vector_flops,
+        special_ops=activation.special_ops, op=gemm.op)
     fused = Cost(flops=gemm.flops, bytes={"hbm": gemm.bytes["hbm"] - saved},
                  steps=functools.partial(_epilogue_steps, gemm, activation, saved),
                  name=f"{gemm.name} + swiglu epilogue", vector_flops=activation.vector_flops,
-                 special_ops=activation.special_ops, op=gemm.op)
+                 special_ops=activation.special_ops, runs=runs, op=gemm.op)
     return [(f"{block} up/gate", fused)]
 
 

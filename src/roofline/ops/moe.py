@@ -18,15 +18,39 @@ grouped_matmul: T tokens routed to `top_k` of E experts, each expert a [K,N] wei
     N outputs: T·top_k·(K·s_x + N·s_o) (the per-expert gather/scatter is not deduplicated).
     Weights are read once per TOUCHED expert (one that got at least one token): E_t·K·N·s_w.
 
-Expected touched experts under uniform routing (each token picks top_k distinct experts,
-every top_k-subset equally likely, tokens independent):
+The bound holds for any routing. Each token picks top_k distinct experts and all T tokens
+may pick the same ones, so any routing touches at least
+    E_min = top_k·min(T, 1)
+experts (min(T, 1): a fractional T, an average over steps, scales the one-token case down
+to none). Over an expert-parallel group of R ranks, each holding E/R whole experts, a step
+takes its slowest rank, which reads at least the mean rank's bytes:
+    E_hot = top_k·min(T, 1)/R experts' weights + T·top_k/R pairs' activations.
+(Whole experts allow more: the top_k touched lie on at most R ranks, so one holds
+ceil(top_k/R) of them, and ranks holding fewer take at most T·(ceil(top_k/R) - 1) <
+T·top_k/R pairs each, so one of those holding ceil(top_k/R) also takes the mean pairs. Not
+taken: the expected time spreads the uniform E_t evenly over the ranks, a mean rank, which
+at a few tokens over more ranks than top_k reads less than ceil(top_k/R) experts, and
+lifting it to the floor moved NVIDIA's and InferenceX's batch-1 EP decode rows away from
+their measurements: benchmarks/validation/check.py, decode held-out median 16.2% -> 16.6%.)
+Routing that collapses onto few experts reaches it: NVIDIA's gpt-oss-120b runs with dummy
+weights (benchmarks/validation/silicon.py) beat a bound of uniformly touched experts by up
+to 1.78x.
+
+The expected time (`Cost.runs`) reads the experts a trained router touches, taken as
+uniform routing (its balancing loss spreads real text over the experts; each token picks
+top_k distinct experts, every top_k-subset equally likely, tokens independent):
     P(a given expert is among one token's top_k) = C(E-1, top_k-1) / C(E, top_k) = top_k/E,
     P(no token picks it) = (1 - top_k/E)^T,
     E[E_t] = sum over the E experts of P(picked at least once) = E·(1 - (1 - top_k/E)^T)
 by linearity of expectation (the experts are not independent; linearity does not need it).
 Weight bytes are linear in E_t, so this gives the exact expected traffic, not an
-approximation. It tends to E for many tokens and is at most min(E, T·top_k).
-Real routers are not uniform; pass the measured `tokens_per_expert` to use real counts.
+approximation. It tends to E for many tokens and is at most min(E, T·top_k); over R ranks
+it is spread evenly (E_t/R a rank, never below E_hot). Uniform is the largest expected E_t
+of any router of independent tokens: with expert e drawn with chance p_e per token (the
+p_e summing to top_k), E[E_t] = Σ 1 − (1 − p_e)^T, each term concave in p_e, is largest at
+p_e = top_k/E (Jensen). Real routers are not uniform; pass the measured
+`tokens_per_expert` to use real counts (the bound and the expected time then both read the
+counted experts).
 """
 
 from __future__ import annotations
@@ -37,7 +61,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import Cost
-from ..derivation import Quantity, derived, steps, sym, value
+from ..derivation import call, derived, steps, sym, value
 from ..dtypes import DType, operand_dtypes
 from ..errors import RooflineError
 from ..opid import Gemm
@@ -110,22 +134,29 @@ def grouped_matmul(
     weight_dtype: str | DType | None = None,
     out_dtype: str | DType | None = None,
     compute_dtype: str | DType | None = None,
+    ranks: object = 1,
 ) -> Cost:
     """T tokens through `top_k` of E experts, each expert a [K,N] weight (MoE layer).
 
-    Uniform routing gives the expected touched-expert count (module docstring). With
-    `tokens_per_expert` (length E, or any array whose last axis is E) the touched experts are
-    those with a count > 0 and T = sum / top_k; `tokens` and `experts` may then be None, and
-    if given must agree (counts summing to T·top_k, last axis of length E).
+    The bound reads the experts any routing must touch (module docstring): top_k·min(T, 1),
+    over `ranks` expert-parallel ranks (E/ranks whole experts each; the Cost is one rank's,
+    the slowest one's floor) a ranks-th of them. The expected time
+    (`Cost.runs`) reads the experts uniform routing touches, E·(1 - (1 - top_k/E)^T), spread
+    evenly over the ranks. With `tokens_per_expert` (length E, or any array whose last axis
+    is E) the touched experts are those with a count > 0, for both, and T = sum / top_k;
+    `tokens` and `experts` may then be None, and if given must agree (counts summing to
+    T·top_k, last axis of length E).
 
     >>> c = grouped_matmul(64, 7168, 2048, experts=256, top_k=8)
     >>> c.explain()[1]
-    'touched experts = E·(1 - (1 - top_k / E)^T) = 256·(1 - (1 - 8 / 256)^64) = 222.4'
+    'touched experts, any routing = top_k·min_1(T) = 8·min_1(64) = 8'
+    >>> round(float(c.bytes["hbm"]) / 1e9, 3), round(float(c.runs.bytes["hbm"]) / 1e9, 2)
+    (0.244, 6.54)
     """
     x, w, o, c = operand_dtypes(dtype, weight_dtype, out_dtype, compute_dtype)
     K, N = size("K", k), size("N", n)
     TOPK = whole("top_k", top_k)
-    touched_term: Quantity
+    R = whole("ranks", ranks)
     if tokens_per_expert is None:
         if tokens is None or experts is None:
             raise RooflineError("tokens and experts are required unless tokens_per_expert "
@@ -134,8 +165,11 @@ def grouped_matmul(
         if np.any(np.asarray(value(TOPK)) > np.asarray(value(E))):
             raise RooflineError(f"top_k: at most the number of experts ({shown(experts)}), "
                                 f"got {shown(top_k)}")
-        touched_term = E * (1 - (1 - TOPK / E) ** T)
-        E_t = sym("E_t", value(touched_term))
+        uniform_term = E * (1 - (1 - TOPK / E) ** T)
+        E_t = sym("E_t", value(uniform_term))
+        at_most_one = call("min_1", _at_most_one, T)
+        any_term = TOPK * at_most_one
+        hot_term = any_term / R  # the slowest rank: at least the mean rank's
     else:
         counts = _counts(tokens_per_expert, experts)
         if np.any(np.asarray(value(TOPK)) > counts.shape[-1]):
@@ -157,18 +191,40 @@ def grouped_matmul(
                                 "(a token's top_k experts are distinct)")
         n_touched = np.count_nonzero(counts > 0, axis=-1).astype(float)
         E_t = sym("E_t", float(n_touched) if n_touched.ndim == 0 else n_touched)
-        touched_term = E_t
+        uniform_term = any_term = E_t
+        hot_term = E_t / R  # placement unknown: the mean rank's, at most the hottest's
     sx, sw, so = sym("s_x", x.bytes), sym("s_w", w.bytes), sym("s_o", o.bytes)
     flops = 2 * T * TOPK * K * N
-    hbm = T * TOPK * (K * sx + N * so) + E_t * K * N * sw
-    return Cost(
-        flops={c.peak: value(flops)},
-        bytes={"hbm": value(hbm)},
-        steps=steps(("FLOPs", flops), ("touched experts", touched_term), ("HBM bytes", hbm)),
-        name="grouped_matmul",
-        # one GEMM per touched expert, over the tokens it was routed (on average)
-        op=Gemm(value(T * TOPK / E_t), value(N), value(K), w.name, value(E_t), grouped=True),
-    )
+    pairs = T * TOPK * (K * sx + N * so)  # the routed (token, expert) pairs' activations
+    expected_hbm = pairs + E_t * K * N * sw  # the whole group's, uniform routing
+    # one GEMM per touched expert, over the tokens it was routed (on average)
+    record = Gemm(value(T * TOPK / E_t), value(N), value(K), w.name, value(E_t), grouped=True)
+    uniform = Cost(flops={c.peak: value(flops)}, bytes={"hbm": value(expected_hbm)},
+                   name="grouped_matmul", op=record)
+    one = value(R) == 1
+    if not one:
+        uniform = uniform.scaled(1 / value(R))
+    E_hot = sym("E_hot", value(hot_term))
+    hbm = (pairs if one else pairs / R) + E_hot * K * N * sw
+    bound_hbm = value(hbm)
+    # (uniform E_t >= top_k·min(T, 1): Bernoulli below one token; the maximum only keeps
+    # rounding from putting the expected read a byte under the bound's)
+    runs = Cost(flops=uniform.flops, bytes={"hbm": np.maximum(uniform.bytes["hbm"], bound_hbm)},
+                name="grouped_matmul, uniform routing", op=record)
+    named = [("FLOPs", flops if one else flops / R),
+             ("touched experts, any routing", any_term)]
+    if not one:
+        named.append(("a rank's experts, any routing", hot_term))
+    named += [("HBM bytes", hbm),
+              ("touched experts, uniform routing (expected time)", uniform_term),
+              ("HBM bytes, uniform routing (expected time)",
+               expected_hbm if one else expected_hbm / R)]
+    return Cost(flops=uniform.flops, bytes={"hbm": bound_hbm}, steps=steps(*named),
+                name="grouped_matmul", runs=runs, op=record)
+
+
+def _at_most_one(v: Any) -> Any:
+    return min(v, 1.0) if type(v) is float else np.minimum(v, 1.0)
 
 
 def _show(values: np.ndarray[Any, Any]) -> str:
@@ -193,7 +249,9 @@ GROUPED_MATMUL = OpDecl(
         Param("k", "input features", required=True),
         Param("n", "output features per expert", required=True),
         Param("experts", "routed experts E", required=True),
-        Param("top_k", "experts per token", required=True), *_DTYPES))
+        Param("top_k", "experts per token", required=True), *_DTYPES,
+        Param("ranks", "expert-parallel ranks holding E/ranks experts each (the Cost is one "
+              "rank's)", default=1)))
 
 
 def remote_domain_copies(top_k: int, domains: float, experts: int | None = None,

@@ -14,10 +14,11 @@ decode steps per request and L' uncached prompt tokens per request:
 
 Averaging the prefill tokens over iterations gives a lower bound on the mean iteration
 time where each op's time is convex in its token count (Jensen): a dense model's. A MoE
-model's expert reads are concave in it (the experts a step's tokens touch saturate), so
-spreading the prompts evenly makes every step read most experts, where engines run each
-prompt as a few large chunks: there the mean is bounded by the iterations that carry the
-cycle's prompt tokens in full chunks, the rest decoding alone (`_chunked_cycle`).
+model's expert reads are concave in it (uniform routing's touched experts saturate; the
+bound's any-routing read, top_k·min(T, 1) experts, ops.moe, is flat once a step has a
+token), so the mean is also bounded by the iterations that carry the cycle's prompt tokens
+in full chunks, the rest decoding alone (`_chunked_cycle`; with the flat read it matches
+the even spread wherever every step has a token).
 
 Disaggregated: the decode pool runs decode steps only (TPOT = t_decode / s); a prefill
 instance runs `chunk` tokens' worth of prompts per pass; prefill instances are added per

@@ -27,7 +27,15 @@ def one_copy_per_destination(cost: Cost, top_k: int, ranks: float,
     (`groups`, `topk_groups`: its config's n_group, topk_group). DeepSeek-V3 over EP 8: 4.6
     copies, not 7 (3.2 with its 4-of-8 groups); over 8 8-GPU nodes 3.2 across, not 7. The
     expected time keeps the per-copy volume (`Cost.runs`): DeepEP's, HybridEP's and MORI's
-    measured times follow it (13% median error against 27% with the deduplicated bytes)."""
+    measured times follow it (13% median error against 27% with the deduplicated bytes).
+
+    Not a floor for any routing, unlike the expert reads (ops.moe): a router sending every
+    token to experts on its own rank (possible where a rank holds top_k experts or more)
+    sends nothing. The two floors trade against each other: that routing reads top_k
+    experts a rank, where the expert floor's ceil(top_k/ep) gathers every token onto the
+    same few experts, one copy to each of their ranks. Kept as uniform routing's copies
+    (DeepSeek-V3 on 8 H200s: 0.9 of the 6.4 ms bound of a 64-sequence decode step,
+    latency-bound; 9.8 of 118.9 ms in a 2 x 4096-token prefill)."""
     route = (experts, groups, topk_groups)
     shares = dict.fromkeys(cost.link_bytes, _copy_share(top_k, ranks, *route))
     across = False  # one copy per destination domain on the scale-out link
