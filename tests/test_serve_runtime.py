@@ -74,6 +74,10 @@ def test_nothing_fits_exits_3_with_the_cause(run_cli) -> None:
     assert code == 3 and err == ""
     assert "weights 812 GB per chip > 77 GB usable x 1 chip(s)" in out
     assert "allow >= 11 chips" in out and "quantize" in out
+    # a --gpus budget's replicas each hold the weights whole: the need is per instance
+    code, out, _ = run_cli("serve", "llama-3.1-405b", "--hw", "h100", "--tp", "1", "--pp",
+                           "1", "--max-chips", "1", "--gpus", "8")
+    assert code == 3 and "usable x 1 chip(s)" in out and "allow >= 11 chips per instance" in out
     code, out, _ = run_cli("serve", "llama-3.1-8b", "--hw", "h100", "--tpot", "0.1ms",
                            "--json")
     assert code == 3 and "TPOT" in json.loads(out)["infeasible"]

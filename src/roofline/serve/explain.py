@@ -97,14 +97,17 @@ def infeasible(plan: ServePlan) -> str:
     for hw in dict.fromkeys(c["hardware"].tolist()):
         rows = c["hardware"] == hw
         if not np.any(c["fits"] & rows):
-            j = int(np.flatnonzero(rows)[np.argmax(c["chips"][rows])])
+            # one instance's chips (a --gpus budget's replicas each hold the weights whole)
+            instance = c["tp"] * c["pp"] * c["dp"]
+            j = int(np.flatnonzero(rows)[np.argmax(instance[rows])])
             weights, usable = c["weights_bytes_per_chip"][j], c["usable_bytes_per_chip"][j]
-            chips = float(c["chips"][j])
+            chips = float(instance[j])
             if weights > usable:
                 need = int(np.ceil(weights * chips / usable))
                 reasons.append(f"{hw}: weights {format_bytes(weights)} per chip > "
                                f"{format_bytes(usable)} usable x {chips:g} chip(s), the most "
-                               f"tried: allow >= {need} chips (--tp, --pp, --max-chips), or "
+                               f"tried: allow >= {need} chips per instance (--tp, --pp, "
+                               "--max-chips, and a --gpus budget that large), or "
                                "quantize (--weight-dtype fp8)")
             else:
                 reasons.append(f"{hw}: weights {format_bytes(weights)} of "
