@@ -45,7 +45,7 @@ from .workload import Workload
 
 RHO = np.array([0.3, 0.5, 0.7, 0.85, 0.95])  # prefill-pool utilizations searched (disagg)
 GRID_POINTS = 40  # running-batch values per instance when the batch is searched
-# The share of a burst's queue (`burst_ttft_s` beyond the request's own prefill) a closed
+# The share of a burst's queue (`burst_ttft_s` beyond a lone prompt's TTFT) a closed
 # loop's client waits on average: the clients send together at first and drift out of step
 # over the rounds. Fitted: the value that minimises the median |measured / expected - 1| of
 # TTFT on the fit half of benchmarks/validation/silicon.py (NVIDIA's silicon_sample runs;
@@ -196,8 +196,8 @@ def _settle(e: Engine, w: Workload, running: Any, chunk: Any, concurrency: float
         k = np.minimum(clients, slots) / dp
         alone = e.step_time(e.iteration(decoding, w, 0))
         full = e.step_time(e.iteration(decoding, w, dp * chunk + 0 * decoding))
-        wait = wait + IN_STEP * np.maximum(burst_ttft_s(k, Lu, chunk, alone, full) -
-                                           prefill_s, 0.0)
+        burst = burst_ttft_s(k, Lu, chunk, alone, full) - burst_ttft_s(1, Lu, chunk, alone, full)
+        wait = wait + IN_STEP * np.maximum(burst, 0.0)  # beyond a lone prompt's, same model
     return decoding, t_it, prefill_s, load, wait, columns
 
 
