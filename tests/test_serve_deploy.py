@@ -191,9 +191,12 @@ def test_moe_tp_shards_experts_by_moe_tp_times_ep() -> None:
                 if op.name in ("experts up/gate", "experts down"))
     assert flops == pytest.approx(32 * 2 * 4096 * 3 * 14336 / 2)
     up = next(op for op in a.ops if op.name == "experts up/gate")
-    # the two experts' up/gate halves (2 x 2 x 4096 x 7168 bf16) plus the 32 pairs' input
-    # (4096) and output (7168) activations
+    # the bound, any routing: top_k / ep = 2 / 4 of one expert's up/gate half (2 x 4096 x
+    # 7168 bf16) a rank, plus the 32 pairs' input (4096) and output (7168) activations
     assert up.cost.bytes["hbm"] == pytest.approx(
+        0.5 * 2 * 4096 * 7168 * 2 + 32 * (4096 + 7168) * 2, rel=1e-12)
+    # the expected time, uniform routing: both of the rank's experts' up/gate halves
+    assert up.cost.runs is not None and up.cost.runs.bytes["hbm"] == pytest.approx(
         2 * 2 * 4096 * 7168 * 2 + 32 * (4096 + 7168) * 2, rel=1e-4)
 
 

@@ -21,6 +21,7 @@ from ..evaluate import evaluate
 from ..hardware import Chip
 from ..models import ModelAnalysis, ModelSpec, Parallel, Phase, Precision, analyze
 from ..models.memory import MemoryFootprint, footprint, kv_bytes_per_token
+from ..models.schedule import NOT_HIDDEN
 from ..models.step import MemoryBudget, decode, mixed
 from ..ops.collectives import collective
 from .workload import Workload
@@ -37,6 +38,14 @@ def step_time(a: ModelAnalysis, expect: bool = False, chip: Chip | None = None,
 
         return expected_step(a, chip, framework=framework, imbalance=imbalance).t_s
     return a.t_lower_s
+
+
+def collective_calls(a: ModelAnalysis) -> float:
+    """Collectives one step calls: each communicating op once per layer it repeats in (a TP
+    all-reduce after attention and after the MLP: 2 per layer; EP dispatch and combine)."""
+    return float(sum(op.count for op in a.ops if op.name != NOT_HIDDEN
+                     and any(np.any(np.asarray(v) > 0) for v in
+                            (*op.cost.link_calls.values(), *op.cost.link_steps.values()))))
 
 
 def activation_dtype(weights: str, chip: Chip) -> str:
@@ -66,7 +75,17 @@ class Engine:
     imbalance: float = 1.0
 
     def step_time(self, a: ModelAnalysis) -> Any:
-        return step_time(a, self.expect, self.chip, self.framework, self.imbalance)
+        """The step's bound, or its expected time with the engine's per-iteration cost
+        (runtime.IterationCost: host scheduling per iteration and per sequence of each
+        replica's scheduler, each collective's call)."""
+        t = step_time(a, self.expect, self.chip, self.framework, self.imbalance)
+        if not self.expect:
+            return t
+        from .runtime import iteration_cost
+
+        per_rank = np.asarray(a.phase.batch, dtype=float) * self.par.pp / self.par.dp
+        return iteration_cost(self.framework).seconds(t, a.t_lower_s, per_rank,
+                                                      collective_calls(a))
 
     @property
     def chips(self) -> int:

@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..hardware import Chip
 
 GiB = 2**30
@@ -83,6 +85,56 @@ def _generic(chip: Chip, tp: int) -> Runtime:
                    {"generic": "no engine named: the engines' common defaults (vLLM's and "
                     "TensorRT-LLM's 90% of memory, vLLM's 1024 running sequences and "
                     "8192-token chunks on large GPUs); --engine takes one's own"})
+
+
+@dataclass(frozen=True)
+class IterationCost:
+    """What an engine adds to each continuous-batching iteration beyond its kernels: the
+    host's scheduling, input preparation, sampling and output processing between CUDA-graph
+    replays (vLLM's and SGLang's schedulers run in Python between steps, TensorRT-LLM's
+    executor in C++): `host_s` once per iteration and `sequence_s` per sequence each
+    scheduler process runs (one per attention-DP rank); and per collective in the graph what
+    a custom all-reduce / all-to-all kernel's launch, flag exchange and barrier take beyond
+    the bound's latency and the graph launch it already pays (`collective_s`: a TP8 step of
+    160 all-reduces pays it 160 times, a TP1 step never; sglang#2904 measured one-shot
+    all-reduces of 4-32 KiB on 8xH100 at 5.7-7.8 us in all, some 4 us above the bound's
+    latency and a graph launch). With these charged apart, the kernels run at
+    `kernel_scale` of the time the engine's decode factor gives them (that factor, fitted
+    on whole steps, had absorbed them)."""
+
+    host_s: float
+    sequence_s: float
+    collective_s: float
+    kernel_scale: float
+    source: str
+
+    def seconds(self, kernels_s: Any, bound_s: Any, sequences: Any, collectives: Any) -> Any:
+        """The iteration: its kernels' expected time rescaled (never below the bound), the
+        host's time for `sequences` per scheduler and each of `collectives` calls."""
+        kernels = np.maximum(np.asarray(kernels_s) * self.kernel_scale, bound_s)
+        return kernels + self.host_s + self.sequence_s * np.asarray(sequences) + \
+            self.collective_s * np.asarray(collectives)
+
+
+_ITER = ("fitted to the fit half of benchmarks/validation/silicon.py (NVIDIA's silicon_sample "
+         "runs as fixed deployments, expected TPOT with no per-iteration cost): per engine "
+         "the host time per iteration that minimises the median |measured / expected - 1| "
+         "of TPOT, with 4 us per collective for all (from sglang#2904); a kernel scale below "
+         "1 and a host time per sequence fitted there too made check.py's published serving "
+         "runs worse (offline runs of thousands of sequences 2-4x too slow): left at 1 and 0")
+ITERATION_COSTS = {"vllm": IterationCost(1.4e-3, 0.0, 4e-6, 1.0, _ITER),
+                   "sglang": IterationCost(1.4e-3, 0.0, 4e-6, 1.0, _ITER),
+                   "tensorrt-llm": IterationCost(0.0, 0.0, 4e-6, 1.0, _ITER)}
+NO_COST = IterationCost(0.0, 0.0, 0.0, 1.0, "no engine with a fitted iteration cost named: the "
+                        "framework factor alone")
+
+
+def iteration_cost(engine: str | None) -> IterationCost:
+    """The per-iteration cost of `engine` (one of ITERATION_COSTS, by `expect.table.engine`'s
+    name: 'vllm-0.13.0' is vLLM's); none for another engine or none named (NO_COST)."""
+    from ..expect.table import engine as engine_name
+
+    return ITERATION_COSTS.get(engine_name(engine), NO_COST) if engine else NO_COST
 
 
 RUNTIMES = {"vllm": _vllm, "sglang": _sglang, "tensorrt-llm": _trtllm}

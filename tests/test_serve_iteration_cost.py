@@ -1,0 +1,73 @@
+"""The expected serving iteration: the engine's per-iteration cost (host scheduling, each
+collective's call), the chunk cycle engines run, and the TTFT of a burst of prompts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from roofline.models import Parallel, analyze, decode
+from roofline.serve import Load, Space, Workload, plan
+from roofline.serve.grid import burst_ttft_s
+from roofline.serve.iteration import collective_calls
+from roofline.serve.runtime import ITERATION_COSTS, NO_COST, IterationCost, iteration_cost
+
+
+def test_burst_ttft_by_hand() -> None:
+    ms = 1e-3
+    # one 1024-token prompt in an 8192-token budget: one iteration carrying 1/8 of a chunk
+    assert burst_ttft_s(1, 1024, 8192, 10 * ms, 90 * ms) == pytest.approx(20 * ms)
+    # four 4096-token prompts: two per full chunk; the first two after one full iteration
+    # (90 ms), the last two after two (180 ms)
+    assert burst_ttft_s(4, 4096, 8192, 10 * ms, 90 * ms) == pytest.approx(135 * ms)
+    # three: the second iteration is half full (10 + 40 ms more)
+    assert burst_ttft_s(3, 4096, 8192, 10 * ms, 90 * ms) == pytest.approx((90 + 90 + 140) / 3 * ms)
+    # a prompt longer than the chunk spans ceil(L / chunk) iterations
+    assert burst_ttft_s(1, 20000, 8192, 10 * ms, 90 * ms) == pytest.approx(
+        (30 + 20000 / 8192 * 80) * ms)
+
+
+def test_burst_ttft_broadcasts_and_grows_with_the_burst() -> None:
+    k = np.array([[1.0, 8.0, 64.0]])
+    t = burst_ttft_s(k, 2048, np.array([[2048.0], [8192.0]]), 0.01, 0.05)
+    assert t.shape == (2, 3)
+    assert np.all(np.diff(t, axis=1) > 0)  # more prompts ahead: a longer wait
+    # a burst waits less where an iteration of the same time takes more of its prompts
+    assert t[1, 2] < t[0, 2]
+
+
+def test_collectives_per_step() -> None:
+    tp8 = analyze("llama-3.1-70b", "b200", decode(8, 1024), Parallel(tp=8))
+    tp1 = analyze("llama-3.1-70b", "b200", decode(8, 1024), Parallel(tp=1))
+    assert collective_calls(tp8) == 2 * 80  # an all-reduce after attention and after the MLP
+    assert collective_calls(tp1) == 0
+
+
+def test_iteration_cost_per_engine() -> None:
+    for name, cost in ITERATION_COSTS.items():
+        assert min(cost.host_s, cost.sequence_s, cost.collective_s) >= 0
+        assert 0 < cost.kernel_scale <= 1
+        assert cost.source and iteration_cost(name) is cost
+    assert iteration_cost("vllm-0.13.0+torchao") is ITERATION_COSTS["vllm"]
+    assert iteration_cost(None) is NO_COST and iteration_cost("gpt-fast") is NO_COST
+    assert NO_COST.seconds(0.01, 0.004, 64, 160) == pytest.approx(0.01)  # unchanged
+    cost = IterationCost(1e-3, 10e-6, 5e-6, 0.5, "by hand")
+    # 10 ms of kernels at half: 5 ms, + 1 ms + 64 sequences x 10 us + 160 collectives x 5 us
+    assert cost.seconds(0.010, 0.002, 64, 160) == pytest.approx(7.44e-3)
+    # never below the bound: 10 ms x 0.5 under an 8 ms bound is the bound's 8 ms
+    assert cost.seconds(0.010, 0.008, 0, 0) == pytest.approx(9e-3)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "tensorrt-llm"])
+def test_expected_closed_loop_stays_above_the_bound(engine: str) -> None:
+    w = Workload.from_lengths(1024, 256)
+    space = Space(tp=(8,), weight_dtypes=("fp8",), kv_dtypes=("fp8",), chunks=(8192.0,),
+                  max_chips=8)
+    args = dict(space=space, load=Load(concurrency=64))
+    bound = plan("llama-3.1-70b", ["b200"], w, **args).columns
+    exp = plan("llama-3.1-70b", ["b200"], w, expect=True, framework=engine, **args).columns
+    assert np.all(exp["tpot_s"] >= bound["tpot_s"])
+    assert np.all(exp["ttft_s"] >= bound["prefill_s"])
+    # the burst: 64 prompts of 1024 tokens through an 8192-token budget take 8 full
+    # iterations, so the mean client waits several, not one
+    assert np.all(exp["ttft_s"] > 3 * exp["t_step_s"])
