@@ -262,9 +262,11 @@ class ServePlan:
         return pareto_front(c[against], c["output_tokens_per_s_per_chip"], ok)
 
     def point(self, i: int) -> ServePoint:
+        """Operating point `i` as a typed record (frontier() gives indices)."""
         return ServePoint.of(self.columns, i)
 
     def row(self, i: int) -> dict[str, Scalar]:
+        """Operating point `i` as --json writes it: every column by name."""
         return {k: v[i].item() for k, v in self.columns.items()}
 
 
@@ -364,9 +366,7 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
     if expect:  # a request's own time (HTTP, tokenization, scheduling) in its TTFT
         from ..expect.table import request_s
 
-        columns["request_s"] = np.full(columns["ttft_s"].shape,
-                                       request_s(engine_name(framework) if framework
-                                                 else None)[1].value)
+        columns["request_s"] = np.full(columns["ttft_s"].shape, request_s(name)[1].value)
         columns["ttft_s"] = columns["ttft_s"] + columns["request_s"]
     _derive(columns, workload, prices or {}, engines)
     if expect:  # the 80% interval of each expected figure: TTFT as prefill steps measured,
@@ -388,8 +388,7 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
                                reserve_bytes=budget.reserve_bytes)
                     for k, rt in runtimes.items()}
     plan = ServePlan(spec.name, workload, targets, load, columns, skipped, expect,
-                     engine_name(framework) if expect and framework else None, runtimes, tdp,
-                     space.gpus)
+                     name if expect else None, runtimes, tdp, space.gpus)
     columns["meets_targets"] = plan.ok  # fits, sustains its load, meets every target
     for key in INTEGERS:  # counts print as counts (where whole: a disaggregated plan's
         if key in columns and np.all(np.mod(columns[key], 1) == 0):  # pools can be split)
