@@ -79,7 +79,7 @@ def test_a_missing_or_mistyped_column_is_named(both) -> None:
     with pytest.raises(ValueError, match="no column 'tpot_s'"):
         ServePoint.of(c, 0)
     c = {**both.columns, "tp": np.full(len(both), 1.5)}
-    with pytest.raises(ValueError, match="tp is a whole number, got 1.5"):
+    with pytest.raises(ValueError, match=r"tp is a whole number, got 1\.5"):
         ServePoint.of(c, 0)
     c = {**both.columns, "ttft_s": np.full(len(both), "fast")}
     with pytest.raises(ValueError, match="ttft_s is a number"):
@@ -87,3 +87,17 @@ def test_a_missing_or_mistyped_column_is_named(both) -> None:
     c = {**both.columns, "running": np.full(len(both), -1.0)}
     with pytest.raises(ValueError, match="running is a count >= 0"):
         ServePoint.of(c, 0)
+
+
+def test_the_api_pages_serve_example_runs() -> None:
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).parents[1] / "docs" / "api.md").read_text()
+    (code,) = [b for b in re.findall(r"^```python\n(.*?)\n```", page, flags=re.M | re.S)
+               if "ServePoint" in b]
+    scope: dict = {}
+    exec(compile(code, "docs/api.md", "exec"), scope)  # our own docs, not user input
+    best = scope["best"]
+    assert isinstance(best, ServePoint) and best.tpot_s <= 0.05 and best.hardware == "h200-sxm"
+    assert all(isinstance(q, ServePoint) for q in scope["frontier"]) and scope["frontier"]
