@@ -93,11 +93,11 @@ def test_a_tighter_tpot_never_raises_throughput_per_chip():
     for tpot in (0.1, 0.04, 0.02, 0.012, 0.008):
         q = plan("llama-3.1-8b", ["h100"], W, Targets(ttft_s=3.0, tpot_s=tpot), SMALL)
         found = q.best().get("h100-sxm")
-        best.append(found["output_tokens_per_s_per_chip"] if found else 0.0)
+        best.append(found.output_tokens_per_s_per_chip if found else 0.0)
         if found:
-            assert found["tpot_s"] <= tpot
+            assert found.tpot_s <= tpot
     assert best == sorted(best, reverse=True) and best[0] > best[-1]
-    assert p.best()["h100-sxm"]["output_tokens_per_s_per_chip"] >= best[0]
+    assert p.best()["h100-sxm"].output_tokens_per_s_per_chip >= best[0]
 
 
 def test_disaggregation_never_wins_when_the_kv_transfer_alone_exceeds_the_ttft_target():
@@ -131,7 +131,7 @@ def test_prefix_hits_shorten_ttft_and_raise_throughput():
     warm = plan("llama-3.1-8b", ["h100"], Workload.from_lengths(2048, 256, prefix_hit=0.5),
                 Targets(ttft_s=1.0, tpot_s=0.03), SMALL)
     a, b = cold.best()["h100-sxm"], warm.best()["h100-sxm"]
-    assert b["output_tokens_per_s_per_chip"] > a["output_tokens_per_s_per_chip"]
+    assert b.output_tokens_per_s_per_chip > a.output_tokens_per_s_per_chip
     pin = Space(tp=(1,), kv_dtypes=("fp8",), weight_dtypes=("bf16",), chunks=(4096,),
                 batch=(16,))
     x = plan("llama-3.1-8b", ["h100"], W, space=pin).row(0)
@@ -261,7 +261,7 @@ def test_a_rate_sizes_whole_instances_and_latency_is_taken_at_the_load_they_carr
     assert np.allclose(c["output_tokens_per_s"], 3 * top * W.output_len)
     assert np.all(c["chips"] == c["instances"]) and c["instances"].min() >= 3
     best = p.best()["h100-sxm"]
-    assert best["tpot_s"] <= 0.03 and best["requests_per_s"] == pytest.approx(3 * top)
+    assert best.tpot_s <= 0.03 and best.requests_per_s == pytest.approx(3 * top)
 
 
 def test_a_pinned_batch_with_a_rate_is_refused_the_load_sets_the_batch():

@@ -95,8 +95,8 @@ def test_disaggregated_budget_uses_whole_workers_and_the_best_split() -> None:
     assert np.all(c["requests_per_s"][ok] <= c["prefill_workers"][ok] / per_prompt[ok])
     best = p.best()["h100-sxm"]
     # no other whole split of the same layouts beats the chosen point's goodput
-    same = ok & (c["tp"] == best["tp"]) & (c["prefill_tp"] == best["prefill_tp"])
-    assert best["output_tokens_per_s"] == pytest.approx(c["output_tokens_per_s"][same].max())
+    same = ok & (c["tp"] == best.tp) & (c["prefill_tp"] == best.prefill_tp)
+    assert best.output_tokens_per_s == pytest.approx(c["output_tokens_per_s"][same].max())
 
 
 def test_without_a_budget_disaggregated_workers_are_whole() -> None:
@@ -336,7 +336,7 @@ def test_under_a_budget_the_best_point_serves_the_most() -> None:
     space = Space(tp=(2, 4, 8), chunks=(512, 8192), modes=("disaggregated",), gpus=16)
     p = plan("llama-3.1-70b", ["h100"], W, Targets(ttft_s=2.0, tpot_s=0.05), space)
     best = p.best()["h100-sxm"]
-    assert best["output_tokens_per_s"] == p.columns["output_tokens_per_s"][p.ok].max()
+    assert best.output_tokens_per_s == p.columns["output_tokens_per_s"][p.ok].max()
 
 
 def test_workers_are_placed_node_by_node() -> None:

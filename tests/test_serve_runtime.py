@@ -142,5 +142,5 @@ def test_moe_models_search_attention_data_parallelism_by_default() -> None:
     moe = plan("deepseek-v3", ["h200"], W)
     assert set(moe.columns["dp"].tolist()) == {1, 2, 4, 8}
     best = moe.best()["h200-sxm"]
-    assert (best["tp"], best["dp"], best["ep"]) == (1, 8, 8)
+    assert (best.tp, best.dp, best.ep) == (1, 8, 8)
     assert set(plan("llama-3.1-8b", ["h100"], W).columns["dp"].tolist()) == {1}

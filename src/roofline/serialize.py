@@ -11,7 +11,10 @@ import numpy as np
 
 def jsonable(obj: Any) -> Any:
     """Recursively convert numpy values to lists / scalars and non-finite floats to None.
-    Whole numbers stay integers (a batch of 133 is 133, not 133.0)."""
+    Whole numbers stay integers (a batch of 133 is 133, not 133.0). A record with a
+    `to_dict` method (serve.point.ServePoint) is written as that dict."""
+    if hasattr(obj, "to_dict") and not isinstance(obj, type):
+        return jsonable(obj.to_dict())
     if isinstance(obj, dict):
         return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

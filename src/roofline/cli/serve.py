@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..argtypes import (
     FRACTION,
@@ -23,6 +23,10 @@ from ..argtypes import (
 from ..errors import RooflineError
 from ..expect.table import check_engine
 from .sweeps import duration_with_unit
+
+if TYPE_CHECKING:
+    from ..serve.plan import ServePlan
+    from ..serve.point import ServePoint
 
 
 def _ints(text: str | None, what: str, default: tuple[int, ...]) -> tuple[int, ...]:
@@ -108,8 +112,9 @@ def build_plan(args: argparse.Namespace) -> Any:
                 _prices(args.price), expect=args.expect, framework=name)
 
 
-def plan_data(p: Any, every_point: bool = False) -> dict[str, Any]:
-    """The plan as one JSON-ready dict: best per chip (annotated), frontiers, notes."""
+def plan_data(p: ServePlan, every_point: bool = False) -> dict[str, Any]:
+    """The plan as one dict, JSON-ready through serialize.jsonable: best per chip
+    (annotated) and the frontiers as `ServePoint`s, the notes."""
     from dataclasses import asdict
 
     from ..render.serve_text import notes, tdp_source
@@ -123,9 +128,9 @@ def plan_data(p: Any, every_point: bool = False) -> dict[str, Any]:
         "workload": {k: v for k, v in asdict(p.workload).items() if k != "sample"},
         "load": asdict(p.load), "points": len(p), "feasible_points": int(p.ok.sum()),
         "best": best,
-        "frontier_tpot": {hw: [p.row(i) for i in p.frontier("tpot_s", hw)] for hw in hws},
-        "frontier_ttft": {hw: [p.row(i) for i in p.frontier("ttft_s", hw)] for hw in hws},
-        "frontier": [p.row(i) for i in p.frontier("tpot_s")],  # every chip together
+        "frontier_tpot": {hw: [p.point(i) for i in p.frontier("tpot_s", hw)] for hw in hws},
+        "frontier_ttft": {hw: [p.point(i) for i in p.frontier("ttft_s", hw)] for hw in hws},
+        "frontier": [p.point(i) for i in p.frontier("tpot_s")],  # every chip together
         "skipped": p.skipped, "expected": p.expected, "engine": p.engine, "gpus": p.gpus,
         "runtime": {hw: rt.to_dict() for hw, rt in p.runtimes.items()},
         "runtime_text": {hw: rt.describe() for hw, rt in p.runtimes.items()},
@@ -190,7 +195,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0 if data["best"] else NOTHING_MEETS
 
 
-def _launch(p: Any, best: dict[str, Any], args: argparse.Namespace) -> dict[str, str]:
+def _launch(p: ServePlan, best: dict[str, ServePoint], args: argparse.Namespace
+            ) -> dict[str, str]:
     """Per chip kind, the best point as the `--emit` engine's launch command."""
     import math
 

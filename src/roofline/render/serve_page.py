@@ -7,13 +7,18 @@ breakdown. Every name reaches the page as text (xml_text here, textContent there
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from ..serialize import jsonable
 from .html import figures, page
 from .safe import xml_text
+
+if TYPE_CHECKING:
+    from ..serve.plan import ServePlan
+    from ..serve.point import Column, Scalar
 
 MAX_POINTS = 6000  # embedded points (the frontier needs the whole range, not every point)
 FIELDS = ("hardware", "mode", "weight_dtype", "kv_dtype", "tp", "pp", "dp", "ep",
@@ -208,7 +213,7 @@ SCRIPT = """
 """.replace("@STEPS@", str(SLIDER_STEPS))
 
 
-def _thin(p: Any) -> np.ndarray[Any, Any]:
+def _thin(p: ServePlan) -> npt.NDArray[np.intp]:
     """Indices to embed: points that fit and can carry their load, at most MAX_POINTS (the
     frontier points first, then an even spread of the rest)."""
     c = p.columns
@@ -223,7 +228,7 @@ def _thin(p: Any) -> np.ndarray[Any, Any]:
     return np.union1d(np.fromiter(keep, int), rest[::step])
 
 
-def _compact(values: np.ndarray[Any, Any]) -> list[Any]:
+def _compact(values: Column) -> list[Scalar]:
     """4 significant digits are plenty for a chart and a readout (and keep the page small)."""
     if values.dtype.kind == "f":
         return [float(f"{v:.4g}") for v in values.tolist()]
@@ -249,7 +254,7 @@ def _svg(name: str, title: str) -> str:
             f'viewBox="0 0 720 380" role="img" aria-label="{xml_text(title)}"></svg>')
 
 
-def serve_page(p: Any) -> str:
+def serve_page(p: ServePlan) -> str:
     idx = _thin(p)
     c = p.columns
     keys = [k for k in c if k in FIELDS or k.startswith("time_")]

@@ -4,10 +4,13 @@ it and what would move it, and the frontier."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..units import format_si, format_time
 from .text import table
+
+if TYPE_CHECKING:
+    from ..serve.point import ServePoint
 
 
 def tdp_source(tdp: dict[str, Any]) -> str:
@@ -55,28 +58,28 @@ def notes(expected: bool, tdp: dict[str, dict[str, Any]] | None = None) -> list[
             "each op.", energy]
 
 
-def tails_text(r: dict[str, Any]) -> str:
+def tails_text(r: ServePoint) -> str:
     """A point's p50 / p90 / p99 TTFT and TPOT over requests (serve.tails)."""
-    return "; ".join(f"{name} p50 / p90 / p99 " + " / ".join(
-        format_time(r[f"{key}_p{p}"]) for p in (50, 90, 99))
-        for name, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s")))
+    return "; ".join(f"{name} p50 / p90 / p99 " + " / ".join(map(format_time, tails))
+                     for name, tails in (("TTFT", (r.ttft_s_p50, r.ttft_s_p90, r.ttft_s_p99)),
+                                         ("TPOT", (r.tpot_s_p50, r.tpot_s_p90, r.tpot_s_p99))))
 
 
-def describe(r: dict[str, Any]) -> str:
-    par = f"tp {r['tp']} pp {r['pp']} dp {r['dp']} ep {r['ep']}"
-    if r["mode"] == "disaggregated":
-        par = (f"{r['decode_workers']} decode worker(s) {par}; {r['prefill_workers']} "
-               f"prefill worker(s) tp {r['prefill_tp']} pp {r['prefill_pp']} dp "
-               f"{r['prefill_dp']} ep {r['prefill_ep']}")
-        if r["prefill_ratio"] * r["decode_workers"] != r["prefill_workers"]:
-            par += f" (the load needs {r['prefill_ratio']:.3g} prefill per decode worker)"
-    elif r.get("instances", 1) != 1:
-        par = f"{r['instances']} instances of {par}"
+def describe(r: ServePoint) -> str:
+    par = f"tp {r.tp} pp {r.pp} dp {r.dp} ep {r.ep}"
+    if r.mode == "disaggregated":
+        par = (f"{r.decode_workers} decode worker(s) {par}; {r.prefill_workers} "
+               f"prefill worker(s) tp {r.prefill_tp} pp {r.prefill_pp} dp "
+               f"{r.prefill_dp} ep {r.prefill_ep}")
+        if r.prefill_ratio * r.decode_workers != r.prefill_workers:
+            par += f" (the load needs {r.prefill_ratio:.3g} prefill per decode worker)"
+    elif r.instances != 1:
+        par = f"{r.instances} instances of {par}"
     return par
 
 
-def _cost(r: dict[str, Any]) -> str:
-    return "-" if not math.isfinite(r["usd_per_mtok"]) else f"${r['usd_per_mtok']:.3g}"
+def _cost(r: ServePoint) -> str:
+    return "-" if not math.isfinite(r.usd_per_mtok) else f"${r.usd_per_mtok:.3g}"
 
 
 def chips(n: float) -> str:
@@ -84,12 +87,11 @@ def chips(n: float) -> str:
     return f"{format_si(n)} chip" + ("" if n == 1 else "s")
 
 
-def row_cells(r: dict[str, Any]) -> list[str]:
-    return [r["hardware"], r["mode"], format_si(r["gpus"]), str(r["tp"]),
-            f"{r['weight_dtype']}/{r['kv_dtype']}", f"{r['running']:g}", f"{r['chunk']:g}",
-            format_si(r["output_tokens_per_s_per_chip"]),
-            format_si(r["requests_per_s"]), format_time(r["ttft_s"]), format_time(r["tpot_s"]),
-            format_time(r["e2e_s"]), _cost(r), format_si(r["tokens_per_joule"]), r["bound"]]
+def row_cells(r: ServePoint) -> list[str]:
+    return [r.hardware, r.mode, format_si(r.gpus), str(r.tp), f"{r.weight_dtype}/{r.kv_dtype}",
+            f"{r.running:g}", f"{r.chunk:g}", format_si(r.output_tokens_per_s_per_chip),
+            format_si(r.requests_per_s), format_time(r.ttft_s), format_time(r.tpot_s),
+            format_time(r.e2e_s), _cost(r), format_si(r.tokens_per_joule), r.bound]
 
 
 HEADERS = ["hardware", "mode", "gpus", "tp", "w/kv", "batch", "chunk", "out tok/s/chip",
@@ -97,8 +99,9 @@ HEADERS = ["hardware", "mode", "gpus", "tp", "w/kv", "batch", "chunk", "out tok/
 
 
 def serve_text(data: dict[str, Any], verbose: bool = False) -> str:
-    """The plan for people: by default the best plan per chip, its first lever and one
-    frontier over every chip; `verbose` adds each chip's frontiers, every lever and the notes."""
+    """The plan for people (`data`: cli.serve.plan_data's, its points `ServePoint`s): by
+    default the best plan per chip, its first lever and one frontier over every chip;
+    `verbose` adds each chip's frontiers, every lever and the notes."""
     w, t, load = data["workload"], data["targets"], data["load"]
     targets = ", ".join(f"{k} <= {format_time(v)}" for k, v in
                         (("TTFT", t["ttft_s"]), ("TPOT", t["tpot_s"]),
@@ -114,7 +117,7 @@ def serve_text(data: dict[str, Any], verbose: bool = False) -> str:
              f"tokens per request; {what}; {targets or 'no latency targets'}{times}",
              *(f"runtime on {hw}: {text}" for hw, text in data.get("runtime_text", {}).items()),
              f"{data['points']} operating points, {data['feasible_points']} meet the targets", ""]
-    best = data["best"]
+    best: dict[str, ServePoint] = data["best"]
     if not best:
         lines.append(f"no configuration meets the targets: {data['infeasible']}")
     else:
@@ -123,11 +126,10 @@ def serve_text(data: dict[str, Any], verbose: bool = False) -> str:
             "most output tokens/s per chip):"),
                   table(HEADERS, [row_cells(r) for r in best.values()]), ""]
         for hw, r in best.items():
-            lines.append(f"{hw}: {describe(r)}; {format_si(r['output_tokens_per_s'])} output "
-                         f"tokens/s on {chips(r['gpus'])}; batch limited by {r['limit']}")
-            if "ttft_s_p99" in r:
-                lines.append("  over requests: " + tails_text(r))
-            moves = r["what_would_move_it"]
+            lines.append(f"{hw}: {describe(r)}; {format_si(r.output_tokens_per_s)} output "
+                         f"tokens/s on {chips(r.gpus)}; batch limited by {r.limit}")
+            lines.append("  over requests: " + tails_text(r))
+            moves = r.what_would_move_it
             lines += [f"  - {m}" for m in (moves if verbose else moves[:1])]
     if verbose:
         for key, label in (("frontier_tpot", "TPOT"), ("frontier_ttft", "TTFT")):
@@ -147,7 +149,7 @@ def serve_text(data: dict[str, Any], verbose: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _frontier(rows: list[dict[str, Any]], title: str) -> list[str]:
+def _frontier(rows: list[ServePoint], title: str) -> list[str]:
     """A Pareto frontier as a table of at most 12 points spread over it, both ends kept."""
     if not rows:
         return []

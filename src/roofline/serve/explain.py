@@ -4,60 +4,59 @@ batch, and the next point of the frontier past a target."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ..dtypes import dtype
 from ..units import format_bytes, format_si, format_time
 from .plan import ServePlan
+from .point import ServePoint
 
 GROUP = ("hardware", "mode", "tp", "pp", "dp", "ep", "prefill_tp", "prefill_pp", "prefill_dp",
          "prefill_ep", "weight_dtype", "kv_dtype", "chunk")
 
 
-def limit(plan: ServePlan, row: dict[str, Any]) -> str:
+def limit(plan: ServePlan, row: ServePoint) -> str:
     """Why the batch is not larger: KV capacity, the load given, a target, the prefill
     budget or queue; the next larger batch of the same configuration says which."""
     if plan.load.concurrency is not None or plan.load.rate is not None:
         return "load (given)"
-    if row["running"] >= row["max_running"]:
+    if row.running >= row.max_running:
         return "kv capacity"
     c = plan.columns
     same = np.ones(len(plan), dtype=bool)
     for key in GROUP:
-        same &= c[key] == row[key]
-    if row["mode"] == "disaggregated":
-        same &= np.isclose(c["utilization"], row["utilization"])
-    larger = np.flatnonzero(same & (c["running"] > row["running"]))
+        same &= c[key] == row.columns[key]
+    if row.mode == "disaggregated":
+        same &= np.isclose(c["utilization"], row.utilization)
+    larger = np.flatnonzero(same & (c["running"] > row.running))
     if larger.size == 0:
         return "batch searched"
-    nxt = plan.row(int(larger[np.argmin(c["running"][larger])]))
+    nxt = plan.point(int(larger[np.argmin(c["running"][larger])]))
     t = plan.targets
-    if t.tpot_s is not None and nxt["tpot_s"] > t.tpot_s:
+    if t.tpot_s is not None and nxt.tpot_s > t.tpot_s:
         return "tpot target"
-    if t.ttft_s is not None and nxt["ttft_s"] > t.ttft_s:
+    if t.ttft_s is not None and nxt.ttft_s > t.ttft_s:
         return "ttft target"
-    if not nxt["feasible"]:
-        return "prefill budget" if nxt["utilization"] < 1 else "prefill queue"
-    return "kv capacity" if not nxt["fits"] else "batch searched"
+    if not nxt.feasible:
+        return "prefill budget" if nxt.utilization < 1 else "prefill queue"
+    return "kv capacity" if not nxt.fits else "batch searched"
 
 
-def moves(plan: ServePlan, row: dict[str, Any], why: str) -> list[str]:
+def moves(plan: ServePlan, row: ServePoint, why: str) -> list[str]:
     """Short, specific levers for this point."""
     out = []
-    bound = row["bound"]
+    bound = row.bound
     if why == "kv capacity":
-        fp8 = "an fp8 KV cache, " if dtype(row["kv_dtype"]).bits > 8 else ""
-        out.append(f"KV capacity holds {row['max_running']:g} sequences: {fp8}more chips "
+        fp8 = "an fp8 KV cache, " if dtype(row.kv_dtype).bits > 8 else ""
+        out.append(f"KV capacity holds {row.max_running:g} sequences: {fp8}more chips "
                    "per instance (tp), a higher --mem-util or shorter contexts hold more")
     for target, key in (("tpot target", "tpot_s"), ("ttft target", "ttft_s")):
         if why == target:
             nxt = _next_on_frontier(plan, row, key)
             if nxt is not None:
-                out.append(f"a {key[:4].upper()} target of {format_time(nxt[key])} allows "
-                           f"{format_si(nxt['output_tokens_per_s_per_chip'])} output tokens/s per "
-                           f"chip ({nxt['mode']}, tp {nxt['tp']})")
+                out.append(f"a {key[:4].upper()} target of {format_time(_time(nxt, key))} "
+                           f"allows {format_si(nxt.output_tokens_per_s_per_chip)} output "
+                           f"tokens/s per chip ({nxt.mode}, tp {nxt.tp})")
     if bound == "hbm":
         out.append("each step is HBM-bound: fewer bytes per token (narrower weights or KV) "
                    "or a larger batch per weight read raise it")
@@ -67,25 +66,31 @@ def moves(plan: ServePlan, row: dict[str, Any], why: str) -> list[str]:
     elif bound.startswith("scale") or bound == "latency":
         out.append(f"each step is bound by {bound}: less tensor parallelism or a faster link "
                    "raise it")
-    if row["mode"] == "disaggregated" and row["kv_transfer_s"] > 0.1 * row["ttft_s"]:
-        out.append(f"the KV transfer takes {format_time(row['kv_transfer_s'])} of the TTFT: a "
+    if row.mode == "disaggregated" and row.kv_transfer_s > 0.1 * row.ttft_s:
+        out.append(f"the KV transfer takes {format_time(row.kv_transfer_s)} of the TTFT: a "
                    "faster link between the pools or an fp8 KV cache shortens it")
     return out
 
 
-def _next_on_frontier(plan: ServePlan, row: dict[str, Any], key: str) -> dict[str, Any] | None:
+def _time(point: ServePoint, key: str) -> float:
+    """A point's TPOT (key "tpot_s") or TTFT ("ttft_s")."""
+    return point.tpot_s if key == "tpot_s" else point.ttft_s
+
+
+def _next_on_frontier(plan: ServePlan, row: ServePoint, key: str) -> ServePoint | None:
     """The first frontier point past this one (a looser `key`, more tokens/s per chip)."""
-    for i in plan.frontier(key, row["hardware"]):
-        r = plan.row(i)
-        if r[key] > row[key] and r["output_tokens_per_s_per_chip"] > \
-                row["output_tokens_per_s_per_chip"]:
+    for i in plan.frontier(key, row.hardware):
+        r = plan.point(i)
+        if _time(r, key) > _time(row, key) and r.output_tokens_per_s_per_chip > \
+                row.output_tokens_per_s_per_chip:
             return r
     return None
 
 
-def annotate(plan: ServePlan, row: dict[str, Any]) -> dict[str, Any]:
+def annotate(plan: ServePlan, row: ServePoint) -> ServePoint:
+    """The point with what stops a larger batch and what would move it."""
     why = limit(plan, row)
-    return {**row, "limit": why, "what_would_move_it": moves(plan, row, why)}
+    return row.explained(why, moves(plan, row, why))
 
 
 def infeasible(plan: ServePlan) -> str:

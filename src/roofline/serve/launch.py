@@ -4,17 +4,16 @@ budget, the memory fraction and the dtypes of the plan, so it launches as it was
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..errors import ParameterError, RooflineError
+from .point import ServePoint
 
 EMITTERS = ("vllm", "sglang", "tensorrt-llm")
 
 
-def _kv(row: dict[str, Any], engine: str) -> str | None:
+def _kv(row: ServePoint, engine: str) -> str | None:
     """The KV cache dtype flag value, None for the engines' default (the model's dtype)."""
-    kv = str(row["kv_dtype"])
-    if kv == row["dtype"] or kv in ("bf16", "fp16"):
+    kv = row.kv_dtype
+    if kv == row.dtype or kv in ("bf16", "fp16"):
         return None
     if kv != "fp8":
         raise RooflineError(f"emit: {engine} has no KV cache dtype {kv!r} flag (fp8 or the "
@@ -22,9 +21,9 @@ def _kv(row: dict[str, Any], engine: str) -> str | None:
     return {"vllm": "fp8", "sglang": "fp8_e4m3"}.get(engine, "fp8")
 
 
-def _quantized(row: dict[str, Any], checkpoint: str) -> bool:
+def _quantized(row: ServePoint, checkpoint: str) -> bool:
     """The plan runs fp8 weights from a wider checkpoint: the engine quantizes on load."""
-    return str(row["weight_dtype"]).startswith("fp8") and not checkpoint.startswith("fp8")
+    return row.weight_dtype.startswith("fp8") and not checkpoint.startswith("fp8")
 
 
 # NVIDIA Dynamo: a frontend (`python -m dynamo.frontend`) and workers that take the engine's own
@@ -38,11 +37,11 @@ DYNAMO = "ai-dynamo/dynamo components/backends launch scripts (commits abd13dfd,
 DYNAMO_ENGINES = ("vllm", "sglang")
 
 
-def command(engine: str, row: dict[str, Any], model_id: str, max_len: int,
+def command(engine: str, row: ServePoint, model_id: str, max_len: int,
             checkpoint_weights: str, backend: str | None = None, prompt_len: int = 0,
             node_gpus: int = 8) -> str:
     """The launch command(s) of `engine` (vllm, sglang, tensorrt-llm, dynamo) for one
-    operating point of a plan (`row`: ServePlan.row): one line per process, each replica
+    operating point of a plan (`row`: ServePlan.best's): one line per process, each replica
     of the plan (its `instances`, or its decode and prefill workers) a worker of its own.
     `backend`: the engine Dynamo's workers run (vllm or sglang; default vllm);
     `prompt_len`: the prompt tokens a prefill worker's pass holds whole (chunk / prompt_len
@@ -50,7 +49,7 @@ def command(engine: str, row: dict[str, Any], model_id: str, max_len: int,
     if engine not in (*EMITTERS, "dynamo"):
         raise RooflineError(f"emit {engine!r}: unknown (allowed: "
                             f"{', '.join((*EMITTERS, 'dynamo'))})")
-    disagg = row["mode"] != "aggregated"
+    disagg = row.mode != "aggregated"
     if engine == "dynamo":
         return _dynamo(backend or "vllm", row, model_id, max_len, checkpoint_weights,
                        prompt_len, node_gpus)
@@ -63,19 +62,14 @@ def command(engine: str, row: dict[str, Any], model_id: str, max_len: int,
         mode = " --disaggregation-mode {} --disaggregation-transfer-backend nixl"
         return _placed([
             *[(_server("sglang", row, model_id, max_len, checkpoint_weights, "prefill_",
-                       prompt_len) + mode.format("prefill"), _gpus(row, "prefill_"))]
-            * int(row["prefill_workers"]),
+                       prompt_len) + mode.format("prefill"), row.layout(prefill=True).gpus)]
+            * int(row.prefill_workers),
             *[(_server("sglang", row, model_id, max_len, checkpoint_weights)
-               + mode.format("decode"), _gpus(row))] * int(row["decode_workers"])],
+               + mode.format("decode"), row.layout().gpus)] * int(row.decode_workers)],
             node_gpus)
     one = _server(engine, row, model_id, max_len, checkpoint_weights)
-    n = int(row.get("instances", 1))
-    return one if n == 1 else _placed([(one, _gpus(row))] * n, node_gpus)
-
-
-def _gpus(row: dict[str, Any], prefix: str = "") -> int:
-    """GPUs of one worker of the plan (`prefix` "prefill_": a prefill worker)."""
-    return int(row[prefix + "tp"]) * int(row[prefix + "pp"]) * int(row[prefix + "dp"])
+    n = int(row.instances)
+    return one if n == 1 else _placed([(one, row.layout().gpus)] * n, node_gpus)
 
 
 def _placed(processes: list[tuple[str, int]], node_gpus: int, first: str = "") -> str:
@@ -103,7 +97,7 @@ def _placed(processes: list[tuple[str, int]], node_gpus: int, first: str = "") -
                      for i, line in enumerate(out))
 
 
-def _dynamo(backend: str, row: dict[str, Any], model_id: str, max_len: int,
+def _dynamo(backend: str, row: ServePoint, model_id: str, max_len: int,
             checkpoint: str, prompt_len: int, node_gpus: int) -> str:
     """A Dynamo frontend and one worker per replica (aggregated) or per decode and prefill
     worker (disaggregated), each running `backend` with the plan's flags."""
@@ -123,45 +117,47 @@ def _dynamo(backend: str, row: dict[str, Any], model_id: str, max_len: int,
                                                 prompt_len),
                          *roles[backend].get(role, [])])
 
-    if row["mode"] == "aggregated":
-        n = int(row.get("instances", 1))
-        workers = [(worker("", "both"), int(row["chips"]) // n)] * n
+    if row.mode == "aggregated":
+        n = int(row.instances)
+        workers = [(worker("", "both"), int(row.chips) // n)] * n
     else:
-        workers = [(worker("prefill_", "prefill"), _gpus(row, "prefill_"))] * \
-            int(row["prefill_workers"]) + [(worker("", "decode"), _gpus(row))] * \
-            int(row["decode_workers"])
+        workers = [(worker("prefill_", "prefill"), row.layout(prefill=True).gpus)] * \
+            int(row.prefill_workers) + [(worker("", "decode"), row.layout().gpus)] * \
+            int(row.decode_workers)
     return _placed(workers, node_gpus, "python -m dynamo.frontend --http-port 8000")
 
 
-def _server(engine: str, row: dict[str, Any], model_id: str, max_len: int,
+def _server(engine: str, row: ServePoint, model_id: str, max_len: int,
             checkpoint_weights: str, prefix: str = "", prompt_len: int = 0) -> str:
     head = {"vllm": f"vllm serve {model_id}",
             "sglang": f"python -m sglang.launch_server --model-path {model_id}",
             "tensorrt-llm": f"trtllm-serve {model_id}"}[engine]
     flags = _flags(engine, row, max_len, checkpoint_weights, prefix, prompt_len)
-    dp, group = int(row[prefix + "dp"]), int(row[prefix + "tp"]) * int(row[prefix + "pp"])
+    layout = row.layout(prefill=bool(prefix))
+    dp, group = layout.dp, layout.tp * layout.pp
     if engine == "tensorrt-llm" and dp > 1:
         head = f"# {dp} replicas, one per group of {group} GPUs:\n{head}"
     return " ".join([head, *flags])
 
 
-def _flags(engine: str, row: dict[str, Any], max_len: int, checkpoint_weights: str,
+def _flags(engine: str, row: ServePoint, max_len: int, checkpoint_weights: str,
            prefix: str = "", prompt_len: int = 0) -> list[str]:
     """One server's engine flags for the plan's layout (`prefix` "prefill_": a disaggregated
     plan's prefill worker: its layout, one pass's prompts per replica as its cap)."""
-    tp, pp, dp, ep = (int(row[prefix + k]) for k in ("tp", "pp", "dp", "ep"))
-    chunk, fraction, kv = int(row["chunk"]), float(row["memory_fraction"]), _kv(row, engine)
+    layout = row.layout(prefill=bool(prefix))
+    tp, pp, dp, ep = layout.tp, layout.pp, layout.dp, layout.ep
+    chunk, fraction, kv = int(row.chunk), row.memory_fraction, _kv(row, engine)
     prompts = max(1, chunk // max(1, prompt_len or chunk))  # a prefill pass's whole prompts
-    running = prompts * dp if prefix else int(row["running"])
+    running = prompts * dp if prefix else int(row.running)
     per_replica = max(1, running // dp)  # each data-parallel engine's own cap
     if prefix:  # a prefill worker's pass holds its prompts whole (grid.pools)
         chunk = max(chunk, prompts * prompt_len)
-    elif row["mode"] != "aggregated":  # a decode worker's iteration: its running tokens
+    elif row.mode != "aggregated":  # a decode worker's iteration: its running tokens
         chunk = max(chunk, per_replica)
     quant = _quantized(row, checkpoint_weights)
-    if ep > 1 and int(row.get(prefix + "moe_tp", 1)) > 1:
+    if ep > 1 and layout.moe_tp > 1:
         raise ParameterError("emit", f"{engine}: expert tensor parallelism inside EP (moe_tp "
-                             f"{row[prefix + 'moe_tp']} x ep {ep}) has no flag here: plan "
+                             f"{layout.moe_tp} x ep {ep}) has no flag here: plan "
                              "without {moe_tp} to emit", mentions=("moe_tp",))
     if engine == "vllm":
         return [f"--tensor-parallel-size {tp}",

@@ -21,6 +21,7 @@ from ..models.step import MemoryBudget
 from ..sweep import configurations, pareto_front
 from .grid import Pools, aggregated, disaggregated, pools, running_grid, splits
 from .iteration import Engine, activation_dtype
+from .point import Column, Config, Mask, Scalar, ServePoint
 from .runtime import RUNTIMES, Runtime, check_runs_on, runtime
 from .workload import Workload
 
@@ -89,7 +90,7 @@ class Load:
 
 def _engines(spec: ModelSpec, hardware: Sequence[str], space: Space,
              budget: MemoryBudget | None, expect: bool = False, framework: str | None = None,
-             limits: bool = True) -> tuple[list[tuple[Engine, dict[str, Any]]], list[str]]:
+             limits: bool = True) -> tuple[list[tuple[Engine, Config]], list[str]]:
     """Every valid instance configuration; invalid ones (tp not dividing the heads, ep on a
     dense model, more chips than allowed) are skipped with the reason, unless all are. The
     engine's defaults (runtime.py) set the memory budget where none is given and cap the
@@ -110,7 +111,7 @@ def _engines(spec: ModelSpec, hardware: Sequence[str], space: Space,
             lookup_dtype(native.expert_weights).bits < lookup_dtype(w).bits else None
         return Precision(weights=w, activations=act, kv_cache=kv, expert_weights=experts)
 
-    out: list[tuple[Engine, dict[str, Any]]] = []
+    out: list[tuple[Engine, Config]] = []
     skipped: list[str] = []
     dps: Sequence[int] = space.dp or ((1, 2, 4, 8) if spec.moe else (1,))
     tps = list(dict.fromkeys([*space.tp, *(space.prefill_tp or ())]))
@@ -139,8 +140,8 @@ def _engines(spec: ModelSpec, hardware: Sequence[str], space: Space,
     return out, skipped
 
 
-def _expert_splits(par: Parallel, config: dict[str, Any], space: Space, skipped: list[str],
-                   moe: bool) -> list[tuple[Parallel, dict[str, Any]]]:
+def _expert_splits(par: Parallel, config: Config, space: Space, skipped: list[str],
+                   moe: bool) -> list[tuple[Parallel, Config]]:
     """A layout with each expert-TP degree asked for (ep = tp·dp / moe_tp where ep is
     searched), skipping those that do not split tp·dp; every layout says its expert TP."""
     if not space.moe_tp:  # a dense model has no experts to split: 0
@@ -160,7 +161,7 @@ def _expert_splits(par: Parallel, config: dict[str, Any], space: Space, skipped:
     return out
 
 
-def _side(config: dict[str, Any], space: Space, prefill: bool) -> bool:
+def _side(config: Config, space: Space, prefill: bool) -> bool:
     """Whether a layout belongs to the decode (or aggregated) side or the prefill pool."""
     tp, dp, ep = (space.prefill_tp, space.prefill_dp, space.prefill_ep) if prefill else \
         (None, None, None)
@@ -177,7 +178,7 @@ class ServePlan:
     workload: Workload
     targets: Targets
     load: Load
-    columns: dict[str, np.ndarray[Any, Any]]
+    columns: dict[str, Column]
     skipped: list[str] = field(default_factory=list)
     expected: bool = False  # step times are expected times (a forecast), not bounds
     engine: str | None = None  # the engine whose fitted factors the expected times took
@@ -215,7 +216,7 @@ class ServePlan:
                             rows=front or None, keys=keys)
 
     @property
-    def ok(self) -> np.ndarray[Any, Any]:
+    def ok(self) -> Mask:
         """Points that fit, can sustain their load, and meet both targets."""
         c = self.columns
         ok = c["fits"] & c["feasible"]
@@ -229,7 +230,7 @@ class ServePlan:
                 ok = ok & (c[key] <= limit)
         return np.asarray(ok, dtype=bool)
 
-    def best(self) -> dict[str, dict[str, Any]]:
+    def best(self) -> dict[str, ServePoint]:
         """Per chip kind, the point with the most output tokens/s per chip meeting the
         targets (with a rate: the fewest chips; under a GPU budget the most output tokens/s
         of the deployment: the budget is paid for whole; ties go to the lower TPOT)."""
@@ -240,7 +241,7 @@ class ServePlan:
             idx = np.flatnonzero(ok & (c["hardware"] == hw))
             if idx.size:
                 i = idx[np.lexsort((c["tpot_s"][idx], -rank[idx]))[0]]
-                out[hw] = self.row(int(i))
+                out[hw] = self.point(int(i))
         return out
 
     def frontier(self, against: str = "tpot_s", hardware: str | None = None) -> list[int]:
@@ -260,7 +261,12 @@ class ServePlan:
             ok = ok & (c["hardware"] == hardware)
         return pareto_front(c[against], c["output_tokens_per_s_per_chip"], ok)
 
-    def row(self, i: int) -> dict[str, Any]:
+    def point(self, i: int) -> ServePoint:
+        """Operating point `i` as a typed record (frontier() gives indices)."""
+        return ServePoint.of(self.columns, i)
+
+    def row(self, i: int) -> dict[str, Scalar]:
+        """Operating point `i` as --json writes it: every column by name."""
         return {k: v[i].item() for k, v in self.columns.items()}
 
 
@@ -293,9 +299,9 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
     _check_deployment(space)
     engines, skipped = _engines(spec, hardware, space, budget, expect, framework,
                                 engine_limits)
-    groups: list[dict[str, np.ndarray[Any, Any]]] = []
+    groups: list[dict[str, Column]] = []
 
-    def add(config: dict[str, Any], cols: dict[str, Any], most: Any) -> None:
+    def add(config: Config, cols: dict[str, Column], most: int) -> None:
         shape = np.broadcast(*cols.values()).shape
         flat = {k: np.broadcast_to(v, shape).ravel() for k, v in cols.items()}
         flat["fits"] = flat["running"] <= most
@@ -304,7 +310,7 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
         groups.append(flat)
 
     batch = None if space.batch is None else np.asarray(space.batch, dtype=float)
-    sides: list[tuple[Engine, dict[str, Any], Pools, int, Any]] = []
+    sides: list[tuple[Engine, Config, Pools, int, Column]] = []
     for e, config in engines:
         chunks = np.asarray(space.chunks or ((e.chunk,) if e.chunk else SEARCHED_CHUNKS),
                             dtype=float)
@@ -360,9 +366,7 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
     if expect:  # a request's own time (HTTP, tokenization, scheduling) in its TTFT
         from ..expect.table import request_s
 
-        columns["request_s"] = np.full(columns["ttft_s"].shape,
-                                       request_s(engine_name(framework) if framework
-                                                 else None)[1].value)
+        columns["request_s"] = np.full(columns["ttft_s"].shape, request_s(name)[1].value)
         columns["ttft_s"] = columns["ttft_s"] + columns["request_s"]
     _derive(columns, workload, prices or {}, engines)
     if expect:  # the 80% interval of each expected figure: TTFT as prefill steps measured,
@@ -384,8 +388,7 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
                                reserve_bytes=budget.reserve_bytes)
                     for k, rt in runtimes.items()}
     plan = ServePlan(spec.name, workload, targets, load, columns, skipped, expect,
-                     engine_name(framework) if expect and framework else None, runtimes, tdp,
-                     space.gpus)
+                     name if expect else None, runtimes, tdp, space.gpus)
     columns["meets_targets"] = plan.ok  # fits, sustains its load, meets every target
     for key in INTEGERS:  # counts print as counts (where whole: a disaggregated plan's
         if key in columns and np.all(np.mod(columns[key], 1) == 0):  # pools can be split)
@@ -393,12 +396,12 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
     return plan
 
 
-def _name(config: dict[str, Any]) -> str:
+def _name(config: Config) -> str:
     return " ".join(f"{k} {config[k]}" for k in ("hardware", "tp", "pp", "dp", "ep",
                                                   "weight_dtype", "kv_dtype"))
 
 
-def _prefill_config(config: dict[str, Any]) -> dict[str, Any]:
+def _prefill_config(config: Config) -> Config:
     return {f"prefill_{k}": config[k] for k in ("tp", "pp", "dp", "ep", "moe_tp")}
 
 
@@ -428,8 +431,8 @@ def _pinned(space: Space) -> bool:
     return space.gpus is not None or bool(space.decode_workers and space.prefill_workers)
 
 
-def _derive(c: dict[str, Any], w: Workload, prices: dict[str, float],
-            engines: list[tuple[Engine, dict[str, Any]]]) -> None:
+def _derive(c: dict[str, Column], w: Workload, prices: dict[str, float],
+            engines: list[tuple[Engine, Config]]) -> None:
     """Per-chip figures, end-to-end latency, cost and energy."""
     c["output_tokens_per_s_per_chip"] = c["output_tokens_per_s"] / c["chips"]
     c["total_tokens_per_s"] = c["requests_per_s"] * (w.input_len + w.output_len)

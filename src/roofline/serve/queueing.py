@@ -14,19 +14,21 @@ clients: a new request starts when one finishes). The wait's distribution: tails
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+import numpy.typing as npt
+
+from .point import Floats
 
 
-def md1_wait_s(rho: Any, service_s: Any) -> Any:
+def md1_wait_s(rho: npt.ArrayLike, service_s: npt.ArrayLike) -> Floats:
     return mg1_wait_s(rho, service_s, 0.0)
 
 
-def mg1_wait_s(rho: Any, service_s: Any, scv: Any) -> Any:
+def mg1_wait_s(rho: npt.ArrayLike, service_s: npt.ArrayLike, scv: npt.ArrayLike
+               ) -> Floats:
     """Pollaczek-Khinchine mean wait at utilization `rho`, mean service `service_s` and the
     service times' squared coefficient of variation `scv`."""
-    rho = np.asarray(rho, dtype=float)
+    load = np.asarray(rho, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(rho < 1, rho * np.asarray(service_s) * (1 + np.asarray(scv))
-                        / (2 * (1 - rho)), np.inf)
+        return np.where(load < 1, load * np.asarray(service_s) * (1 + np.asarray(scv))
+                        / (2 * (1 - load)), np.inf)

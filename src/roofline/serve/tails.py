@@ -67,32 +67,38 @@ import functools
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
+
+from .point import Floats
+
+if TYPE_CHECKING:
+    from .workload import Workload
 
 PERCENTILES = (50, 90, 99)
 SAMPLE_ROWS = 64  # requests kept to describe a length distribution
 _BISECT = 18  # halvings of the bracket: 4e-6 of its width
 
 
-def representative(ins: Any, outs: Any, rows: int = SAMPLE_ROWS
+def representative(ins: npt.ArrayLike, outs: npt.ArrayLike, rows: int = SAMPLE_ROWS
                    ) -> tuple[tuple[float, float], ...]:
     """At most `rows` equally likely (prompt, output) pairs: every request, or those at
     evenly spaced ranks by prompt then output length (each a real request)."""
-    ins, outs = np.atleast_1d(ins), np.atleast_1d(outs)
-    order = np.lexsort((outs, ins))
+    prompts, outputs = np.atleast_1d(ins), np.atleast_1d(outs)
+    order = np.lexsort((outputs, prompts))
     if order.size > rows:
         order = order[((np.arange(rows) + 0.5) * order.size / rows).astype(int)]
-    return tuple((float(ins[i]), float(outs[i])) for i in order)
+    return tuple((float(prompts[i]), float(outputs[i])) for i in order)
 
 
-def _pairs(w: Any) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+def _pairs(w: Workload) -> tuple[Floats, Floats]:
     pairs = np.array(w.sample or ((w.input_len, w.output_len),), dtype=float)
     return pairs[:, 0], pairs[:, 1]
 
 
-def prompt_shape(w: Any) -> np.ndarray[Any, Any]:
+def prompt_shape(w: Workload) -> Floats:
     """Each sampled request's uncached prompt over their mean (the service times' shape)."""
     ins, _ = _pairs(w)
     return ins / ins.mean()
@@ -241,7 +247,7 @@ def _normal_cdf(z: Any) -> Any:
     return 0.5 * (1 + np.sign(z) * erf)
 
 
-def decode_spread(w: Any, t_step_s: Any, sequences: Any, attention_share: Any,
+def decode_spread(w: Workload, t_step_s: Any, sequences: Any, attention_share: Any,
                   beta_s: Any = 0.0, prompt_tokens: Any = 0.0, chunk: Any = 1.0,
                   batch_slope_s: Any = None) -> tuple[Any, Any]:
     """Per point and sampled request: TPOT's relative shift and variance (module doc).

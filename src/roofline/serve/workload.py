@@ -9,11 +9,12 @@ the tails (tails.py) on their spread, kept as a sample of requests.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import ParameterError, RooflineError
+from .point import Floats
 from .tails import representative
 
 BLOCK_TOKENS = 16  # paged KV cache: vLLM / SGLang / TensorRT-LLM's default block size
@@ -50,9 +51,9 @@ class Workload:
     sample: tuple[tuple[float, float], ...] = ()
 
     @classmethod
-    def from_lengths(cls, input_len: Any, output_len: Any, prefix_hit: float = 0.0,
-                     spec_k: int = 0, accept: float = 0.0, in_step: bool | None = None
-                     ) -> Workload:
+    def from_lengths(cls, input_len: npt.ArrayLike, output_len: npt.ArrayLike,
+                     prefix_hit: float = 0.0, spec_k: int = 0, accept: float = 0.0,
+                     in_step: bool | None = None) -> Workload:
         """One request shape, or paired samples of prompt and output lengths."""
         ins = np.atleast_1d(np.asarray(input_len, dtype=float))
         outs = np.atleast_1d(np.asarray(output_len, dtype=float))
@@ -114,7 +115,7 @@ _LENGTH_COLUMNS = ("input_len", "output_len")
 _MAX_CELL = 40  # a count is at most 16 digits: a longer cell is echoed cut short
 
 
-def read_lengths(path: str) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+def read_lengths(path: str) -> tuple[Floats, Floats]:
     """A CSV of requests with columns input_len and output_len (one request a row, other
     columns ignored). Each cell is read as --input-len / --output-len are, as a whole count
     (8192, 8k = 8192, 1e6; at most 2**53); an error names the file, line and column."""
