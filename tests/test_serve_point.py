@@ -101,3 +101,15 @@ def test_the_api_pages_serve_example_runs() -> None:
     best = scope["best"]
     assert isinstance(best, ServePoint) and best.tpot_s <= 0.05 and best.hardware == "h200-sxm"
     assert all(isinstance(q, ServePoint) for q in scope["frontier"]) and scope["frontier"]
+
+
+def test_a_forecast_prints_its_80_percent_interval(run_cli) -> None:
+    """serve --expect shows each best plan's expected TTFT, TPOT and throughput with the
+    interval; a plan of bounds shows none."""
+    args = ("serve", "llama-3.1-8b", "--hw", "h100", "--tp", "1", "--concurrency", "16")
+    code, out, _ = run_cli(*args, "--expect", "--engine", "vllm")
+    assert code == 0
+    line = next(x for x in out.splitlines() if x.startswith("  expected: "))
+    assert line.count("(80%: ") == 3 and "TTFT" in line and "TPOT" in line
+    code, out, _ = run_cli(*args)
+    assert code == 0 and "  expected: " not in out

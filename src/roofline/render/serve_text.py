@@ -4,7 +4,7 @@ it and what would move it, and the frontier."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..units import format_si, format_time
 from .text import table
@@ -65,13 +65,28 @@ def tails_text(r: ServePoint) -> str:
                                          ("TPOT", (r.tpot_s_p50, r.tpot_s_p90, r.tpot_s_p99))))
 
 
+def interval_text(r: ServePoint) -> str | None:
+    """A forecast's expected TTFT, TPOT and throughput, each with its 80% interval (None
+    for bounds)."""
+    bands = (r.ttft_s_lo80, r.ttft_s_hi80, r.tpot_s_lo80, r.tpot_s_hi80,
+             r.output_tokens_per_s_lo80, r.output_tokens_per_s_hi80)
+    if any(b is None for b in bands):
+        return None
+    ttft_lo, ttft_hi, tpot_lo, tpot_hi, rate_lo, rate_hi = cast(tuple[float, ...], bands)
+    return "; ".join([
+        f"TTFT {format_time(r.ttft_s)} (80%: {format_time(ttft_lo)} – {format_time(ttft_hi)})",
+        f"TPOT {format_time(r.tpot_s)} (80%: {format_time(tpot_lo)} – {format_time(tpot_hi)})",
+        f"{format_si(r.output_tokens_per_s)} output tokens/s (80%: {format_si(rate_lo)} – "
+        f"{format_si(rate_hi)})"])
+
+
 def describe(r: ServePoint) -> str:
     par = f"tp {r.tp} pp {r.pp} dp {r.dp} ep {r.ep}"
     if r.mode == "disaggregated":
         par = (f"{r.decode_workers} decode worker(s) {par}; {r.prefill_workers} "
                f"prefill worker(s) tp {r.prefill_tp} pp {r.prefill_pp} dp "
                f"{r.prefill_dp} ep {r.prefill_ep}")
-        if r.prefill_ratio * r.decode_workers != r.prefill_workers:
+        if not math.isclose(r.prefill_ratio * r.decode_workers, r.prefill_workers):
             par += f" (the load needs {r.prefill_ratio:.3g} prefill per decode worker)"
     elif r.instances != 1:
         par = f"{r.instances} instances of {par}"
@@ -128,6 +143,9 @@ def serve_text(data: dict[str, Any], verbose: bool = False) -> str:
         for hw, r in best.items():
             lines.append(f"{hw}: {describe(r)}; {format_si(r.output_tokens_per_s)} output "
                          f"tokens/s on {chips(r.gpus)}; batch limited by {r.limit}")
+            interval = interval_text(r)
+            if interval:
+                lines.append("  expected: " + interval)
             lines.append("  over requests: " + tails_text(r))
             moves = r.what_would_move_it
             lines += [f"  - {m}" for m in (moves if verbose else moves[:1])]
