@@ -8,14 +8,13 @@ to stdout.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from .errors import RooflineError
-from .files import STDOUT, _umask, csv_text, write_bytes, written_through
+from .files import STDOUT, _umask, csv_text, temporary_beside, write_bytes, written_through
 
 
 class CsvStream:
@@ -28,17 +27,18 @@ class CsvStream:
         self.path, self.header = str(path), False
         self._fd, self._tmp = -1, ""
         self._through = self.path != STDOUT and written_through(self.path)
-        if self.path != STDOUT:
-            target = Path(os.path.realpath(self.path))
-            try:
-                if self._through:
-                    self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
-                else:
-                    self._fd, self._tmp = tempfile.mkstemp(
-                        dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-            except OSError as exc:
-                raise RooflineError(f"cannot write {path}: {exc.strerror or exc}") from None
-            self._target = target
+        self._target = Path(os.path.realpath(self.path))
+
+    def _open(self) -> None:
+        if self.path == STDOUT:
+            return
+        try:
+            if self._through:
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+            else:  # made in __enter__: a signal landing after it still reaches __exit__
+                self._fd, self._tmp = temporary_beside(self._target)
+        except OSError as exc:
+            raise RooflineError(f"cannot write {self.path}: {exc.strerror or exc}") from None
 
     def write(self, columns: Mapping[str, Any]) -> None:
         data = csv_text(columns, header=not self.header).encode("utf-8",
@@ -55,6 +55,11 @@ class CsvStream:
             raise RooflineError(f"cannot write {self.path}: {exc.strerror or exc}") from None
 
     def __enter__(self) -> CsvStream:
+        try:
+            self._open()
+        except BaseException:  # a signal delivered as the held ones are let go
+            self.__exit__(BaseException, None, None)
+            raise
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,

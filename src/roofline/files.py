@@ -218,14 +218,39 @@ def written_through(path: str | Path) -> bool:
     return target.exists() and not target.is_file()
 
 
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold the terminating signals (delivered when the block ends): a temporary file and
+    the name it is cleaned up by are made together, or not at all."""
+    import signal
+
+    held = {getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n)}
+    if not hasattr(signal, "pthread_sigmask"):  # (Windows: no signal masks)
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def temporary_beside(target: Path) -> tuple[int, str]:
+    """A new temporary file beside `target` (its descriptor and name), made with the
+    terminating signals held: the caller's clean-up knows its name before one can land."""
+    import tempfile  # on a write only (it imports random, shutil, bz2, lzma)
+
+    with signals_held():
+        return tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+
+
 def _replace(target: Path, data: bytes) -> None:
     """Write a temporary file beside the target, fsync it, rename it over the target."""
     check_destinations([target])
     mode = target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask()
-    import tempfile  # on a write only (it imports random, shutil, bz2, lzma)
-
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    fd, tmp = -1, ""
     try:
+        fd, tmp = temporary_beside(target)
         view = memoryview(data)
         while view:  # os.write may write less than asked
             view = view[os.write(fd, view):]
@@ -237,8 +262,9 @@ def _replace(target: Path, data: bytes) -> None:
     except BaseException:
         if fd >= 0:
             os.close(fd)
-        with suppress(OSError):
-            os.unlink(tmp)
+        if tmp:
+            with suppress(OSError):
+                os.unlink(tmp)
         raise
 
 
