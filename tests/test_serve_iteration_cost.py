@@ -71,3 +71,52 @@ def test_expected_closed_loop_stays_above_the_bound(engine: str) -> None:
     # the burst: 64 prompts of 1024 tokens through an 8192-token budget take 8 full
     # iterations, so the mean client waits several, not one
     assert np.all(exp["ttft_s"] > 3 * exp["t_step_s"])
+
+
+def test_prefill_burst_by_hand() -> None:
+    """k prompts through a prefill replica, one pass each (100 ms): prompt i waits i passes,
+    mean (k + 1) / 2 passes, (k - 1) / 2 beyond a lone prompt's; two a pass: half as many
+    passes; pp passes in flight: a pp-th of the time between them."""
+    from types import SimpleNamespace
+
+    from roofline.serve.burst import prefill_burst_s
+
+    w = Workload.from_lengths(1000, 100)
+    one = SimpleNamespace(par=SimpleNamespace(dp=1, pp=1))
+    assert prefill_burst_s(one, 1.0, w, 4.0, 0.1) == pytest.approx(0.15)
+    assert prefill_burst_s(one, 1.0, w, 1.0, 0.1) == pytest.approx(0.0)
+    # two a pass (2000 tokens): prompts 1-2 after one pass, 3-4 after two: mean 0.15 s; a
+    # lone prompt fills half a pass (the pass's time linear in its tokens): 0.05 s
+    assert prefill_burst_s(one, 2.0, w, 4.0, 0.1) == pytest.approx(0.10)
+    piped = SimpleNamespace(par=SimpleNamespace(dp=1, pp=2))
+    assert prefill_burst_s(piped, 1.0, w, 4.0, 0.1) == pytest.approx(0.075)
+
+
+def test_disaggregated_expected_ttft_queues_the_burst_above_the_bound() -> None:
+    """A pinned disaggregated deployment: the expected TTFT grows with the clients (their
+    prompts queue through the prefill workers' passes), holds the hand-off between the pools,
+    and never beats the bound, whose TTFT has no burst."""
+    from roofline.expect.table import DEFAULTS
+    from roofline.serve.burst import IN_STEP
+
+    w = Workload.from_lengths(2048, 256)
+    space = Space(tp=(8,), chunks=(2048.0,), modes=("disaggregated",), prefill_tp=(4,),
+                  prefill_workers=2, decode_workers=1)
+
+    def columns(clients: int, expect: bool) -> dict[str, np.ndarray]:
+        p = plan("llama-3.1-70b", ["h100"], w, space=space, load=Load(concurrency=clients),
+                 expect=expect, framework="tensorrt-llm" if expect else None)
+        return {k: np.asarray(v) for k, v in p.columns.items()}
+
+    few, many, bound = columns(2, True), columns(64, True), columns(64, False)
+    assert np.all(many["ttft_s"] > few["ttft_s"])
+    assert np.all(many["ttft_s"] >= bound["ttft_s"])
+    assert np.all(bound["handoff_s"] == 0) and np.all(
+        many["handoff_s"] == DEFAULTS["handoff_s"].value)
+    # 64 clients over 2 prefill workers: 32 prompts a worker, one a pass; the slot wait aside,
+    # the burst's share of the queue is IN_STEP x 31 / 2 passes
+    t_p = many["prefill_s"]
+    assert np.all(many["queue_s"] >= IN_STEP * 31 / 2 * t_p * (1 - 1e-9))
+    assert np.allclose(many["ttft_s"], t_p + many["queue_s"] + many["kv_transfer_s"]
+                       + many["handoff_s"])
+    assert np.all(many["ttft_s_p99"] >= many["ttft_s_p50"])

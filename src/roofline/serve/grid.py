@@ -27,7 +27,9 @@ clients that stay in step queue their prompts through the budget together
 Disaggregated: the decode pool runs decode steps only (TPOT = t_decode / s); a prefill
 instance runs `chunk` tokens' worth of prompts per pass; prefill instances are added per
 decode instance until the prefill pool's utilization is rho (searched), and TTFT = the
-prefill pass + its M/G/1 wait + the KV transfer to the decode pool. Every point also has
+prefill pass + its M/G/1 wait + the KV transfer to the decode pool (a closed loop: its
+wait for a decode slot, and in the expected time the share IN_STEP of the burst its clients'
+prompts queue through the prefill workers' passes, `burst.prefill_burst_s`). Every point also has
 its p50 / p90 / p99 TTFT and TPOT over requests (tails.py).
 """
 
@@ -41,6 +43,7 @@ import numpy as np
 
 from ..errors import ParameterError
 from ..models.schedule import COMMUNICATION
+from .burst import IN_STEP, burst_ttft_s, prefill_burst_s
 from .iteration import Engine
 from .queueing import mg1_wait_s
 from .tails import (
@@ -56,12 +59,6 @@ from .workload import Workload
 
 RHO = np.array([0.3, 0.5, 0.7, 0.85, 0.95])  # prefill-pool utilizations searched (disagg)
 GRID_POINTS = 40  # running-batch values per instance when the batch is searched
-# The share of a burst's queue (`burst_ttft_s` beyond a lone prompt's TTFT) a closed
-# loop's client waits on average: the clients send together at first and drift out of step
-# over the rounds. Fitted: the value that minimises the median |measured / expected - 1| of
-# TTFT on the fit half of benchmarks/validation/silicon.py (NVIDIA's silicon_sample runs;
-# 0.12 for vLLM, 0.28 TensorRT-LLM, 0.84 SGLang alone: one value for all)
-IN_STEP = 0.26
 
 
 def running_grid(e: Engine, w: Workload, batch: Any = None, concurrency: int | None = None
@@ -244,22 +241,6 @@ def _settle(e: Engine, w: Workload, running: Any, chunk: Any, concurrency: float
     return decoding, t_it, prefill_s, load, wait, columns, burst, burst_wait
 
 
-def burst_ttft_s(k: Any, prompt: Any, chunk: Any, t_alone: Any, t_full: Any) -> Any:
-    """The mean TTFT of k prompts of `prompt` tokens that reach one replica at once and pass
-    through its `chunk`-token prefill budget first come first served: prompt i (1..k) has
-    its first token after j_i = ceil(i·prompt / chunk) iterations, each iteration the decode
-    step (`t_alone`) plus its prompt tokens' share of a full chunk's extra time (`t_full`;
-    linear in the tokens, the burst's last iteration partly filled):
-    TTFT_i = j_i·t_alone + min(j_i·chunk, k·prompt) / chunk · (t_full - t_alone)."""
-    k, prompt, chunk, t_alone, t_full = np.broadcast_arrays(
-        np.maximum(np.round(np.asarray(k, dtype=float)), 1.0), *(
-            np.asarray(x, dtype=float) for x in (prompt, chunk, t_alone, t_full)))
-    i = np.arange(1, int(np.max(k)) + 1, dtype=float).reshape(-1, *([1] * k.ndim))
-    j = np.ceil(i * prompt / chunk)
-    each = j * t_alone + np.minimum(j * chunk, k * prompt) / chunk * (t_full - t_alone)
-    return np.sum(np.where(i <= k, each, 0.0), axis=0) / k
-
-
 def _chunked_cycle(e: Engine, w: Workload, running: Any, prompt_tokens: Any, cap: Any,
                    t_even: Any) -> Any:
     """The mean iteration time of `running` sequences decoding while `prompt_tokens` per
@@ -420,15 +401,29 @@ def disaggregated(d: Pools, p: Pools, w: Workload, chunks: Any, rate: float | No
         cycle = t_p + transfer_s + D * t_dec[idx]  # clients, not the slots, set the rate)
         wait = np.where(load >= clients / cycle, 0.0, np.maximum(clients / load - cycle, 0.0))
         queue = Wait(fixed_s=wait)
+        if pe.expect and w.in_step:  # the clients' prompts reach the prefill pool together
+            k = np.maximum(np.minimum(clients, B) * decoders / (prefillers * pe.par.dp), 1.0)
+            burst_wait = IN_STEP * prefill_burst_s(pe, p.prompts[None, :, None], w, k, t_p)
+            # (the expected time only), spread evenly over its k arrival positions
+            queue = Wait(service_s=np.where(k > 1, 2 * burst_wait / np.maximum(k - 1, 1e-9),
+                                            0.0), fixed_s=wait, burst=k)
+            wait = wait + burst_wait
     else:
         wait = mg1_wait_s(used, per_prompt, np.mean(shape ** 2) - 1)
         queue = Wait(rho=used, service_s=per_prompt)
     transfer = transfer_s + 0 * wait
+    handoff = 0 * wait  # the expected hand-off between the pools (router, transfer setup)
+    if pe.expect:
+        from ..expect.table import engine as engine_name
+        from ..expect.table import handoff_s
+
+        handoff = handoff + handoff_s(engine_name(pe.framework) if pe.framework else None
+                                      )[1].value
     # a request's prefill pass grows once its prompt exceeds the pass's prompts; its KV
     # transfer is proportional to its prompt (tails.py)
     own_pass = np.maximum(1.0, shape / p.prompts[None, :, None, None])
     tails = ttft_quantiles((t_p + 0 * wait)[..., None] * own_pass
-                           + transfer[..., None] * shape, queue, shape)
+                           + transfer[..., None] * shape + handoff[..., None], queue, shape)
     slope = None if rate is None else _slope(t_dec, d.running)[idx] * d.engine.unit
     tails.update(tpot_quantiles(t_dec[idx] / s, *decode_spread(
         w, t_dec[idx], d.running[idx] / d.engine.unit, attention_share(d.decode)[idx],
@@ -440,7 +435,8 @@ def disaggregated(d: Pools, p: Pools, w: Workload, chunks: Any, rate: float | No
         "chips": chips, "decode_chips": decoders * d.engine.chips,
         "output_tokens_per_s": load * decoders * w.output_len,
         "requests_per_s": load * decoders, "tpot_s": t_dec[idx] / s, "prefill_s": t_p,
-        "queue_s": wait, "kv_transfer_s": transfer, "ttft_s": t_p + wait + transfer,
+        "queue_s": wait, "kv_transfer_s": transfer, "handoff_s": handoff,
+        "ttft_s": t_p + wait + transfer + handoff,
         "t_step_s": t_dec[idx], "utilization": used,
         # a closed loop's saturated prefill pool (utilization 1) is steady: its clients wait
         "feasible": feasible & ((used < 1) | (clients is not None) & (used <= 1 + 1e-12))
