@@ -8,7 +8,7 @@ import pytest
 
 from roofline.expect import expected_step
 from roofline.hardware import load_chip
-from roofline.models import Parallel, Precision, analyze, decode, load_model
+from roofline.models import Parallel, Precision, load_model
 from roofline.models.step import MemoryBudget
 from roofline.serve import Engine, Workload
 from roofline.serve.runtime import cuda_graphs, runtime
@@ -63,7 +63,7 @@ def test_a_decode_step_runs_at_the_padded_batch() -> None:
     assert float(e._graphed(a600)) == pytest.approx(float(expected_step(
         a600, e.chip, cuda_graphs=False, framework="vllm").t_s))
     assert float(e._graphed(a600)) > float(graphed)
-    # a batch of 8 sequences per replica over 2 replicas pads per replica: 2 x 13 -> 2 x 16
+    # 26 sequences over 2 replicas pad per replica: 2 x 13 -> 2 x 16
     two = _engine("vllm", dp=2)
     assert float(two._graphed(two.iteration(26, w, 0))) == pytest.approx(
         float(two._graphed(two.iteration(32, w, 0))))
