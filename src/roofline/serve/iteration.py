@@ -78,42 +78,14 @@ class Engine:
         """The step's bound, or its expected time with the engine's per-iteration cost
         (runtime.IterationCost: host scheduling per iteration and per sequence of each
         replica's scheduler, each collective's call)."""
+        t = step_time(a, self.expect, self.chip, self.framework, self.imbalance)
         if not self.expect:
-            return a.t_lower_s
-        t = self._graphed(a)
+            return t
         from .runtime import iteration_cost
 
         per_rank = np.asarray(a.phase.batch, dtype=float) * self.par.pp / self.par.dp
         return iteration_cost(self.framework).seconds(t, a.t_lower_s, per_rank,
                                                       collective_calls(a))
-
-    def _graphed(self, a: ModelAnalysis) -> Any:
-        """The expected time of `a` as the engine runs it: a decode step replays the CUDA
-        graph captured for the next batch size up (runtime.cuda_graphs: its GEMMs and
-        attention at the padded batch), and past the largest captured one runs eagerly (each
-        kernel launched from the host); other steps, and engines without a table, as
-        `step_time` has them."""
-        from dataclasses import replace
-
-        from ..expect import expected_step
-        from ..expect.table import engine as engine_name
-        from .runtime import cuda_graphs
-
-        graphs = cuda_graphs(engine_name(self.framework), self.chip, self.par.tp,
-                             self.max_seqs) if self.framework else None
-        if graphs is None or a.phase.kind != "decode":
-            return step_time(a, True, self.chip, self.framework, self.imbalance)
-        per_rank = np.asarray(a.phase.batch, dtype=float) / self.par.dp
-        graph_batch, eager = graphs.replay(per_rank)
-        padded = a if np.allclose(graph_batch, per_rank) else \
-            self.analyze(replace(a.phase, batch=graph_batch * self.par.dp))
-        t = expected_step(padded, self.chip, cuda_graphs=True, framework=self.framework,
-                          imbalance=self.imbalance).t_s
-        if np.any(eager):
-            t = np.where(eager, expected_step(a, self.chip, cuda_graphs=False,
-                                              framework=self.framework,
-                                              imbalance=self.imbalance).t_s, t)
-        return t
 
     @property
     def chips(self) -> int:

@@ -29,7 +29,7 @@ class Runtime:
     kv_block_tokens: int  # tokens per KV-cache page
     sources: dict[str, str] = field(default_factory=dict)
     reserve_bytes: float = 0.0  # kept per chip beyond the fraction's cut (--reserve)
-    graphs: CudaGraphs | None = None  # the decode batches it captures (None: not modelled)
+    graphs: CudaGraphs | None = None  # the decode batches it captures (None: unknown)
 
     def describe(self) -> str:
         running = f"<= {self.max_running} running sequences" if self.max_running else \
@@ -59,7 +59,10 @@ class CudaGraphs:
     per data-parallel rank). A decode iteration of b sequences replays the graph of the
     smallest captured size >= b, its inputs padded to that size (`padded`), or where the
     engine does not pad, only a captured size itself; any other batch runs eagerly, each
-    kernel launched from the host."""
+    kernel launched from the host. Shown with the engine's defaults; the expected step does
+    not take it (timing each decode step at its padded batch, eagerly past the largest,
+    made benchmarks/validation/silicon.py's held-out TPOT median error 22% -> 26%: the
+    measured runs set their own capture sizes, TensorRT-LLM's with padding)."""
 
     sizes: tuple[int, ...]  # ascending
     padded: bool
