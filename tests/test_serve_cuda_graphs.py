@@ -36,3 +36,10 @@ def test_the_runtime_line_shows_the_capture_limit() -> None:
     assert "<= 160" in runtime("sglang", h100, 8).describe()
     assert runtime("sglang", h100).to_dict()["cuda_graph_max_batch"] == 160
     assert "CUDA graphs" not in runtime(None, h100).describe()
+
+
+def test_serve_prints_the_capture_limit(run_cli) -> None:
+    code, out, _ = run_cli("serve", "llama-3.1-8b", "--hw", "h100", "--engine", "sglang")
+    assert code == 0
+    line = next(s for s in out.splitlines() if s.startswith("runtime on h100-sxm:"))
+    assert line.endswith("CUDA graphs for decode batches <= 160")
