@@ -29,6 +29,7 @@ class Runtime:
     kv_block_tokens: int  # tokens per KV-cache page
     sources: dict[str, str] = field(default_factory=dict)
     reserve_bytes: float = 0.0  # kept per chip beyond the fraction's cut (--reserve)
+    graphs: CudaGraphs | None = None  # the decode batches it captures (None: unknown)
 
     def describe(self) -> str:
         running = f"<= {self.max_running} running sequences" if self.max_running else \
@@ -37,15 +38,54 @@ class Runtime:
             "no engine named: generic defaults assumed"
         reserve = f" less {self.reserve_bytes / GiB:.3g} GiB reserved" if self.reserve_bytes \
             else ""
+        graphs = f", CUDA graphs for decode batches <= {self.graphs.largest}" if self.graphs \
+            else ""
         return (f"{who}: {100 * self.memory_fraction:.0f}% of device memory{reserve}, {running}, "
                 f"{self.chunk_tokens}-token prefill chunks, {self.kv_block_tokens}-token KV "
-                "blocks")
+                f"blocks{graphs}")
 
     def to_dict(self) -> dict[str, Any]:
         return {"engine": self.engine, "version": self.version,
                 "memory_fraction": self.memory_fraction, "max_running": self.max_running,
                 "chunk_tokens": self.chunk_tokens, "kv_block_tokens": self.kv_block_tokens,
-                "reserve_bytes": self.reserve_bytes, "sources": self.sources}
+                "reserve_bytes": self.reserve_bytes,
+                "cuda_graph_max_batch": self.graphs.largest if self.graphs else None,
+                "sources": self.sources}
+
+
+@dataclass(frozen=True)
+class CudaGraphs:
+    """The decode batch sizes an engine captures CUDA graphs for, per engine process (one
+    per data-parallel rank). A decode iteration of b sequences replays the graph of the
+    smallest captured size >= b, its inputs padded to that size (`padded`), or where the
+    engine does not pad, only a captured size itself; any other batch runs eagerly, each
+    kernel launched from the host. Shown with the engine's defaults; the expected step does
+    not take it (timing each decode step at its padded batch, eagerly past the largest,
+    made benchmarks/validation/silicon.py's held-out TPOT median error 22% -> 26%: the
+    measured runs set their own capture sizes, TensorRT-LLM's with padding)."""
+
+    sizes: tuple[int, ...]  # ascending
+    padded: bool
+    source: str
+
+    @property
+    def largest(self) -> int:
+        return self.sizes[-1]
+
+    def replay(self, batch: Any) -> tuple[Any, Any]:
+        """Per point of `batch` (sequences per engine process): the batch the graph runs at
+        (`batch` itself where it runs eagerly) and whether it runs eagerly."""
+        b = np.ceil(np.asarray(batch, dtype=float) - 1e-9)
+        sizes = np.asarray(self.sizes, dtype=float)
+        at = np.minimum(np.searchsorted(sizes, b), len(sizes) - 1)
+        graph = sizes[at]
+        eager = (b > self.largest) | (~np.isclose(graph, b) if not self.padded else False)
+        return np.where(eager, np.asarray(batch, dtype=float), graph), eager
+
+
+def _eights(largest: int) -> tuple[int, ...]:
+    """1, 2, 4, then multiples of 8 up to `largest` (vLLM's and SGLang's default pattern)."""
+    return tuple(s for s in (1, 2, 4, *range(8, largest + 1, 8)) if s <= largest)
 
 
 _VLLM = ("vllm-project/vllm v0.10 vllm/engine/arg_utils.py EngineArgs.get_batch_defaults "
@@ -62,10 +102,44 @@ _TRTLLM = ("NVIDIA TensorRT-LLM 0.20 docs: KvCacheConfig.free_gpu_memory_fractio
            "and max_num_tokens 8192, tokens_per_block 32")
 
 
+_VLLM_GRAPHS = ("vLLM v0.10 SchedulerConfig.cuda_graph_sizes (docs.vllm.ai serve args, "
+                "--cuda-graph-sizes): none given, [min(2 x max_num_seqs, 512)]; one value N "
+                "captures 1, 2, 4 and the multiples of 8 up to N, a decode batch padded to "
+                "the next, a larger one run without graphs")
+_SGLANG_GRAPHS = ("sgl-project/sglang v0.4 python/sglang/srt/server_args.py __post_init__ "
+                  "(cuda_graph_max_bs 160; under 25 GB of GPU memory 8 at TP < 4, 80 at TP >= "
+                  "4) and model_executor/cuda_graph_runner.py get_batch_sizes_to_capture "
+                  "(1, 2, 4 and multiples of 8 up to 160, on ROCm up to 256; a batch padded "
+                  "to the next captured one, a larger one run eagerly)")
+_TRTLLM_GRAPHS = ("NVIDIA TensorRT-LLM 0.20 tensorrt_llm/_torch/pyexecutor/config.py "
+                  "PyTorchConfig: cuda_graph_max_batch_size 0 (taken as 128), "
+                  "cuda_graph_padding_enabled False, so the sizes 1-32, 64 and 128 "
+                  "(_generate_cuda_graph_batch_sizes); another batch runs eagerly")
+
+
+def cuda_graphs(engine: str | None, chip: Chip, tp: int = 1,
+                max_seqs: int | None = None) -> CudaGraphs | None:
+    """The decode batches `engine` (vllm, sglang, tensorrt-llm) captures by default on `chip`
+    at tensor-parallel size `tp` (`max_seqs`: vLLM's max_num_seqs where set, else its
+    default); None for another engine or none named (every decode step under graphs)."""
+    if engine == "vllm":
+        seqs = max_seqs or _vllm(chip, tp).max_running or 256
+        return CudaGraphs(_eights(min(2 * seqs, 512)), True, _VLLM_GRAPHS)
+    if engine == "sglang":
+        small = (chip.memory[0].capacity_bytes or 0.0) < 25e9
+        largest = (8 if tp < 4 else 80) if small else 256 if chip.vendor == "AMD" else 160
+        return CudaGraphs(_eights(largest), True, _SGLANG_GRAPHS)
+    if engine == "tensorrt-llm":
+        return CudaGraphs((*range(1, 33), 64, 128), False, _TRTLLM_GRAPHS)
+    return None
+
+
 def _vllm(chip: Chip, tp: int) -> Runtime:
     big = (chip.memory[0].capacity_bytes or 0.0) >= 70 * GiB and "a100" not in chip.id
-    return Runtime("vllm", "v0.10", 0.9, 1024 if big else 256, 8192 if big else 2048, 16,
-                   {"vllm": _VLLM})
+    seqs = 1024 if big else 256
+    return Runtime("vllm", "v0.10", 0.9, seqs, 8192 if big else 2048, 16,
+                   {"vllm": _VLLM, "vllm cuda graphs": _VLLM_GRAPHS},
+                   graphs=cuda_graphs("vllm", chip, tp, seqs))
 
 
 def _sglang(chip: Chip, tp: int) -> Runtime:
@@ -73,11 +147,14 @@ def _sglang(chip: Chip, tp: int) -> Runtime:
         0.87 if tp >= 2 else 0.88
     small = (chip.memory[0].capacity_bytes or 0.0) < 25e9
     return Runtime("sglang", "v0.4", fraction, None, 2048 if small else 8192, 1,
-                   {"sglang": _SGLANG})
+                   {"sglang": _SGLANG, "sglang cuda graphs": _SGLANG_GRAPHS},
+                   graphs=cuda_graphs("sglang", chip, tp))
 
 
 def _trtllm(chip: Chip, tp: int) -> Runtime:
-    return Runtime("tensorrt-llm", "0.20", 0.9, 2048, 8192, 32, {"tensorrt-llm": _TRTLLM})
+    return Runtime("tensorrt-llm", "0.20", 0.9, 2048, 8192, 32,
+                   {"tensorrt-llm": _TRTLLM, "tensorrt-llm cuda graphs": _TRTLLM_GRAPHS},
+                   graphs=cuda_graphs("tensorrt-llm", chip, tp))
 
 
 def _generic(chip: Chip, tp: int) -> Runtime:
