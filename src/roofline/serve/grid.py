@@ -139,10 +139,7 @@ def aggregated(e: Engine, w: Workload, running: Any, chunks: Any,
         t_it = t_set
         rho = np.minimum(load / dp * service, 1.0)
         feasible = np.ones(rho.shape, dtype=bool)  # a closed loop settles somewhere
-        # the burst's wait spread evenly over its k arrival positions (mean: burst_wait)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            step = np.where(burst > 1, 2 * burst_wait / (burst - 1), 0.0)
-        queue = Wait(service_s=step, fixed_s=wait - burst_wait, burst=burst)
+        queue = Wait.in_burst(wait - burst_wait, burst, burst_wait)
     else:
         wait = mg1_wait_s(rho, service, np.mean(shape ** 2) - 1)
         feasible = (steady[pick] / dp <= chunk) & (rho < 1)
@@ -404,9 +401,7 @@ def disaggregated(d: Pools, p: Pools, w: Workload, chunks: Any, rate: float | No
         if pe.expect and w.in_step:  # the clients' prompts reach the prefill pool together
             k = np.maximum(np.minimum(clients, B) * decoders / (prefillers * pe.par.dp), 1.0)
             burst_wait = IN_STEP * prefill_burst_s(pe, p.prompts[None, :, None], w, k, t_p)
-            # (the expected time only), spread evenly over its k arrival positions
-            queue = Wait(service_s=np.where(k > 1, 2 * burst_wait / np.maximum(k - 1, 1e-9),
-                                            0.0), fixed_s=wait, burst=k)
+            queue = Wait.in_burst(wait, k, burst_wait)  # (the expected time only)
             wait = wait + burst_wait
     else:
         wait = mg1_wait_s(used, per_prompt, np.mean(shape ** 2) - 1)

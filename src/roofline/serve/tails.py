@@ -158,6 +158,15 @@ class Wait:
     fixed_s: Any = 0.0
     burst: Any = 1.0
 
+    @classmethod
+    def in_burst(cls, fixed_s: Any, k: Any, mean_s: Any) -> Wait:
+        """A closed loop's wait: `fixed_s`, then `k` prompts arriving together whose queue
+        behind each other averages `mean_s`, spread evenly over the k arrival positions."""
+        k = np.asarray(k, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = np.where(k > 1, 2 * np.asarray(mean_s) / (k - 1), 0.0)
+        return cls(service_s=step, fixed_s=fixed_s, burst=k)
+
 
 def wait_tail(wait: Wait, shape: Any) -> tuple[Any, Any, Any]:
     """(P(W > 0), C, theta) per point for the open loop's M/G/1 wait."""
