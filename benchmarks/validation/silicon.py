@@ -264,11 +264,20 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trim", type=Path, help="rewrite silicon.csv from this source CSV")
     ap.add_argument("--rows", type=Path, help="also write every row's figures here (CSV)")
+    ap.add_argument("--match", metavar="REGEX", help="only rows whose 'id engine system model' "
+                    "this regular expression matches (a quicker look at a slice)")
     a = ap.parse_args(argv)
     if a.trim:
         print(f"{silicon_rows.trim(a.trim)} rows written to {silicon_rows.CSV}")
         return
     done, skipped = cases()
+    if a.match:
+        import re
+
+        pattern = re.compile(a.match)
+        done = [c for c in done if pattern.search(f"{c.id} {c.engine} {c.system} {c.model}")]
+        if not done:
+            sys.exit(f"--match {a.match!r}: no row's 'id engine system model' matches")
     res, refused = run(done)
     why = collections.Counter(w for _, w in skipped + refused) + silicon_rows.trimmed()
     print(f"# NVIDIA silicon_sample ({silicon_rows.SOURCE}) as fixed deployments\n")
