@@ -337,16 +337,18 @@ def gdn_source_flops(row: Row) -> float:
 def linear_attention_cost(row: Row) -> Cost:
     """The row's chunked mixer (`ops.linear_attention`) summed over its packed sequences: h_v
     value (state) heads, h_qk query/key heads, an initial state read and the final state
-    written where the row passes one (initial_state=1: kv_len = q_len + 1). The timed kernel
-    runs no short convolution and the op has no switch for none: a 1-channel, width-1 one
-    (2 FLOPs a token, no state) stands for it."""
-    from roofline.ops.linear_attention import linear_attention
+    written where the row passes one (initial_state=1: kv_len = q_len + 1), at the kernel's
+    chunk where the row names one (`chunk`: Mamba-2's SSD kernels run 256), else the op's 64.
+    The timed kernel runs no short convolution and the op has no switch for none: a
+    1-channel, width-1 one (2 FLOPs a token, no state) stands for it."""
+    from roofline.ops.linear_attention import DEFAULT_CHUNK, linear_attention
 
     p = row.params
     past = 1 if p.get("initial_state", "0") == "1" else 0
     return sum((linear_attention(n, length, length + past, heads=_int(row, "h_v"),
                                  key_heads=_int(row, "h_qk"), key_dim=_int(row, "d_k"),
                                  value_dim=_int(row, "d_v"), kind=p.get("mixer", "gated_deltanet"),
+                                 chunk=int(p.get("chunk", DEFAULT_CHUNK)),
                                  conv_dim=1, conv_kernel=1, dtype=p["dtype"],
                                  state_dtype=p.get("state_dtype", "fp32"))
                 for length, n in packed_seqlens(row).items()), Cost())

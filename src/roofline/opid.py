@@ -72,6 +72,8 @@ class LinearAttention:
     heads: Any
     q_len: Any
     mixer: str
+    chunk: Any = 64  # tokens per chunk of the chunkwise-parallel form
+    value_dim: Any = 128  # d_v: the state's columns (a kernel may split them over CTAs)
 
     kind = OpKind.LINEAR_ATTENTION
 

@@ -56,7 +56,7 @@ def op_expected(cost: Any, chip: Chip, args: argparse.Namespace, extra: dict[str
         from ..expect.table import figures
 
         named = kernel_names(figures(chip, calibration(args)),
-                             ("attention", "attention_bwd", "linear_attention"))
+                             ("attention", "attention_bwd", "linear_attention", "ssd"))
         if kernel not in named:
             raise RooflineError(f"--kernel: no figure for {kernel!r} on {chip.id} (it has: "
                                 f"{', '.join(named) or 'none'})")

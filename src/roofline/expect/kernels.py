@@ -96,11 +96,13 @@ def kernel_names(figures: dict[str, Efficiency], kinds: tuple[str, ...]) -> list
 
 
 
-def linear_kind(q_len: object) -> str:
+def linear_kind(q_len: object, mixer: str = "gated_deltanet") -> str:
     """The figure kind of a chunked linear-attention op: `linear_attention_decode` for a
-    one-token step (the recurrent state update, no chunks: HBM-bound), else
-    `linear_attention`; either takes `.<kernel>` for a named kernel family."""
+    one-token step (the recurrent state update, no chunks: HBM-bound); `ssd` for a Mamba-2
+    chunked scan (its own kernels: chunk states, state passing, chunk scan); else
+    `linear_attention`; each takes `.<kernel>` for a named kernel family."""
     import numpy as np
 
-    decode = bool(np.all(np.asarray(q_len, dtype=float) <= 1))
-    return "linear_attention_decode" if decode else "linear_attention"
+    if bool(np.all(np.asarray(q_len, dtype=float) <= 1)):
+        return "linear_attention_decode"
+    return "ssd" if mixer == "mamba2" else "linear_attention"

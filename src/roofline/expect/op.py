@@ -32,7 +32,8 @@ from ..ops.collectives import GRAPH_KERNELS
 from ..serialize import jsonable
 from .interval import op_kind, spread
 from .kernels import linear_kind
-from .physics import attention_kernel, kernel_launches, tile_utilization
+from .physics import (SEPARATE_RECURRENCE, attention_kernel, kernel_launches,
+                      recurrence_waves, tile_utilization)
 from .table import figures, lookup
 
 if TYPE_CHECKING:
@@ -237,7 +238,7 @@ def expected_from(cost: Cost, chip: Chip, found: FigureLookups, base_est: Estima
         attention = isinstance(op, Attention)
         linear = isinstance(op, LinearAttention)  # a chunked recurrence, not a GEMM
         kind = "attention_bwd" if isinstance(op, Attention) and op.backward else (
-            "attention" if attention else linear_kind(op.q_len) if isinstance(
+            "attention" if attention else linear_kind(op.q_len, op.mixer) if isinstance(
                 op, LinearAttention) else "matmul")
         for dt in cost.flops:
             peak = _peak_family(dt)
@@ -305,6 +306,14 @@ def expected_from(cost: Cost, chip: Chip, found: FigureLookups, base_est: Estima
     # (the kernels it expects leave every exp on the special-function units: `evaluate`'s
     # shared_special, which only the bound allows)
     t = derated.t_lower_s + overhead
+    if isinstance(cost.op, LinearAttention) and cost.flops and kind == "linear_attention":
+        # the recurrence's walk over the chunks (physics.recurrence_chain): its chunk steps
+        # at the kernel's time per step; a kernel of its own adds to the others' time, a
+        # fused kernel overlaps them
+        walk = take("linear_attention_chain_s", kernel) * recurrence_waves(cost.op, chip,
+                                                                           kernel)
+        t = (derated.t_lower_s + walk if kernel in SEPARATE_RECURRENCE
+             else maximum(derated.t_lower_s, walk)) + overhead
     if cost.flops and attention_kernel(cost):
         # the softmax (exp on the special-function units, its arithmetic on the vector units)
         # hides behind the tensor-core GEMMs only in part (FlashAttention-3's ping-pong and

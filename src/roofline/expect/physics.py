@@ -16,6 +16,7 @@ import numpy as np
 from ..cost import Cost
 from ..hardware import Chip
 from ..opid import Attention, Gemm, LinearAttention
+from .kernels import architecture
 
 GEMM_TILES = ((128, 128), (128, 256), (256, 128), (64, 128))  # CUTLASS / cuBLAS Hopper tiles
 ATTENTION_BLOCK_Q = 128  # FA2 / FA3 query rows per tile (FA3 d <= 128; d = 256 uses 128 too)
@@ -108,12 +109,66 @@ def tile_utilization(cost: Cost, chip: Chip) -> Any:
         # fill the machine (FlashDecoding, FlashInfer, FlashMLA, vLLM's paged attention v2)
         return np.where(blocks <= 1.0, split_kv_utilization(heads, op.kv_len, n_units),
                         whole)
-    if isinstance(op, LinearAttention):
-        # the chunked recurrence carries each (sequence, value head)'s state from chunk to
-        # chunk in order, one CTA each (FLA's chunk_gated_delta_rule_fwd_h grid, mamba_ssm's
-        # _state_passing_fwd grid over batch x heads): few long sequences leave SMs idle
-        return wave_utilization(np.asarray(op.batch) * np.asarray(op.heads), n_units)
+    # (a linear-attention kernel's sequential recurrence: `recurrence_chain`, not tiles)
     return 1.0
+
+
+# Kernels that cut a long sequence into segments run side by side when its (sequence, head)
+# chains are too few to fill the machine: FlashQLA's gate-driven intra-card context
+# parallelism (QwenLM/FlashQLA flash_qla/ops/gated_delta_rule/chunk/cp_context.py),
+# FlashInfer's context-parallel chunk kernels (flashinfer-ai/flashinfer PRs #3659 SM120, #3866
+# SM90 "tuned for low B*H", #4078 SM100; its own planner not retrieved: FlashQLA's stands for
+# it), TileOPs' CP-split Gated DeltaNet prefill (tile-ai/TileOPs PR #1596).
+CONTEXT_PARALLEL = ("flashqla", "flashinfer", "tileops")
+# Kernels whose recurrence is a kernel of its own, run between the parallel ones (its walk adds
+# to their time instead of overlapping it), its CTAs splitting the state's d_v columns in
+# blocks: FLA's chunk_gated_delta_rule_fwd_h, grid (cdiv(V, BV), N·H), BV autotuned over
+# {32, 64} (fla-org/flash-linear-attention fla/ops/common/chunk_delta_h.py); 64 fits the fit
+# half of benchmarks/validation best (5.4% median error against 7.6% at 32, 8.0% unsplit).
+SEPARATE_RECURRENCE = {"fla": 64}
+
+
+def recurrence_chain(op: LinearAttention, n_units: int, kernel: str | None = None,
+                     blackwell: bool = False) -> tuple[Any, Any]:
+    """The sequential part of a chunked linear-attention kernel: (chains, steps). Each
+    (sequence, value head)'s state passes from chunk to chunk in order, one CTA walking its
+    ceil(q_len / chunk) chunks (FlashInfer's and FlashQLA's fused chunk kernels; FLA's
+    state kernel splits d_v too: SEPARATE_RECURRENCE); the chains run in waves over the SMs,
+    so the walk takes waves(chains) · steps chunk times at the least.
+    A context-parallel kernel (CONTEXT_PARALLEL) splits the sequences into segments of L_cp
+    chunks when B·H is small, by FlashQLA's planner (cp_context.py `_calc_cp_seqs`: L_cp =
+    2^round(log2(3·sqrt(H·B·n/P))), at least 4; on SM90 / SM120 when B·H <= 40, or <= 56 with
+    n >= 128 chunks; on SM100 when B·H <= 56 with n >= 256, or <= 32 with n >= 192), and walks
+    each segment twice: a pre-pass for its final state (fused_gdr_h), then the main pass from
+    the corrected initial state."""
+    b, h = np.asarray(op.batch, dtype=float), np.asarray(op.heads, dtype=float)
+    n = np.maximum(np.ceil(np.asarray(op.q_len, dtype=float) / np.asarray(op.chunk, dtype=float)),
+                   1.0)
+    chains = b * h
+    if kernel in SEPARATE_RECURRENCE:
+        chains = chains * np.ceil(np.asarray(op.value_dim, dtype=float)
+                                  / SEPARATE_RECURRENCE[kernel])
+    if kernel not in CONTEXT_PARALLEL:
+        return chains, n
+    with np.errstate(divide="ignore"):
+        seg = np.maximum(2.0 ** np.round(np.log2(3.0 * np.sqrt(chains * n / n_units))), 4.0)
+    if blackwell:
+        split = ((chains <= 56) & (n >= 256)) | ((chains <= 32) & (n >= 192))
+    else:
+        split = (chains <= 40) | ((chains <= 56) & (n >= 128))
+    split &= n > seg
+    return (np.where(split, chains * np.ceil(n / seg), chains),
+            np.where(split, 2.0 * seg, n))
+
+
+def recurrence_waves(op: LinearAttention, chip: Chip, kernel: str | None = None) -> Any:
+    """Chunk steps on the critical path of the op's recurrence (`recurrence_chain`): the
+    waves of its chains over the chip's SMs times each chain's steps (0 without SM count)."""
+    n_units = units(chip)
+    if not n_units:
+        return 0.0
+    chains, steps = recurrence_chain(op, n_units, kernel, architecture(chip) == "blackwell")
+    return waves(chains, n_units) * steps
 
 
 DECODE_KV_CHUNK = 256  # fewest keys a split-KV decode tile takes (FlashDecoding's chunks)

@@ -301,7 +301,7 @@ def _efficiencies(path: str, table: Any) -> dict[str, Efficiency]:
         if variant and kind == "hbm":
             raise r.error("", f"{kind} takes one value, no variants")
         value = r.table.get("value")
-        seconds = key.endswith("_s")
+        seconds = kind.endswith("_s")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
                 0 <= value <= 1 if seconds else MIN_EFFICIENCY <= value <= 1):
             allowed = "seconds in [0, 1]" if seconds else f"a fraction in [{MIN_EFFICIENCY:g}, 1]"

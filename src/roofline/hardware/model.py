@@ -76,6 +76,10 @@ EFFICIENCY_KINDS = {
                         "peak and HBM (linear_attention[.<kernel>])",
     "linear_attention_decode": "the same for its one-token decode step "
                                "(linear_attention_decode[.<kernel>])",
+    "linear_attention_chain_s": "seconds one chunk step of a linear-attention kernel's "
+                                "recurrence takes on one SM (linear_attention_chain_s"
+                                "[.<kernel>])",
+    "ssd": "a Mamba-2 chunked-scan (SSD) kernel's fraction of its roofs (ssd[.<kernel>])",
     "hbm": "achievable streaming fraction of the HBM bandwidth",
     "l2": "achievable fraction of the L2 bandwidth (an L2-resident working set)",
     "scale-up": "achievable bus bandwidth of large collectives over the scale-up link "

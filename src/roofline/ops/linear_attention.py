@@ -11,8 +11,12 @@ Counting conventions (a multiply-add is 2 FLOPs; per token and value head):
 - intra-chunk products (the chunkwise-parallel form with chunk C, 64 in the FLA kernels; q new
   tokens of a decode step are one chunk of q): each token meets the Ce = min(C, Lq) tokens of
   its chunk. DeltaNet: Q·Kᵀ, K·Kᵀ and T·(βK) over d_k, T·(βV) and A·V' over d_v:
-  2·Ce·(3·d_k + 2·d_v); Mamba-2: C·Bᵀ over d_state, its product with X over head_dim:
-  2·Ce·(d_k + d_v). Dense tiles, as the kernels compute them (the causal mask is not skipped).
+  2·Ce·(3·d_k + 2·d_v) (fla-org/flash-linear-attention fla/ops/gated_delta_rule/chunk.py: the
+  kkt, w/u, h and o kernels, each per value head); Mamba-2: its product with X over head_dim
+  per head, 2·Ce·d_v, and C·Bᵀ over d_state once per group (key_heads = n_groups), 2·Ce·d_k
+  per token and group (state-spaces/mamba mamba_ssm/ops/triton/ssd_combined.py: bmm_chunk_fwd
+  runs over the groups, chunk_scan over the heads). Dense tiles, as the kernels compute them
+  (the causal mask is not skipped).
 - convolution: 2·kernel FLOPs per channel and token.
 HBM bytes: the projected inputs (q and k: key_heads·d_k each, v: heads·d_v, two gates per
 head) read once and the output (heads·d_v) written once, in the activation dtype; the state
@@ -48,12 +52,13 @@ class MixerKind:
     intra_k: int  # intra-chunk products over d_k per token pair
     intra_v: int  # ... over d_v
     note: str
+    keys_per_group: bool = False  # the d_k products run once per key head, not value head
 
 
 KINDS: dict[str, MixerKind] = {
     "gated_deltanet": MixerKind(3, 3, 2, "Gated DeltaNet (Qwen3-Next): delta rule, WY form"),
     "mamba2": MixerKind(2, 1, 1, "Mamba-2 SSD (Nemotron-H): key_dim = d_state, "
-                                 "value_dim = head_dim"),
+                                 "value_dim = head_dim, key_heads = n_groups", True),
 }
 DEFAULT_CHUNK = 64  # FLA's chunk_gated_delta_rule and Mamba-2's SSD kernels use 64 / 128-256
 STATE_DTYPE = "fp32"
@@ -120,7 +125,8 @@ def linear_attention(
                                                        Lq))
     tokens = B * Lq * H
     state_flops = 2 * sym("n_s", float(mixer.state_products)) * dk * dv * tokens
-    intra_flops = 2 * ce * (sym("a_k", float(mixer.intra_k)) * dk +
+    key_share = Hk / H if mixer.keys_per_group else 1.0  # Mamba-2's C·Bᵀ: once per group
+    intra_flops = 2 * ce * (sym("a_k", float(mixer.intra_k)) * dk * key_share +
                             sym("a_v", float(mixer.intra_v)) * dv) * tokens
     conv_flops = 2 * kc * channels * B * Lq
     flops = state_flops + intra_flops + conv_flops
@@ -137,7 +143,8 @@ def linear_attention(
                    ("FLOPs", flops), ("input/output bytes", io), ("HBM bytes", hbm))
     return Cost(flops={x.peak: _value(flops)}, bytes={"hbm": _value(hbm)}, steps=tuple(terms),
                 name=name if name != "linear attention" else f"linear attention ({kind})",
-                op=LinearAttention(value(B), value(H), value(Lq), kind))
+                op=LinearAttention(value(B), value(H), value(Lq), kind, value(C),
+                                   value(dv)))
 
 
 def _value(e: Quantity) -> Num:
