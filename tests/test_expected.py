@@ -28,12 +28,6 @@ GOAL_ALL, GOAL_KIND = 0.15, 0.25
 # kinds whose median error misses GOAL_KIND today, and why (strict: passing turns it red);
 # the overall goal is over the kinds the model covers (their rows still hold the bound)
 MISSES: dict[str, str] = {
-    "linear_attention": "chunked Gated DeltaNet and Mamba-2 SSD kernels differ 10x between "
-                        "families and mixers (TileOPs' Mamba-2 at 0.19 of the bound, its "
-                        "Gated DeltaNet prefill at 0.15-0.38; FLA on the RTX 5090 1.6x faster "
-                        "than on H200 per FLOP): one figure per kernel family and the wave "
-                        "utilization of its (sequence, head) CTAs leave 27% median error on "
-                        "the fit half (69% before)",
     "serving": "74 rows added 2026-11-30 (TensorRT-LLM perf-overview offline throughput of "
                "Qwen3 / Llama 4 MoE at FP4 / FP8, GPUStack's vLLM / SGLang lab runs, SGLang "
                "gpt-oss batch 1) run 0.13-1.4x the expected speed (31.5% median error, the "

@@ -10,7 +10,8 @@ import pytest
 from roofline import load_chip
 from roofline.expect import expected
 from roofline.expect.kernels import linear_kind
-from roofline.expect.physics import gemm_utilization, tile_utilization
+from roofline.expect.physics import (gemm_utilization, recurrence_chain, recurrence_waves,
+                                     tile_utilization)
 from roofline.expect.table import DEFAULTS, request_s
 from roofline.ops.linear_attention import linear_attention
 from roofline.ops.moe import grouped_matmul
@@ -21,12 +22,44 @@ def _gdn(batch, length, heads):
                             value_dim=128, kind="gated_deltanet", conv_dim=1, conv_kernel=1)
 
 
-def test_the_recurrence_runs_one_cta_per_sequence_and_head_by_hand():
+def test_the_recurrence_walks_its_chunks_in_waves_of_chains_by_hand():
     chip = load_chip("h200")  # 132 SMs
-    assert tile_utilization(_gdn(1, 4096, 16), chip) == pytest.approx(16 / 132)
-    assert tile_utilization(_gdn(4, 4096, 64), chip) == pytest.approx(256 / 264)  # 2 waves
-    # fewer heads: fewer busy SMs, the same work per token and head takes longer per token
-    few, many = expected(_gdn(1, 8192, 8), chip), expected(_gdn(1, 8192, 64), chip)
+    # one CTA per (sequence, head) walks ceil(4096 / 64) = 64 chunks: 16 chains, one wave
+    assert recurrence_chain(_gdn(1, 4096, 16).op, 132) == (16, 64)
+    assert recurrence_waves(_gdn(1, 4096, 16).op, chip) == 64
+    assert recurrence_waves(_gdn(4, 4096, 64).op, chip) == 2 * 64  # 256 chains: two waves
+    # FLA's state kernel splits d_v = 128 in blocks of 64: twice the chains
+    assert recurrence_chain(_gdn(1, 4096, 16).op, 132, "fla") == (32, 64)
+    # FlashQLA's planner: 8 heads x 512 chunks on 132 SMs -> segments of
+    # 2^round(log2(3·sqrt(8·512/132))) = 16 chunks, 32 a sequence, each walked twice
+    few = _gdn(1, 32768, 8).op
+    assert recurrence_chain(few, 132, "flashqla") == (8 * 32, 2 * 16)
+    assert recurrence_waves(few, chip, "flashqla") == 2 * 32  # 256 chains: two waves
+    # B·H = 64 fills the machine's planner: no split; SM100 splits only from 192 chunks
+    assert recurrence_chain(_gdn(1, 32768, 64).op, 132, "flashqla") == (64, 512)
+    assert recurrence_chain(_gdn(1, 8192, 8).op, 148, "flashqla", blackwell=True) == (8, 128)
+    assert recurrence_chain(_gdn(1, 8192, 8).op, 132, "flashqla")[0] > 8
+
+
+def test_a_walk_bounds_a_fused_kernel_and_adds_to_a_separate_one_by_hand():
+    chip = load_chip("h200")
+    cost = _gdn(1, 32768, 8)
+    fig = {k: DEFAULTS[k].value for k in DEFAULTS}
+    launch = fig["launch_s"]
+    derated = {"compute": cost.flops["bf16"] / chip.peak_flops("bf16"),
+               "hbm": cost.bytes["hbm"] / chip.bandwidth_Bps("hbm") / fig["hbm"]}
+    for kernel in ("flashinfer", "fla"):
+        e = fig[f"linear_attention.{kernel}"]
+        roofs = max(derated["compute"] / e, derated["hbm"] / e)
+        walk = fig[f"linear_attention_chain_s.{kernel}"] * recurrence_waves(cost.op, chip,
+                                                                            kernel)
+        t = expected(cost, chip, kernel=kernel).t_s
+        if kernel == "fla":  # its own kernel between the others: the times add
+            assert t == pytest.approx(roofs + walk + launch, rel=1e-9)
+        else:  # fused: the walk and the parallel work overlap
+            assert t == pytest.approx(max(roofs, walk) + launch, rel=1e-9)
+    # a long lone sequence is the walk's: fewer heads, same time per chunk step
+    few, many = expected(_gdn(1, 65536, 8), chip), expected(_gdn(1, 65536, 64), chip)
     assert few.t_s / few.bound.t_lower_s > many.t_s / many.bound.t_lower_s
     assert few.t_s >= few.bound.t_lower_s and many.t_s >= many.bound.t_lower_s
 
@@ -35,6 +68,8 @@ def test_a_linear_kernel_figure_derates_either_roof():
     chip = load_chip("h200")
     assert linear_kind(1) == "linear_attention_decode"
     assert linear_kind(np.array([1.0, 4096.0])) == "linear_attention"  # a chunked point
+    assert linear_kind(4096, "mamba2") == "ssd" and linear_kind(1, "mamba2") == \
+        "linear_attention_decode"
     # a decode step is HBM-bound: its time is the bytes at the HBM fraction x kernel figure
     step = linear_attention(32, 1, 1000, heads=32, key_heads=32, key_dim=128, value_dim=128,
                             kind="gated_deltanet", conv_dim=1, conv_kernel=1)

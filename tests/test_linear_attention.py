@@ -52,6 +52,15 @@ def test_flops_by_hand_and_linear_in_tokens():
     mamba = linear_attention(1, 1, heads=4, key_dim=8, value_dim=16, kind="mamba2", conv_dim=2,
                              conv_kernel=4)
     assert mamba.flops["bf16"] == pytest.approx(4 * (2 * 2 * 8 * 16 + 2 * (8 + 16)) + 2 * 4 * 2)
+    # Mamba-2's C·Bᵀ runs once per group (key_heads = n_groups), its product with X per head
+    # (mamba_ssm ssd_combined.py: bmm_chunk_fwd over groups, chunk_scan over heads)
+    ssd = linear_attention(1, 512, heads=8, key_heads=1, key_dim=128, value_dim=64,
+                           kind="mamba2", chunk=256, conv_dim=1, conv_kernel=1)
+    assert ssd.flops["bf16"] == pytest.approx(
+        512 * (8 * (2 * 2 * 128 * 64 + 2 * 256 * 64) + 1 * 2 * 256 * 128) + 2 * 512)
+    assert ssd.flops["bf16"] < linear_attention(
+        1, 512, heads=8, key_heads=8, key_dim=128, value_dim=64, kind="mamba2", chunk=256,
+        conv_dim=1, conv_kernel=1).flops["bf16"]
 
 
 def test_vectorized_over_a_sweep():
