@@ -10,8 +10,12 @@ import pytest
 from roofline import load_chip
 from roofline.expect import expected
 from roofline.expect.kernels import linear_kind
-from roofline.expect.physics import (gemm_utilization, recurrence_chain, recurrence_waves,
-                                     tile_utilization)
+from roofline.expect.physics import (
+    gemm_utilization,
+    recurrence_chain,
+    recurrence_waves,
+    tile_utilization,
+)
 from roofline.expect.table import DEFAULTS, request_s
 from roofline.ops.linear_attention import linear_attention
 from roofline.ops.moe import grouped_matmul

@@ -32,8 +32,13 @@ from ..ops.collectives import GRAPH_KERNELS
 from ..serialize import jsonable
 from .interval import op_kind, spread
 from .kernels import linear_kind
-from .physics import (SEPARATE_RECURRENCE, attention_kernel, kernel_launches,
-                      recurrence_waves, tile_utilization)
+from .physics import (
+    SEPARATE_RECURRENCE,
+    attention_kernel,
+    kernel_launches,
+    recurrence_waves,
+    tile_utilization,
+)
 from .table import figures, lookup
 
 if TYPE_CHECKING:
