@@ -396,6 +396,10 @@ NOT_THE_OP: dict[str, str] = {
         "beside the whole op, so the cell is likely one of those, or shifted: the same "
         "table's EP8 pplx-CX7 dispatch (5071.1) repeats DeepEP-CX7's EP64 dispatch (5071.6)"),
 }
+# a row's `timing`: launched in a CUDA / HIP graph (nccl-tests -G, mscclpp-test, FlashInfer's
+# bench_gpu_time(use_cuda_graph=True)) or the kernel's device time (a profiler): no host-side
+# enqueue in the measured time
+GRAPH_TIMED = ("graph", "device")
 COLLECTIVE_OP = {"allreduce": "all-reduce", "allgather": "all-gather",
                  "reducescatter": "reduce-scatter", "alltoall": "all-to-all",
                  "sendrecv": "send-recv", "broadcast": "broadcast", "dispatch": "all-to-all",
@@ -465,7 +469,7 @@ def collective_case(row: Row) -> Collective:
     # an engine's custom all-reduce (SGLang, vLLM / aiter, PCIe one-shot) timed on its own:
     # its kernel, no NCCL call
     t_expected = float(expected(first_cost, first_chip, engine_kernels="custom-allreduce" in
-                                p.get("impl", "")).t_s)
+                                p.get("impl", ""), in_graph=p.get("timing") in GRAPH_TIMED).t_s)
     ratio, cost, _ = min(readings, key=lambda r: r[0])
     return replace(base, nbytes=nbytes, algo=algo, ratio=ratio,
                    expected_ratio=_collective_ratio(base, measured_bytes, t_expected),
