@@ -267,6 +267,25 @@ def test_a_library_collective_in_a_graph_pays_its_kernel_not_the_host_call() -> 
     assert float(graphed.t_s) >= float(graphed.bound.t_lower_s)
 
 
+def test_deepeps_normal_kernels_run_one_copy_per_destination_node() -> None:
+    # EP16 bf16 combine over two H200 nodes: DeepEP's normal kernels send a token once to
+    # the other node and forward it over NVLink, so the expected NIC chain is the bound's
+    # 58.49 MB at 0.75 x 50 GB/s plus one network step, the base latency and DeepEP's 5 us
+    # call; the per-copy volume (every remote pair) stays the library-path forecast
+    from roofline.ops.collectives.expert_parallel import one_copy_per_destination
+    from roofline.ops.registry import run_op
+
+    chip = load_chip("h200-sxm")
+    per_copy = run_op("alltoall", chip, nbytes=4096 * 7168 * 8 * 2, ranks=16, algo="direct",
+                      domain_size=8).cost
+    per_node = one_copy_per_destination(per_copy, 8, 16, 8)
+    own, every_copy = (expected(per_node, chip, engine_kernels=k) for k in (True, False))
+    crossing = 4096 * 7168 * 2 * (1 - 0.5**8)
+    assert float(own.t_s) == pytest.approx(2.7e-6 + 6.6e-6 + crossing / (0.75 * 50e9) + 5e-6)
+    assert float(every_copy.t_s) > 3 * float(own.t_s)
+    assert float(own.t_s) >= float(own.bound.t_lower_s)
+
+
 def test_attention_output_is_a_gemm_not_the_attention_kernel() -> None:
     from roofline.expect.physics import attention_kernel
 

@@ -400,6 +400,12 @@ NOT_THE_OP: dict[str, str] = {
 # bench_gpu_time(use_cuda_graph=True)) or the kernel's device time (a profiler): no host-side
 # enqueue in the measured time
 GRAPH_TIMED = ("graph", "device")
+# a row's `kernel` whose own schedule the bound names, so the expected time runs it (not the
+# per-copy volume of `Cost.runs`): DeepEP's V1 normal kernels (and UCCL-EP's port of them)
+# send a token once per destination rank and, across nodes, once per destination node over
+# RDMA, then forward it over NVLink (deepseek-ai/DeepEP README, "normal kernels":
+# asymmetric-domain forwarding; csrc/kernels/internode.cu)
+OWN_KERNELS = ("deepep-normal",)
 COLLECTIVE_OP = {"allreduce": "all-reduce", "allgather": "all-gather",
                  "reducescatter": "reduce-scatter", "alltoall": "all-to-all",
                  "sendrecv": "send-recv", "broadcast": "broadcast", "dispatch": "all-to-all",
@@ -469,7 +475,8 @@ def collective_case(row: Row) -> Collective:
     # an engine's custom all-reduce (SGLang, vLLM / aiter, PCIe one-shot) timed on its own:
     # its kernel, no NCCL call
     t_expected = float(expected(first_cost, first_chip, engine_kernels="custom-allreduce" in
-                                p.get("impl", ""), in_graph=p.get("timing") in GRAPH_TIMED).t_s)
+                                p.get("impl", "") or p.get("kernel") in OWN_KERNELS,
+                                in_graph=p.get("timing") in GRAPH_TIMED).t_s)
     ratio, cost, _ = min(readings, key=lambda r: r[0])
     return replace(base, nbytes=nbytes, algo=algo, ratio=ratio,
                    expected_ratio=_collective_ratio(base, measured_bytes, t_expected),

@@ -196,7 +196,8 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
     one- or two-shot custom all-reduce), so its call costs a graph launch, not NCCL's host
     latency; outside them a collective whose bound is an engine's two-shot kernel is
     expected to run the library's pick (`Cost.runs`), unless `engine_kernels` (an engine's
-    custom all-reduce timed on its own: its kernel runs, one engine call each). `in_graph`: a
+    custom all-reduce timed on its own, or DeepEP's normal dispatch / combine, one copy per
+    destination: the kernel the bound names runs, one engine call each). `in_graph`: a
     library's collective launched in a CUDA / HIP graph or timed on the device (nccl-tests
     -G, a profiler's kernel time): the library's pick still runs, but its call costs the
     kernel's own fixed time (`collective_call_s.graph`), not the host-side enqueue.
