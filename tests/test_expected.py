@@ -244,6 +244,42 @@ def test_collectives_in_a_cuda_graph_cost_one_launch() -> None:
     assert engine.t_s < eager.t_s
 
 
+def test_a_library_collective_in_a_graph_pays_its_kernel_not_the_host_call() -> None:
+    # nccl-tests -G (or a profiler's kernel time): NCCL's ring still runs, its time is the
+    # ring's derated alpha-beta chain plus the kernel's own 5 us, not the 20 us host call
+    from roofline.ops.registry import run_op
+
+    chip = load_chip("h100")
+    ring = run_op("allreduce", chip, nbytes=2**21, ranks=8, algo="ring").cost
+    figs = figures(chip)
+    eager, graphed = (expected(ring, chip, in_graph=g) for g in (False, True))
+    assert float(graphed.overhead_s) == pytest.approx(figs["collective_call_s.graph"].value)
+    assert float(eager.t_s - graphed.t_s) == pytest.approx(20e-6 - 5e-6)
+    # by hand: 14 steps x 0.6 us + 6.6 us base + 2(7/8) x 2 MiB over 0.75 x 450 GB/s + 5 us
+    assert float(graphed.t_s) == pytest.approx(
+        14 * 0.6e-6 + 6.6e-6 + 2 * 7 / 8 * 2**21 / (0.75 * 450e9) + 5e-6)
+    assert float(graphed.t_s) >= float(graphed.bound.t_lower_s)
+
+
+def test_deepeps_normal_kernels_run_one_copy_per_destination_node() -> None:
+    # EP16 bf16 combine over two H200 nodes: DeepEP's normal kernels send a token once to
+    # the other node and forward it over NVLink, so the expected NIC chain is the bound's
+    # 58.49 MB at 0.75 x 50 GB/s plus one network step, the base latency and DeepEP's 5 us
+    # call; the per-copy volume (every remote pair) stays the library-path forecast
+    from roofline.ops.collectives.expert_parallel import one_copy_per_destination
+    from roofline.ops.registry import run_op
+
+    chip = load_chip("h200-sxm")
+    per_copy = run_op("alltoall", chip, nbytes=4096 * 7168 * 8 * 2, ranks=16, algo="direct",
+                      domain_size=8).cost
+    per_node = one_copy_per_destination(per_copy, 8, 16, 8)
+    own, every_copy = (expected(per_node, chip, engine_kernels=k) for k in (True, False))
+    crossing = 4096 * 7168 * 2 * (1 - 0.5**8)
+    assert float(own.t_s) == pytest.approx(2.7e-6 + 6.6e-6 + crossing / (0.75 * 50e9) + 5e-6)
+    assert float(every_copy.t_s) > 3 * float(own.t_s)
+    assert float(own.t_s) >= float(own.bound.t_lower_s)
+
+
 def test_attention_output_is_a_gemm_not_the_attention_kernel() -> None:
     from roofline.expect.physics import attention_kernel
 

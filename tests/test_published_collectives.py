@@ -185,3 +185,34 @@ def test_a_params_piece_without_a_value_is_refused():
     with pytest.raises(ValueError, match=r"row r1: params piece 'PD disagg\)' has no '='"):
         cases._params("r1", "framework=sglang(DeepEP;PD disagg);tp=8")
     assert cases._params("r2", "a=1;b=x=y;") == {"a": "1", "b": "x=y"}
+
+
+def test_ep16_prefill_combine_bound_by_hand():
+    # EP16 over two 8-GPU H200 nodes, 4096 tokens a rank, hidden 7168, top-8, bf16 combine
+    # (pplx-garden's bench): only the share bound for the other node crosses its 400 Gb/s
+    # NIC, one reduced copy per (token, node) holding any of its experts: 4096 x 14336 B x
+    # (1 - 2^-8) = 58.49 MB, 1169.8 us at 50 GB/s, plus one network step (2.7 us) and the
+    # call's base latency (6.6 us); the NVLink share (0.37 ms) runs beside it
+    from roofline import evaluate
+    from roofline.ops.collectives.expert_parallel import one_copy_per_destination
+
+    chip = load_chip("h200-sxm")
+    cost = run_op("alltoall", chip, nbytes=4096 * 7168 * 8 * 2, ranks=16, algo="direct",
+                  domain_size=8).cost
+    per_node = one_copy_per_destination(cost, 8, 16, 8)
+    crossing = 4096 * 7168 * 2 * (1 - 0.5**8)
+    assert per_node.link_bytes["scale-out"] == pytest.approx(crossing)
+    assert evaluate(per_node, chip).t_lower_s == pytest.approx(
+        crossing / 50e9 + 2.7e-6 + 6.6e-6)
+
+
+def test_cells_that_are_not_the_op_stay_below_the_floor():
+    # a cell set aside as not the whole op (cases.NOT_THE_OP) is skipped with its evidence,
+    # and only while it is faster than the NIC floor of the op it names: a corrected cell
+    # that the bound allows turns this red (then check it like every other row)
+    by_id = {c.id: c for c in CASES}
+    for rid, why in cases.NOT_THE_OP.items():
+        assert by_id[rid].skip.endswith(why)
+    cell = next(r for r in ROWS if r.id == "pplx-cx7-ep16-prefill-combine-time")
+    floor_s = 4096 * 7168 * 2 * (1 - 0.5**8) / 50e9
+    assert cell.value * 1e-6 < floor_s

@@ -379,24 +379,35 @@ def kernel_ratio(row: Row, expect: bool = False) -> float:
 COLLECTIVE_KINDS = ("collective", "moe_dispatch")
 # collective rows that beat the bound today: known bugs, each with why (the tests mark them
 # strict xfails: a fix turns them red)
-BEATEN: dict[str, str] = {
+BEATEN: dict[str, str] = {}
+# published cells that cannot be the op their table names: the source's own kernel moves
+# several times the bytes the cell's time allows over the source's own NIC, so the cell is a
+# stage of the op (a send- or receive-only time) or a misprint; skipped with the evidence
+# (a bound lowered under the NIC's rate to hold them would be false for every other row)
+NOT_THE_OP: dict[str, str] = {
     "pplx-cx7-ep16-prefill-combine-time": (
-        "pplx-garden's table gives pplx's own CX7 kernels an EP16 prefill combine of 1062.2 us, "
-        "faster than its EP8 (1405.1) in the same table and 4.4x DeepEP's 1863.9 at EP16: it "
-        "would need 55 GB/s per 50 GB/s NIC even with one copy per destination node (1.11); "
-        "most likely a misprint in the source, kept as a known miss until clarified: the same "
-        "table's EP8 pplx-CX7 dispatch (5071.1 us) is 4.8x pplx-EFA's (1052.4) and matches "
-        "DeepEP-CX7's EP64 dispatch (5071.6) to 0.5 us, so cells look shifted; pplx's bench "
-        "routes without group limits (benchmarks/bench_all_to_all.py L29-36: top-8 of |N| + "
-        "1 scores), so no routing restriction lowers the bound. Its own kernel cannot do it "
-        "either: pplx sends every (token, expert) row on its own (p2p-all-to-all/a2a-kernels/"
-        "src/a2a/a2a_dispatch_send.cu gives each pair its own slot; a2a_combine_send.cu "
-        "copies each remote-node pair's expert output to the send buffer, no reduction "
-        "first): 4096 tokens x 4 remote experts x 14336 B = 235 MB a rank, 4.7 ms at "
-        "50 GB/s, 4.4x the cell (2.2x with two 400 Gb/s NICs a GPU, the bench's default "
-        "--nets-per-gpu 2); the bound's one copy per destination node is already the loosest "
-        "reading"),
+        "pplx-garden's EP16 pplx-CX7 prefill combine cell (1062.2 us) is below the NIC floor "
+        "of any combine of bf16 outputs: one reduced copy per (token, other node), 4096 x "
+        "14336 B x 0.9965 = 58.5 MB a rank, needs 1170 us at 400 Gb/s (one ConnectX-7 a "
+        "GPU: fabric-lib's 400 Gb/s peak, arXiv:2510.27656), and pplx's kernel sends every "
+        "(token, expert) pair on its own (p2p-all-to-all/a2a-kernels/src/a2a/"
+        "a2a_combine_send.cu copies each remote pair's expert row to the send buffer, no "
+        "reduction): 4 remote pairs a token, 235 MB, 4.7 ms; its own EP8 (1405.1) and EP32 "
+        "(7526.8) cells and pplx-EFA's EP16 (5379.1) follow that volume. The release's bench "
+        "(b3c4b59 benchmarks/bench_all_to_all.py) timed send-only and receive-only stages "
+        "beside the whole op, so the cell is likely one of those, or shifted: the same "
+        "table's EP8 pplx-CX7 dispatch (5071.1) repeats DeepEP-CX7's EP64 dispatch (5071.6)"),
 }
+# a row's `timing`: launched in a CUDA / HIP graph (nccl-tests -G, mscclpp-test, FlashInfer's
+# bench_gpu_time(use_cuda_graph=True)) or the kernel's device time (a profiler): no host-side
+# enqueue in the measured time
+GRAPH_TIMED = ("graph", "device")
+# a row's `kernel` whose own schedule the bound names, so the expected time runs it (not the
+# per-copy volume of `Cost.runs`): DeepEP's V1 normal kernels (and UCCL-EP's port of them)
+# send a token once per destination rank and, across nodes, once per destination node over
+# RDMA, then forward it over NVLink (deepseek-ai/DeepEP README, "normal kernels":
+# asymmetric-domain forwarding; csrc/kernels/internode.cu)
+OWN_KERNELS = ("deepep-normal",)
 COLLECTIVE_OP = {"allreduce": "all-reduce", "allgather": "all-gather",
                  "reducescatter": "reduce-scatter", "alltoall": "all-to-all",
                  "sendrecv": "send-recv", "broadcast": "broadcast", "dispatch": "all-to-all",
@@ -426,6 +437,8 @@ def collective_case(row: Row) -> Collective:
     p = row.params
     base = Collective(row.id, row.chip, COLLECTIVE_OP[p["op"]], int(p["ranks"]),
                       int(p.get("nodes", 1)), row.metric, row.value)
+    if row.id in NOT_THE_OP:
+        return replace(base, skip="not the whole op: " + NOT_THE_OP[row.id])
     try:
         chips = kernel_chips(row)
     except Unbounded as why:
@@ -464,7 +477,8 @@ def collective_case(row: Row) -> Collective:
     # an engine's custom all-reduce (SGLang, vLLM / aiter, PCIe one-shot) timed on its own:
     # its kernel, no NCCL call
     t_expected = float(expected(first_cost, first_chip, engine_kernels="custom-allreduce" in
-                                p.get("impl", "")).t_s)
+                                p.get("impl", "") or p.get("kernel") in OWN_KERNELS,
+                                in_graph=p.get("timing") in GRAPH_TIMED).t_s)
     ratio, cost, _ = min(readings, key=lambda r: r[0])
     return replace(base, nbytes=nbytes, algo=algo, ratio=ratio,
                    expected_ratio=_collective_ratio(base, measured_bytes, t_expected),

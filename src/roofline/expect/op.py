@@ -190,7 +190,8 @@ def _dequant_family(weights: str, computes: tuple[str, ...]) -> str | None:
 
 def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | None = None,
              kernel: str | None = None, cuda_graphs: bool = False,
-             dequant: str | None = None, engine_kernels: bool = False) -> Expected:
+             dequant: str | None = None, engine_kernels: bool = False,
+             in_graph: bool = False) -> Expected:
     """The expected time of one op on one chip (per chip; arrays broadcast like evaluate).
 
     `kernel` names the attention kernel measured against (fa2, fa3, cudnn, ...; default: the
@@ -201,7 +202,11 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
     one- or two-shot custom all-reduce), so its call costs a graph launch, not NCCL's host
     latency; outside them a collective whose bound is an engine's two-shot kernel is
     expected to run the library's pick (`Cost.runs`), unless `engine_kernels` (an engine's
-    custom all-reduce timed on its own: its kernel runs, one engine call each).
+    custom all-reduce timed on its own, or DeepEP's normal dispatch / combine, one copy per
+    destination: the kernel the bound names runs, one engine call each). `in_graph`: a
+    library's collective launched in a CUDA / HIP graph or timed on the device (nccl-tests
+    -G, a profiler's kernel time): the library's pick still runs, but its call costs the
+    kernel's own fixed time (`collective_call_s.graph`), not the host-side enqueue.
 
     >>> from roofline.ops.matmul import matmul
     >>> e = expected(matmul(4096, 4096, 4096), "h100")
@@ -211,12 +216,13 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
     chip = load_chip(hw)
     return expected_from(cost, chip, figure_lookups(chip, calibration),
                          evaluate(cost, chip), None, kernel, cuda_graphs, dequant,
-                         engine_kernels)
+                         engine_kernels, in_graph)
 
 
 def expected_from(cost: Cost, chip: Chip, found: FigureLookups, base_est: Estimate,
                   util: Any = None, kernel: str | None = None, cuda_graphs: bool = False,
-                  dequant: str | None = None, engine_kernels: bool = False) -> Expected:
+                  dequant: str | None = None, engine_kernels: bool = False,
+                  in_graph: bool = False) -> Expected:
     """`expected` from what a step already holds for each of its ops: the chip's figures
     (`found`), the op's bound (`base_est`, its estimate on `chip`) and its tile utilization
     (`util`, `utilizations`; None: found here)."""
@@ -305,6 +311,8 @@ def expected_from(cost: Cost, chip: Chip, found: FigureLookups, base_est: Estima
             per_call = take("graph_launch_s")
         elif engine_kernels:
             per_call = take("collective_call_s", "engine")
+        elif in_graph:  # no host enqueue: the kernel's launch and its cross-GPU handshake
+            per_call = take("collective_call_s", "graph")
         else:
             per_call = per_algorithm("collective_call_s")
         overhead = overhead + calls * per_call

@@ -26,8 +26,10 @@ def one_copy_per_destination(cost: Cost, top_k: int, ranks: float,
     uniform routing: `moe.remote_domain_copies`, group-limited where the model routes so
     (`groups`, `topk_groups`: its config's n_group, topk_group). DeepSeek-V3 over EP 8: 4.6
     copies, not 7 (3.2 with its 4-of-8 groups); over 8 8-GPU nodes 3.2 across, not 7. The
-    expected time keeps the per-copy volume (`Cost.runs`): DeepEP's, HybridEP's and MORI's
-    measured times follow it (13% median error against 27% with the deduplicated bytes).
+    expected time keeps the per-copy volume (`Cost.runs`), which HybridEP's, MORI's and the
+    low-latency kernels' measured times follow; DeepEP's V1 normal kernels run this
+    schedule (`expected(..., engine_kernels=True)`: their 32 rows ran 2.3x the per-copy
+    forecast across nodes; moe_dispatch held-out error 18.5% -> 12.6% with it).
 
     Not a floor for any routing, unlike the expert reads (ops.moe): a router sending every
     token to experts on its own rank (possible where a rank holds top_k experts or more)
