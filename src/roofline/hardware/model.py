@@ -77,6 +77,8 @@ EFFICIENCY_KINDS = {
     "linear_attention_decode": "the same for its one-token decode step "
                                "(linear_attention_decode[.<kernel>])",
     "hbm": "achievable streaming fraction of the HBM bandwidth",
+    "decode_hbm": "a named decode attention kernel's share of that streaming fraction "
+                  "(decode_hbm.<kernel>)",
     "l2": "achievable fraction of the L2 bandwidth (an L2-resident working set)",
     "scale-up": "achievable bus bandwidth of large collectives over the scale-up link "
                 "(scale-up.<algorithm>: for one algorithm, e.g. nvls)",
