@@ -585,7 +585,9 @@ def training_case(row: Row) -> Training:
     except RooflineError as exc:
         return replace(base, skip=f"layout not analysable: {exc}")
     bound = float(headline.tokens_per_s) / par.chips  # tokens/s per GPU at the lower bound
-    forecast = float(expected_step(a, chip).tokens_per_s) / par.chips
+    # the framework's own factor where one is fitted (framework.train.<framework>)
+    forecast = float(expected_step(a, chip, framework=p.get("framework")).tokens_per_s) \
+        / par.chips
     if row.metric == "tokens_per_s_per_gpu":
         measured = row.value
     else:  # TFLOP/s or MFU: the largest FLOPs per token of the convention (full attention)
