@@ -16,6 +16,7 @@ import numpy as np
 from ..cost import Cost
 from ..hardware import Chip
 from ..opid import Attention, Gemm, LinearAttention
+from .kernels import architecture
 
 GEMM_TILES = ((128, 128), (128, 256), (256, 128), (64, 128))  # CUTLASS / cuBLAS Hopper tiles
 ATTENTION_BLOCK_Q = 128  # FA2 / FA3 query rows per tile (FA3 d <= 128; d = 256 uses 128 too)
@@ -39,7 +40,7 @@ def gemm_tiles(m: Any, n: Any, tile: tuple[int, int], batch: Any = 1) -> Any:
 
 
 def gemm_utilization(m: Any, n: Any, units: int, batch: Any = 1,
-                     min_rows: float = 16.0) -> Any:
+                     min_rows: Any = 16.0) -> Any:
     """The best share over the tile shapes (the heuristic's pick) of the machine's tile
     slots doing useful work: the output elements over the waves' tile slots, so the padding
     of a partial tile (M = 129 on 128-row tiles) is waste, as on the chip. `min_rows`: the
@@ -75,8 +76,6 @@ MMA_ROWS = {"hopper": 64.0}
 def mma_rows(chip: Chip) -> float:
     """The fewest rows a batched / grouped GEMM's tile holds on `chip` (16 where its
     architecture names none)."""
-    from .kernels import architecture
-
     return MMA_ROWS.get(architecture(chip) or "", 16.0)
 
 
@@ -116,11 +115,11 @@ def tile_utilization(cost: Cost, chip: Chip) -> Any:
             batch = np.maximum(np.round(np.where(m * n * k > 0, total / (2 * m * n * k), 1.0)),
                                1.0)
         # a batched GEMM's tiles hold the MMA's rows at least (no operand swap there)
-        rows = np.where(batch > 1, mma_rows(chip), 16.0)
+        batched = np.where(batch > 1, mma_rows(chip), 16.0)
         if m.ndim == n.ndim == batch.ndim == 0:  # one shape: asked again and again
             return _gemm_utilization_of(float(m), float(n), n_units, float(batch),
-                                        float(rows))
-        return gemm_utilization(m, n, n_units, batch, rows)
+                                        float(batched))
+        return gemm_utilization(m, n, n_units, batch, batched)
     if isinstance(op, Gemm):  # an MoE grouped GEMM: each expert's rows in whole tiles
         # (DeepGEMM's contiguous layout pads every expert's tokens to its 128-row block;
         # CUTLASS grouped GEMMs tile each group alone): the mean tokens per touched expert
