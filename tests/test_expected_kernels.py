@@ -13,6 +13,7 @@ from roofline.expect.physics import gemm_utilization, mma_rows, tile_utilization
 from roofline.expect.table import DEFAULTS
 from roofline.ops.attention import attention
 from roofline.ops.matmul import matmul
+from roofline.ops.moe import batched_matmul
 
 
 def test_a_tile_holds_at_least_min_rows_by_hand():
@@ -31,17 +32,20 @@ def test_hopper_pads_batched_and_grouped_gemms_to_its_mma_rows():
     h20, a100 = load_chip("h20"), load_chip("a100-sxm-80gb")
     assert mma_rows(h20) == 64.0 and mma_rows(a100) == 16.0
     # a batched product of 2 rows pays for 64 on Hopper (32 x fewer useful outputs a tile)
-    batched = 32 * matmul(2, 7168, 4096, "fp8")
+    batched = batched_matmul(32, 2, 7168, 4096, "fp8")
     assert tile_utilization(batched, h20) == pytest.approx(
         float(gemm_utilization(2, 4096, 78, 32, min_rows=64)))
-    # one product of 2 rows swaps its operands: 16-row tiles, as before
+    # one product of 2 rows swaps its operands: 16-row tiles, as before; so do 32 repeats
+    # of it (a step's layers: 32 calls, each its own kernel)
     single = matmul(2, 7168, 4096, "fp8")
     assert tile_utilization(single, h20) == pytest.approx(float(gemm_utilization(2, 4096, 78)))
+    assert tile_utilization(32 * single, h20) == pytest.approx(
+        float(gemm_utilization(2, 4096, 78, 32)))
     # which makes the batched small-M GEMM compute-bound on H20, never below its bound
     e = expected(batched, h20)
     assert e.derated.bound == "compute" and e.t_s >= e.bound.t_lower_s
     # on Ampere (mma.sync m16n8k16) the same bf16 product keeps its 16-row tiles
-    bf16 = 32 * matmul(2, 7168, 4096)
+    bf16 = batched_matmul(32, 2, 7168, 4096)
     assert tile_utilization(bf16, a100) == pytest.approx(float(gemm_utilization(2, 4096, 108, 32)))
 
 

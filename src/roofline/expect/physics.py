@@ -114,8 +114,10 @@ def tile_utilization(cost: Cost, chip: Chip) -> Any:
         with np.errstate(divide="ignore", invalid="ignore"):  # repeats run as one batch
             batch = np.maximum(np.round(np.where(m * n * k > 0, total / (2 * m * n * k), 1.0)),
                                1.0)
-        # a batched GEMM's tiles hold the MMA's rows at least (no operand swap there)
-        batched = np.where(batch > 1, mma_rows(chip), 16.0)
+        # a batched GEMM's tiles (one call over `groups` products: ops.moe.batched_matmul)
+        # hold the MMA's rows at least, no operand swap there; repeats of one product (a
+        # step's layers) are calls of their own, whose kernels swap the operands for few rows
+        batched = np.where(np.asarray(op.groups, dtype=float) > 1, mma_rows(chip), 16.0)
         if m.ndim == n.ndim == batch.ndim == 0:  # one shape: asked again and again
             return _gemm_utilization_of(float(m), float(n), n_units, float(batch),
                                         float(batched))
