@@ -167,6 +167,8 @@ def _gemm(row: Row, chip: Chip, expect: bool) -> Iterator[float]:
         for out in outs:
             cost = groups * matmul(a, b, c, dt, weight_dtype=wd, out_dtype=out,
                                    warm_l2_bytes=warm)
+            if groups > 1:  # one batched / grouped call over the groups (its typed record)
+                cost = replace(cost, op=replace(cost.op, groups=float(groups)))
             yield _time(cost, chip, expect, dequant=dequant_family(wd, cost),
                         graphs=row.params.get("timing") == "cuda-graph") / measured_s
 
@@ -601,7 +603,9 @@ def training_case(row: Row) -> Training:
     except RooflineError as exc:
         return replace(base, skip=f"layout not analysable: {exc}")
     bound = float(headline.tokens_per_s) / par.chips  # tokens/s per GPU at the lower bound
-    forecast = float(expected_step(a, chip).tokens_per_s) / par.chips
+    # the framework's own factor where one is fitted (framework.train.<framework>)
+    forecast = float(expected_step(a, chip, framework=p.get("framework")).tokens_per_s) \
+        / par.chips
     if row.metric == "tokens_per_s_per_gpu":
         measured = row.value
     else:  # TFLOP/s or MFU: the largest FLOPs per token of the convention (full attention)

@@ -41,6 +41,23 @@ KERNELS: dict[str, dict[str, Efficiency]] = {
         "attention.fa2": Efficiency(0.38, "fitted", _FIT + "FlashAttention-2 forward on H100 "
                                     "(5 fit rows: 29.4% -> 6.4% median error; held-out 6 rows "
                                     "31.8% -> 25.7%); the FA3 paper's 35% of peak"),
+        # decode (one query block per head, split KV): the kernel's share of the streaming
+        # HBM fraction, fitted where the cache's bytes outweigh the launches (the value that
+        # minimises the fit half's median error of the kernel's attention_decode rows)
+        "decode_hbm.fa3": Efficiency(0.52, "fitted", _FIT + "FlashAttention-3's "
+                                     "flash_attn_with_kvcache decode on H100 / H200 (6 fit "
+                                     "rows: 49% -> 29% median error; held-out 6: 45% -> 25%): "
+                                     "its prefill kernel run with one query per head streams "
+                                     "the cache at about half the roof"),
+        "decode_hbm.fa2": Efficiency(0.58, "fitted", _FIT + "FlashAttention-2 decode on H100 "
+                                     "(2 fit rows, ONNX Runtime's GQA: 41% -> 8%)"),
+        "decode_hbm.tileops-fp8-decode": Efficiency(0.60, "fitted", _FIT + "TileOps' fp8 "
+                                                    "decode on H200 (3 fit rows: 32% -> 2%)"),
+        "decode_hbm.tileops-gqa-decode": Efficiency(0.60, "fitted", _FIT + "TileOps' GQA "
+                                                    "decode on H200 (3 fit rows: 31% -> 1%)"),
+        "decode_hbm.flashinfer-single-decode": Efficiency(0.87, "fitted", _FIT + "FlashInfer's "
+                                                          "single_decode_with_kv_cache on H200 "
+                                                          "(2 fit rows: 15% -> 7%)"),
     },
     "blackwell": {
         # MLA decode kernels that issue no tcgen05 instructions reach a small share of the

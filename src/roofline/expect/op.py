@@ -35,6 +35,7 @@ from .kernels import linear_kind
 from .physics import (
     SEPARATE_RECURRENCE,
     attention_kernel,
+    decode_attention,
     kernel_launches,
     recurrence_waves,
     tile_utilization,
@@ -263,6 +264,9 @@ def expected_from(cost: Cost, chip: Chip, found: FigureLookups, base_est: Estima
     if "hbm" in cost.bytes:
         applied["hbm"] = derate["hbm"] = take("hbm") * (take("dequant", dequant) if dequant
                                                         else derate.get("hbm", 1.0))
+        if kernel and f"decode_hbm.{kernel}" in found.figs and decode_attention(cost):
+            # a named decode kernel's share of the streaming fraction (kernels.KERNELS)
+            applied["hbm"] = derate["hbm"] = derate["hbm"] * take("decode_hbm", kernel)
     if "l2" in cost.bytes and isinstance(cost.op, Gemm):  # an L2-resident working set (a
         # GEMM timed warm): the L2's fitted fraction (attention's L2 traffic keeps the roof:
         # its rows were timed cold and fit better so)

@@ -39,14 +39,17 @@ def gemm_tiles(m: Any, n: Any, tile: tuple[int, int], batch: Any = 1) -> Any:
     return np.asarray(batch) * np.ceil(np.asarray(m) / tm) * np.ceil(np.asarray(n) / tn)
 
 
-def gemm_utilization(m: Any, n: Any, units: int, batch: Any = 1) -> Any:
+def gemm_utilization(m: Any, n: Any, units: int, batch: Any = 1,
+                     min_rows: Any = 16.0) -> Any:
     """The best share over the tile shapes (the heuristic's pick) of the machine's tile
     slots doing useful work: the output elements over the waves' tile slots, so the padding
-    of a partial tile (M = 129 on 128-row tiles) is waste, as on the chip."""
+    of a partial tile (M = 129 on 128-row tiles) is waste, as on the chip. `min_rows`: the
+    fewest rows a tile holds (`mma_rows`)."""
     m = np.asarray(m, dtype=float)
     useful = np.asarray(batch) * m * np.asarray(n, dtype=float)
-    # fewer rows than a 128-row tile: the smallest power-of-two tile holding them (16 up)
-    small = np.clip(2.0 ** np.ceil(np.log2(np.maximum(m, 1.0))), 16.0, 128.0)
+    # fewer rows than a 128-row tile: the smallest power-of-two tile holding them
+    # (`min_rows` up)
+    small = np.clip(2.0 ** np.ceil(np.log2(np.maximum(m, 1.0))), min_rows, 128.0)
     shapes = [*GEMM_TILES, (small, 128)]
     return np.maximum.reduce([useful / (waves(np.maximum(gemm_tiles(m, n, t, batch), 1.0),
                                               units) * units * t[0] * t[1])
@@ -54,10 +57,26 @@ def gemm_utilization(m: Any, n: Any, units: int, batch: Any = 1) -> Any:
 
 
 @functools.lru_cache(maxsize=4096)
-def _gemm_utilization_of(m: float, n: float, units: int, batch: float) -> float:
+def _gemm_utilization_of(m: float, n: float, units: int, batch: float,
+                         min_rows: float = 16.0) -> float:
     """gemm_utilization of one shape, kept: a step's GEMM shapes repeat in every step of a
     serving plan or sweep."""
-    return float(gemm_utilization(m, n, units, batch))
+    return float(gemm_utilization(m, n, units, batch, min_rows))
+
+
+# The fewest rows one tile of a batched or grouped GEMM holds, per architecture: Hopper's
+# warpgroup MMA has M = 64 (PTX ISA, wgmma.mma_async shapes m64nNk16:
+# https://docs.nvidia.com/cuda/parallel-thread-execution/#asynchronous-warpgroup-level-
+# matrix-shape), so DeepGEMM's SM90 kernels take BLOCK_M of 64 or more and pad each group's
+# few rows to it (deepseek-ai/DeepGEMM deep_gemm/jit_kernels/heuristics). A single GEMM's
+# kernels swap the operands for few rows (M in the MMA's N slot, 8 up), so 16 stays there.
+MMA_ROWS = {"hopper": 64.0}
+
+
+def mma_rows(chip: Chip) -> float:
+    """The fewest rows a batched / grouped GEMM's tile holds on `chip` (16 where its
+    architecture names none)."""
+    return MMA_ROWS.get(architecture(chip) or "", 16.0)
 
 
 def units(chip: Chip) -> int | None:
@@ -74,6 +93,14 @@ def attention_kernel(cost: Cost) -> bool:
     return isinstance(cost.op, Attention)
 
 
+def decode_attention(cost: Cost) -> bool:
+    """An attention forward with one query block per head at most (decode, a speculative
+    step's few tokens): it streams the KV cache, the kernels' split-KV path."""
+    op = cost.op
+    return isinstance(op, Attention) and not op.backward and bool(
+        np.all(np.asarray(op.q_len, dtype=float) <= ATTENTION_BLOCK_Q))
+
+
 def tile_utilization(cost: Cost, chip: Chip) -> Any:
     """Wave utilization of the op's tiles on the chip's SMs (1 where it has no tile shape:
     not a GEMM or attention, a grouped MoE GEMM, or a chip that does not count its units)."""
@@ -87,17 +114,23 @@ def tile_utilization(cost: Cost, chip: Chip) -> Any:
         with np.errstate(divide="ignore", invalid="ignore"):  # repeats run as one batch
             batch = np.maximum(np.round(np.where(m * n * k > 0, total / (2 * m * n * k), 1.0)),
                                1.0)
+        # a batched GEMM's tiles (one call over `groups` products: ops.moe.batched_matmul)
+        # hold the MMA's rows at least, no operand swap there; repeats of one product (a
+        # step's layers) are calls of their own, whose kernels swap the operands for few rows
+        batched = np.where(np.asarray(op.groups, dtype=float) > 1, mma_rows(chip), 16.0)
         if m.ndim == n.ndim == batch.ndim == 0:  # one shape: asked again and again
-            return _gemm_utilization_of(float(m), float(n), n_units, float(batch))
-        return gemm_utilization(m, n, n_units, batch)
+            return _gemm_utilization_of(float(m), float(n), n_units, float(batch),
+                                        float(batched))
+        return gemm_utilization(m, n, n_units, batch, batched)
     if isinstance(op, Gemm):  # an MoE grouped GEMM: each expert's rows in whole tiles
         # (DeepGEMM's contiguous layout pads every expert's tokens to its 128-row block;
         # CUTLASS grouped GEMMs tile each group alone): the mean tokens per touched expert
         m, n = (np.asarray(x, dtype=float) for x in (op.m, op.n))
         groups = np.maximum(np.asarray(op.groups, dtype=float), 1.0)
+        rows = mma_rows(chip)
         if m.ndim == n.ndim == groups.ndim == 0:
-            return _gemm_utilization_of(float(m), float(n), n_units, float(groups))
-        return gemm_utilization(m, n, n_units, groups)
+            return _gemm_utilization_of(float(m), float(n), n_units, float(groups), rows)
+        return gemm_utilization(m, n, n_units, groups, rows)
     if isinstance(op, Attention):
         # a query block's rows beyond the last query are waste (Lq = 129 runs two blocks);
         # fewer queries than a block (decode) run one block each, their rows packed

@@ -81,6 +81,8 @@ EFFICIENCY_KINDS = {
                                 "[.<kernel>])",
     "ssd": "a Mamba-2 chunked-scan (SSD) kernel's fraction of its roofs (ssd[.<kernel>])",
     "hbm": "achievable streaming fraction of the HBM bandwidth",
+    "decode_hbm": "a named decode attention kernel's share of that streaming fraction "
+                  "(decode_hbm.<kernel>)",
     "l2": "achievable fraction of the L2 bandwidth (an L2-resident working set)",
     "scale-up": "achievable bus bandwidth of large collectives over the scale-up link "
                 "(scale-up.<algorithm>: for one algorithm, e.g. nvls)",
