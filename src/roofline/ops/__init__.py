@@ -1,7 +1,9 @@
 """Ops: pure functions of shapes and dtypes that return a Cost (with its derivation).
 
-Each op module also declares its ops' parameters (`params.Param`); `registry` maps op names
-to those declarations and `run_op("matmul", "h100", m=128, k=8192, n=8192)` evaluates one.
+Each op's parameters are declared apart from its function (`params.Param`, in `decls.py`
+and the `*_decls.py` modules, or beside the function for the ops no model runs); `registry`
+maps op names to those declarations and `run_op("matmul", "h100", m=128, k=8192, n=8192)`
+evaluates one.
 """
 
 from importlib import import_module
