@@ -21,11 +21,12 @@ from ..ops.matmul import matmul
 from .spec import ModelSpec
 from .step import Parallel, Phase, Placement, Precision, kv_bytes_per_token_per_layer
 
+# The ops only some models run (MLA, MoE, a training step's backward, the EP copies) are
+# imported where those models reach them: a dense model's start loads none of them.
+
 # Layer collectives are named "<block> <group> <kind>" (tp_all_reduce, the CP gather, the EP
 # all-to-alls): the group is the stream the schedule overlaps (or not).
 LAYER_STREAMS = ("tp", "cp", "ep")
-# The ops only some models run (MLA, MoE, a training step's backward) are
-# imported where those models reach them: a dense model's start-up loads none of them.
 BACKWARD = " backward"  # a training row that is the backward pass of the row before it
 SPLIT_BACKWARD = ("attention", "mla attention")  # their backward is a row of its own
 # each block opens with the residual add of the block before fused with its norm (one kernel:
