@@ -15,6 +15,26 @@ def test_all_names_resolve_and_include_the_model_analysis():
     assert sorted(roofline.__all__) == roofline.__all__
 
 
+def test_lazy_names_resolve_to_their_objects_every_time():
+    """Names loaded on first use (PEP 562) are the functions, on every read and through
+    `import *`, in each package that defers some (never the module of the same name)."""
+    import types
+
+    import roofline.ops
+    import roofline.ops.collectives
+
+    for package in (roofline, roofline.ops, roofline.ops.collectives):
+        star: dict = {}
+        exec(f"from {package.__name__} import *", star)
+        for name in package.__all__:
+            first = getattr(package, name)
+            assert not isinstance(first, types.ModuleType), (package.__name__, name)
+            assert getattr(package, name) is first is star[name], (package.__name__, name)
+    from roofline.ops.mla import mla_attention
+
+    assert roofline.mla_attention is roofline.ops.mla_attention is mla_attention
+
+
 def test_import_roofline_loads_the_core_only():
     code = ("import sys, roofline; "
             "print(','.join(sorted(m for m in sys.modules if m.startswith('roofline'))))")

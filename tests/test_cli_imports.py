@@ -58,6 +58,26 @@ def test_an_op_imports_its_command_alone():
                                               "roofline.cli.ops"]
 
 
+# loaded on first use: what only some models run (MLA, MoE, EP copies, linear attention's
+# state, training's backward and optimizer), the op registry and declarations, html escaping
+NOT_IN_A_DENSE_STEP = (
+    "roofline.ops.mla", "roofline.ops.moe", "roofline.ops.attention_backward",
+    "roofline.ops.optimizer", "roofline.ops.collectives.crossover",
+    "roofline.ops.collectives.expert_parallel", "roofline.ops.registry", "roofline.ops.params",
+    "roofline.ops.decls", "roofline.ops.attention_decls", "roofline.ops.collective_decls",
+    "html")
+
+
+def test_a_dense_model_step_imports_what_it_runs_alone():
+    loaded = _loaded("model", "llama-3-70b", "--hw", "h100", "--phase", "decode", "--batch",
+                     "16", "--context", "4096", "--tp", "4")
+    assert not _under(loaded, "roofline.plot", "roofline.plot_cli", "roofline.trace",
+                      "roofline.measure", "roofline.serve", "roofline.levers", "roofline.sweep",
+                      "roofline.expect", "matplotlib", "torch", "jax", "pandas")
+    assert not _under(loaded, *NOT_IN_A_DENSE_STEP)
+    assert {"roofline.models.layers", "roofline.ops.collectives.build"} <= loaded
+
+
 def test_the_command_table_is_what_the_modules_register():
     sub = _Parser(prog="roofline").add_subparsers(dest="command", parser_class=_Parser)
     for module in dict.fromkeys(module for module, _ in COMMANDS.values()):

@@ -22,19 +22,21 @@ from .dtypes import DType, dtype
 from .errors import RooflineError
 from .evaluate import Estimate, evaluate
 from .hardware import Chip, Link, MemoryLevel, Peak, System, list_chips, load_chip, make_system
-from .ops import attention, dot, elementwise, gemv, kv_cache_bytes, matmul, mla_attention
+from .ops import attention, dot, elementwise, gemv, kv_cache_bytes, matmul
 from .ops.collectives import collective
 
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from .models import ModelAnalysis, analyze, tp_layer
+    from .ops.mla import mla_attention
     from .ops.parallel import sharded_matmul
     from .trace import trace, trace_jax, tracing
 
 # Loaded on first use, so `import roofline` (and the CLI) stays quick.
 _LAZY = {"sharded_matmul": ".ops.parallel", "analyze": ".models", "ModelAnalysis": ".models",
-         "tp_layer": ".models", "trace": ".trace", "trace_jax": ".trace", "tracing": ".trace"}
+         "tp_layer": ".models", "mla_attention": ".ops.mla", "trace": ".trace",
+         "trace_jax": ".trace", "tracing": ".trace"}
 
 
 def __getattr__(name: str) -> Any:

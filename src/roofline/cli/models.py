@@ -97,7 +97,8 @@ def _model_step(args: argparse.Namespace) -> None:
 
     check_destinations([args.csv, args.markdown, args.html])  # all, before writing any
     result = model_analysis(args)
-    data, text = result.to_dict(), model_text(result, explain=args.explain)
+    # the JSON record only when it is printed: text output does not read it
+    data, text = result.to_dict() if args.json else {}, model_text(result, explain=args.explain)
     changes = []
     if args.explain or args.html or args.markdown:  # what would move it: on the page too
         from ..levers import model_what_if

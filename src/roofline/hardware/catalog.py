@@ -368,13 +368,17 @@ def _by_alias(key: str) -> Chip | None:
     """The catalog chip whose alias is `key`, parsing only the files whose text names it
     (the full catalog is ~35 files to parse and validate: more than a whole CLI start);
     None unless exactly one file claims it (the full catalog then decides, and names the
-    error)."""
-    quoted = (f'"{key}"', f"'{key}'")
+    error). The files are searched as bytes with ASCII letters lowered (the catalog's aliases
+    are ASCII): `str.lower` of every file's text, notes and sources included, cost more than
+    parsing the one file found."""
+    if not key.isascii():
+        return None
+    quoted = (f'"{key}"'.encode(), f"'{key}'".encode())
     found = []
     for stem, path in _catalog_files().items():
         try:
-            text = path.read_text(encoding="utf-8").lower()  # aliases are case-insensitive
-        except (OSError, UnicodeError):
+            text = path.read_bytes().lower()  # aliases are case-insensitive
+        except OSError:
             return None
         if any(q in text for q in quoted):
             chip = _load_by_id(stem)

@@ -42,7 +42,6 @@ from ..hardware import Chip, System, make_system
 from ..opid import OpKind, Plain
 from ..ops.collectives import collective
 from ..ops.elementwise import KINDS
-from ..ops.optimizer import adam_update
 from .layers import (
     BACKWARD,
     LAYER_STREAMS,
@@ -291,6 +290,8 @@ def _step_ops(c: Ctx) -> list[OpCost]:
         rows.append(OpCost("model", "pp send/recv", passes, hop, stream="pp"))
     if c.phase.kind != "train":
         return rows
+    from ..ops.optimizer import adam_update  # only a training step loads it
+
     params = local_params(c.spec, c.par)
     zero = c.par.zero_stage
     if c.par.dp > 1:

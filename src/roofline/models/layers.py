@@ -14,16 +14,15 @@ from ..derivation import Sym, Term, any_true
 from ..dtypes import dtype as lookup_dtype
 from ..lazy import cached_property
 from ..ops.attention import attention
-from ..ops.attention_backward import attention_backward
-from ..ops.collectives import one_copy_per_destination
 from ..ops.elementwise import elementwise
 from ..ops.embedding import embedding_lookup
 from ..ops.linear_attention import linear_attention
 from ..ops.matmul import matmul
-from ..ops.mla import mla_attention
-from ..ops.moe import batched_matmul, grouped_matmul
 from .spec import ModelSpec
 from .step import Parallel, Phase, Placement, Precision, kv_bytes_per_token_per_layer
+
+# The ops only some models run (MLA, MoE, a training step's backward, the EP copies) are
+# imported where those models reach them: a dense model's start loads none of them.
 
 # Layer collectives are named "<block> <group> <kind>" (tp_all_reduce, the CP gather, the EP
 # all-to-alls): the group is the stream the schedule overlaps (or not).
@@ -169,6 +168,9 @@ def _attention_ops(c: Ctx, window: int | None, kind: str = "window"
                                    chunk=window if chunked else None)
         ops.append(("attention output", c.mm(T, c.heads_local * d, s.hidden, "attention output")))
         return ops
+    from ..ops.mla import mla_attention
+    from ..ops.moe import batched_matmul
+
     m = s.mla
     qk = m.qk_nope_dim + m.qk_rope_dim
     if m.q_lora_rank:
@@ -209,6 +211,8 @@ def _attention_backward(c: Ctx, heads: float, kv_heads: float, d: float, dv: flo
     and P: 2.5x the forward's GEMMs with its own IO), not "2x the forward"."""
     if c.phase.kind != "train":
         return []
+    from ..ops.attention_backward import attention_backward
+
     return [(name + BACKWARD, _cp_share(c, attention_backward(
         c.seqs, c.phase.q_len, c.phase.kv_len, heads, kv_heads, d, dv, window=window,
         chunk=chunk, dtype=c.prec.activations, sram_bytes=c.sram_bytes, block_kv=c.block_q,
@@ -248,6 +252,8 @@ def _chunk_attention(c: Ctx, window: int | None, kind: str = "window"
     common: dict[str, Any] = dict(dtype=c.prec.activations, kv_dtype=c.prec.kv,
                                   sram_bytes=c.sram_bytes, block_q=c.block_q)
     if s.mla is not None:
+        from ..ops.mla import mla_attention
+
         m2 = s.mla
         return [("chunked prefill attention", mla_attention(
             c.chunk_prompts, p.prefill_q_len, p.prefill_kv_len, form="expanded", impl=c.impl,
@@ -278,6 +284,8 @@ def _mlp_ops(c: Ctx, moe_layer: bool) -> list[tuple[str, Cost]]:
         f = s.ffn / c.par.tp
         return [*_up_gate(c, "mlp", c.mm(T, s.hidden, gate * f, "mlp up/gate"), T * f, kind),
                 ("mlp down", c.mm(T, f, s.hidden, "mlp down"))]
+    from ..ops.moe import grouped_matmul
+
     m = s.moe
     assert m is not None
     ep, tp, etp = c.par.ep, c.par.tp, c.par.expert_tp
@@ -356,6 +364,8 @@ def _ep_all_to_all(c: Ctx, nbytes: Any) -> Cost:
     moe = c.spec.moe
     if moe is None:
         return cost
+    from ..ops.collectives.expert_parallel import one_copy_per_destination
+
     return one_copy_per_destination(cost, moe.top_k, c.par.ep, in_domain, moe.experts,
                                     moe.groups, moe.topk_groups)
 

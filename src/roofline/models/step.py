@@ -18,7 +18,6 @@ from ..errors import ParameterError
 from ..hardware import Chip, System
 from ..ops.attention import kv_cache_bytes
 from ..ops.collectives import collective
-from ..ops.mla import mla_cache_elements
 from .spec import ModelSpec
 
 PHASES = ("prefill", "decode", "train")
@@ -307,6 +306,8 @@ def kv_bytes_per_token_per_layer(spec: ModelSpec, par: Parallel, prec: Precision
     `kv_cache_bytes` for one token, with this chip's KV heads (fewer KV heads than TP ranks:
     each rank keeps one) or MLA's latent (shared by all heads: every TP rank keeps all)."""
     if spec.mla:
+        from ..ops.mla import mla_cache_elements  # only MLA models load it
+
         latent = mla_cache_elements(spec.mla.kv_lora_rank, spec.mla.qk_rope_dim)
         return float(kv_cache_bytes(1, 1, latent, kv_dtype=prec.kv, kv_shared=True))
     return float(kv_cache_bytes(1, max(1.0, spec.kv_heads / par.tp), spec.head_dim,

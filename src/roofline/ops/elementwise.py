@@ -13,7 +13,6 @@ we count the single-pass (fused-row) lower bound. Norm weights (one vector) are 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -22,10 +21,8 @@ from ..derivation import derived, one_point, steps, sym, value
 from ..dtypes import DType
 from ..dtypes import dtype as lookup_dtype
 from ..errors import unknown
-from ..hardware import Chip
 from ..opid import OpKind, Plain
 from ._common import size
-from .params import OpDecl, Param, dtype_params
 
 
 @dataclass(frozen=True)
@@ -115,22 +112,3 @@ def elementwise(
         name=kind, vector_flops={c.peak: value(flops - special)},
         special_ops={"exp": value(special)} if spec.special else None,
         op=Plain(OpKind.ELEMENTWISE, kind))
-
-
-def _preset_counts(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
-    """The kind's preset fills the counts not given (so the inputs echo what was counted)."""
-    spec = preset(kwargs["kind"])
-    kwargs.setdefault("ops_per_element", spec.ops_per_element)
-    kwargs.setdefault("inputs", spec.inputs)
-    return kwargs
-
-
-ELEMENTWISE = OpDecl("elementwise", "norm / softmax / activation / add over N elements",
-                     elementwise, (
-    Param("n", "number of elements", required=True),
-    Param("kind", "preset operation count and inputs per element", "choice", "generic",
-          choices=tuple(KINDS)),
-    Param("ops_per_element", "override the preset's ops per element", "float",
-          bounds=(1e-3, 1e6)),
-    Param("inputs", "override the number of inputs"),
-    *dtype_params("dtype", "out", "compute")), _preset_counts)

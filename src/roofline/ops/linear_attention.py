@@ -41,7 +41,6 @@ from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError, unknown
 from ..opid import LinearAttention
 from ._common import size
-from .params import OpDecl, Param, dtype_params
 
 
 @dataclass(frozen=True)
@@ -150,22 +149,3 @@ def linear_attention(
 def _value(e: Quantity) -> Num:
     v = np.asarray(value(e), dtype=float)  # a plain float for scalars, as the other ops give
     return float(v) if v.ndim == 0 else v
-
-
-LINEAR_ATTENTION = OpDecl(
-    "linear-attention", "linear attention / state-space mixer (Gated DeltaNet, Mamba-2): a "
-    "fixed-size recurrent state per sequence instead of a KV cache", linear_attention, (
-        Param("batch", "sequences", default=1),
-        Param("q_len", "new tokens per sequence (prompt, or 1 for decode)", required=True),
-        Param("kv_len", "positions so far incl. the new tokens (> q_len: a state to read)",
-              follows="q_len"),
-        Param("heads", "value heads (state heads)", default=32),
-        Param("key_heads", "query/key heads", follows="heads"),
-        Param("key_dim", "key head dimension d_k (Mamba-2: d_state)", default=128),
-        Param("value_dim", "value head dimension d_v (Mamba-2: head_dim)", default=128),
-        Param("kind", "mixer", "choice", "gated_deltanet", choices=tuple(KINDS)),
-        Param("chunk", "chunk length of the chunkwise-parallel form", default=DEFAULT_CHUNK),
-        Param("conv_dim", "short-convolution channels (default 2·key_heads·d_k + heads·d_v)"),
-        Param("conv_kernel", "short-convolution width", default=4),
-        *dtype_params("dtype"),
-        Param("state_dtype", "recurrent state dtype", "str", STATE_DTYPE)))

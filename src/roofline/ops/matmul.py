@@ -17,17 +17,13 @@ L40S and RTX PRO 6000: 2.4-3.5x); the warm bound holds them.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..cost import Cost
 from ..derivation import call, derived, maximum, steps, sym, value
 from ..dtypes import DType, operand_dtypes
 from ..errors import ParameterError
 from ..hardware import Chip
 from ..opid import Gemm
-from ..units import parse_bytes
 from ._common import size
-from .params import OpDecl, Param, dtype_params
 
 
 @derived
@@ -81,23 +77,6 @@ def dot(n: object, dtype: str | DType = "bf16") -> Cost:
     return matmul(1, n, 1, dtype, name="dot")
 
 
-_DTYPES = dtype_params("dtype", "weight", "out", "compute")
-_WARM = Param("warm_l2_bytes", "operand bytes the L2 keeps between calls of a benchmark loop "
-              "over the same data: a size, or l2 for the chip's L2 capacity; the rest come "
-              "from HBM (default: none, a cold call)", "str", flag="--warm")
-
-
-def _warm_l2(kwargs: dict[str, Any], chip: Chip) -> dict[str, Any]:
-    """--warm l2: the chip's L2 capacity; --warm SIZE: that many bytes."""
-    given = kwargs.get("warm_l2_bytes")
-    if isinstance(given, str):
-        if given.strip().lower() != "l2":
-            kwargs["warm_l2_bytes"] = parse_bytes(given, "--warm")
-            return kwargs
-        kwargs["warm_l2_bytes"] = warm_capacity(chip)
-    return kwargs
-
-
 def warm_capacity(chip: Chip) -> float:
     """The bytes a loop over the same operands keeps on chip between calls: the l2 level's
     capacity, with any cache behind it the chip file names (`warm_capacity_bytes`: AMD's
@@ -107,14 +86,3 @@ def warm_capacity(chip: Chip) -> float:
         raise ParameterError("warm_l2_bytes", f"l2: chip {chip.id!r} gives no l2 level with a "
                              "capacity (give a size)")
     return float(level.warm_capacity_bytes or level.capacity_bytes)
-
-
-MATMUL = OpDecl("matmul", "X[M,K] x W[K,N] -> Y[M,N]", matmul, (
-    Param("m", "rows of X (tokens)", required=True),
-    Param("k", "contraction dimension", required=True),
-    Param("n", "columns of W", required=True), *_DTYPES, _WARM), prepare=_warm_l2)
-GEMV = OpDecl("gemv", "one token through W[K,N] (matmul with M = 1)", gemv, (
-    Param("k", "input features", required=True),
-    Param("n", "output features", required=True), *_DTYPES, _WARM), prepare=_warm_l2)
-DOT = OpDecl("dot", "dot product of two length-N vectors", dot, (
-    Param("n", "vector length", required=True), *dtype_params("dtype")))

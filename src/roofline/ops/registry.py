@@ -19,9 +19,7 @@ from ..evaluate import Estimate, evaluate
 from ..hardware import Chip, load_chip
 from .attention_decls import ATTENTION, MLA
 from .collective_decls import COLLECTIVE_OPS
-from .elementwise import ELEMENTWISE
-from .linear_attention import LINEAR_ATTENTION
-from .matmul import DOT, GEMV, MATMUL
+from .decls import DOT, ELEMENTWISE, GEMV, LINEAR_ATTENTION, MATMUL
 from .moe import BATCHED_MATMUL, GROUPED_MATMUL
 from .parallel import SHARDED_MATMUL, TP_LAYER
 from .params import OpDecl

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import re
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -17,6 +16,8 @@ def terminal_safe(text: str) -> str:
 
 def xml_text(text: object) -> str:
     """Escaped for HTML / SVG text and attributes; characters XML forbids are replaced."""
+    import html  # here: text output escapes nothing
+
     return html.escape(terminal_safe(str(text)), quote=True)
 
 
@@ -27,6 +28,8 @@ def xml_attr(text: str) -> str:
 
 def markdown_cell(text: str) -> str:
     """Markdown renders inline HTML: escape it; `|` would end the cell, a newline the row."""
+    import html
+
     return (html.escape(terminal_safe(str(text)), quote=False).replace("|", "\\|")
             .replace("\n", " ").replace("`", "\\`"))
 

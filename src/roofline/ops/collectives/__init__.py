@@ -75,6 +75,9 @@ group varies), `build` (`collective` itself), `expert_parallel` (one copy per de
 and `crossover` (latency- vs bandwidth-bound).
 """
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from .algorithms import (
     ALGORITHMS,
     AUTO,
@@ -88,8 +91,21 @@ from .algorithms import (
 )
 from .auto import choose_algorithm
 from .build import collective
-from .crossover import crossover_from_times, latency_crossover_bytes
-from .expert_parallel import one_copy_per_destination
+
+if TYPE_CHECKING:
+    from .crossover import crossover_from_times, latency_crossover_bytes
+    from .expert_parallel import one_copy_per_destination
+
+# loaded on first use (PEP 562): a dense model's step needs neither
+_LAZY = {"crossover_from_times": ".crossover", "latency_crossover_bytes": ".crossover",
+         "one_copy_per_destination": ".expert_parallel"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ALGORITHMS",
