@@ -32,6 +32,7 @@ from roofline.dtypes import dtype
 from roofline.expect import expected, expected_step
 from roofline.expect.table import engine
 from roofline.hardware import Chip
+from roofline.opid import Gemm
 from roofline.ops.attention import attention, flash_tiling
 from roofline.ops.collectives import busbw_factor, one_copy_per_destination
 from roofline.ops.matmul import matmul, warm_capacity
@@ -167,6 +168,8 @@ def _gemm(row: Row, chip: Chip, expect: bool) -> Iterator[float]:
         for out in outs:
             cost = groups * matmul(a, b, c, dt, weight_dtype=wd, out_dtype=out,
                                    warm_l2_bytes=warm)
+            if row.params.get("layout", "").startswith("grouped"):  # MoE experts in one call
+                cost = replace(cost, op=Gemm(a, c, b, cost.op.weight_dtype, groups, True))
             yield _time(cost, chip, expect, dequant=dequant_family(wd, cost),
                         graphs=row.params.get("timing") == "cuda-graph") / measured_s
 
