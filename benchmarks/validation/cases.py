@@ -723,7 +723,7 @@ def serve_plan(model: str, chip: str, input_len: float, output_len: float, tp: i
     # engine cap (a bound must hold for any setting)
     return plan(model, [chip], w, space=space, load=Load(concurrency=concurrency),
                 budget=MemoryBudget(1.0), expect=expect, framework=framework,
-                engine_limits=False)
+                engine_limits=expect)
 
 
 def serving_ratio(case: dict[str, Any], expect: bool = False) -> float:
