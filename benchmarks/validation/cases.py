@@ -167,8 +167,9 @@ def _gemm(row: Row, chip: Chip, expect: bool) -> Iterator[float]:
         for out in outs:
             cost = groups * matmul(a, b, c, dt, weight_dtype=wd, out_dtype=out,
                                    warm_l2_bytes=warm)
-            if groups > 1:  # one batched / grouped call over the groups (its typed record)
-                cost = replace(cost, op=replace(cost.op, groups=float(groups)))
+            grouped = row.params.get("layout", "").startswith("grouped")  # MoE experts
+            if groups > 1 or grouped:  # one batched / grouped call (its typed record)
+                cost = replace(cost, op=replace(cost.op, groups=float(groups), grouped=grouped))
             yield _time(cost, chip, expect, dequant=dequant_family(wd, cost),
                         graphs=row.params.get("timing") == "cuda-graph") / measured_s
 
@@ -736,11 +737,13 @@ def serve_plan(model: str, chip: str, input_len: float, output_len: float, tp: i
     space = Space(tp=(tp,), pp=(pp,), dp=(dp,), ep=(ep,), weight_dtypes=(weights,),
                   kv_dtypes=(kv,), chunks=(512, 2048, 8192, 32768), max_chips=4096,
                   modes=("disaggregated",) if disagg else ("aggregated",))
-    # the run's own memory and running-batch settings are not published: all the memory, no
-    # engine cap (a bound must hold for any setting)
+    # the run's own memory and running-batch settings are not published: all the memory and
+    # no engine cap for the bound (it must hold for any setting); the expected time runs the
+    # engine's default cap (serve/runtime.py: vLLM's max_num_seqs, TensorRT-LLM's
+    # max_batch_size)
     return plan(model, [chip], w, space=space, load=Load(concurrency=concurrency),
                 budget=MemoryBudget(1.0), expect=expect, framework=framework,
-                engine_limits=False)
+                engine_limits=expect)
 
 
 def serving_ratio(case: dict[str, Any], expect: bool = False) -> float:

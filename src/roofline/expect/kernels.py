@@ -60,6 +60,13 @@ KERNELS: dict[str, dict[str, Efficiency]] = {
                                                           "(2 fit rows: 15% -> 7%)"),
     },
     "blackwell": {
+        # MoE grouped GEMMs in FP4 (the experts of one layer in one call) reach about a third
+        # of the dense FP4 peak, against ~0.75 for dense GEMMs: DeepGEMM's SM100 MXFP4 grouped
+        # GEMMs at 2.8-4.3 of B200's 9 PFLOP/s (a DeepGEMM commit message), FlashInfer's NVFP4
+        # grouped (masked) GEMMs alike (benchmarks/validation/ops.csv rows and sources)
+        "matmul_grouped.fp4": Efficiency(0.34, "fitted", _FIT + "the Blackwell FP4 grouped "
+                                         "GEMM rows (3 fit rows: 41% -> 4% median error; "
+                                         "held-out 8 rows 32% -> 21%)"),
         # MLA decode kernels that issue no tcgen05 instructions reach a small share of the
         # Blackwell tensor cores (FlashInfer's FA2-style MLA; its CUTLASS MLA as benchmarked)
         "attention.flashinfer-fa2-mla": Efficiency(0.12, "fitted", _FIT + "FlashInfer's "

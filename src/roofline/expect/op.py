@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from ..measure.calibration import Calibration
 
 LABEL = "expected"
+GROUPED = "matmul_grouped"  # the figure kind of an MoE grouped GEMM (matmul_grouped.<peak>)
 WHAT = "a forecast with efficiencies from"  # the text label: what the expected time is
 
 
@@ -252,9 +253,13 @@ def expected_from(cost: Cost, chip: Chip, found: FigureLookups, base_est: Estima
         kind = "attention_bwd" if isinstance(op, Attention) and op.backward else (
             "attention" if attention else linear_kind(op.q_len, op.mixer) if isinstance(
                 op, LinearAttention) else "matmul")
+        grouped = isinstance(op, Gemm) and op.grouped  # an MoE layer's experts
         for dt in cost.flops:
             peak = _peak_family(dt)
-            base = take(kind, kernel if attention or linear else peak)
+            # a grouped GEMM takes its own figure where the architecture has one
+            # (kernels.py: MoE grouped GEMMs reach less of the peak than a dense GEMM)
+            kind_dt = GROUPED if grouped and f"{GROUPED}.{peak}" in found.figs else kind
+            base = take(kind_dt, kernel if attention or linear else peak)
             derate["compute." + peak] = base * util
         rates = list(derate.values())  # (the mean of one is itself)
         applied[COMPUTE] = unwrap(rates[0] if len(rates) == 1 else

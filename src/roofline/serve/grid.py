@@ -280,7 +280,25 @@ def _expected_cycle(e: Engine, w: Workload, running: Any, share: Any, cap: Any) 
     the rest decode alone."""
     alone = e.step_time(e.iteration(running, w, 0))
     full = e.step_time(e.iteration(running, w, cap))
+    if e.spec.moe is not None and e.par.dp > 1 and e.par.ep > 1:
+        share = any_replica_share(share, e.par.dp)
     return (1 - share) * alone + share * full
+
+
+def any_replica_share(share: Any, replicas: int) -> Any:
+    """The share of iterations in which at least one of `replicas` attention-DP replicas runs
+    a prompt, each replica running one in a share `share` of them, independently (each
+    admits its own requests): 1 - (1 - share)^replicas. Replicas whose experts are spread
+    over all of them (EP across the attention-DP group) meet at every MoE layer's
+    all-to-all, so such an iteration runs at a prompt's pace for all ("the iteration time is
+    dominated by the slowest rank": TensorRT-LLM tech blog 10, ADP Balance Strategy,
+    nvidia.github.io/TensorRT-LLM/blogs/tech_blog/blog10_ADP_Balance_Strategy.html, whose
+    balancing, attention_dp_config.enable_balance, is off by default).
+
+    >>> round(float(any_replica_share(0.1, 8)), 4)
+    0.5695
+    """
+    return 1 - (1 - np.asarray(share, dtype=float)) ** replicas
 
 
 @dataclass(frozen=True)
