@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ParameterError
-from .burst import IN_STEP, burst_ttft_s, prefill_burst_s
+from .burst import IN_STEP, burst_share, burst_ttft_s, prefill_burst_s
 from .iteration import Engine
 from .queueing import mg1_wait_s
 from .tails import (
@@ -231,7 +231,8 @@ def _settle(e: Engine, w: Workload, running: Any, chunk: Any, concurrency: float
         alone = e.step_time(e.iteration(decoding, w, 0))
         full = e.step_time(e.iteration(decoding, w, dp * chunk + 0 * decoding))
         extra = burst_ttft_s(k, Lu, chunk, alone, full) - burst_ttft_s(1, Lu, chunk, alone, full)
-        burst_wait = IN_STEP * np.maximum(extra, 0.0)  # beyond a lone prompt's, same model
+        burst_wait = burst_share(e.framework) * np.maximum(extra, 0.0)  # beyond a lone
+        # prompt's, same model
         wait = wait + burst_wait
         burst = np.maximum(k, 1.0) + 0 * wait
     return decoding, t_it, prefill_s, load, wait, columns, burst, burst_wait
