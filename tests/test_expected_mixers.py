@@ -79,11 +79,13 @@ def test_a_served_request_pays_its_engines_own_cost_in_its_ttft():
     sglang, c = ttft(expect=True, framework="sglang")
     plain, _ = ttft(expect=True)
     bound, _ = ttft()
-    # its own time, and the iterations of the running batch its first token waits
-    steps = DEFAULTS["first_token_steps.sglang"].value
+    assert np.all(c["request_s"] == DEFAULTS["request_s.sglang"].value)
+    # TensorRT-LLM's first token waits its iterations of the running batch beside its own time
+    _, trt = ttft(expect=True, framework="tensorrt-llm")
+    steps = DEFAULTS["first_token_steps.tensorrt-llm"].value
     assert steps > 0 and DEFAULTS["first_token_steps"].value == 0
-    assert np.allclose(c["request_s"], DEFAULTS["request_s.sglang"].value
-                       + steps * c["t_step_s"], rtol=1e-12)
+    assert np.allclose(trt["request_s"], DEFAULTS["request_s.tensorrt-llm"].value
+                       + steps * trt["t_step_s"], rtol=1e-12)
     assert np.all(sglang >= bound)
     # the generic forecast has no per-request cost: its TTFT is its prefill and queue
     assert np.allclose(c["ttft_s"] - c["request_s"], c["prefill_s"] + c["queue_s"]

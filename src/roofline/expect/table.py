@@ -116,32 +116,34 @@ DEFAULTS: dict[str, Efficiency] = {
     # engine: the median gap of the fit half's TTFT rows (prefill and serving kinds)
     # A closed loop's aggregated TTFT per engine, fitted together (a grid over the three)
     # on a quarter of the fit half's aggregated rows of benchmarks/validation/silicon.py
-    # (NVIDIA's silicon_sample; 294 rows; median |measured / expected - 1| 57% -> 28%):
+    # (NVIDIA's silicon_sample; 294 rows; median |measured / expected - 1| 57% -> 31%):
     # - burst_share: the share of the burst's queue (serve.burst) a client waits. vLLM's V1
     #   scheduler mixes one partial prefill at a time into the decode steps
     #   (SchedulerConfig.max_num_partial_prefills 1, the chunk budget 8192) and TensorRT-LLM's
     #   in-flight batching puts context requests in every iteration's max_num_tokens: the
     #   burst drains beside decoding (0.1); SGLang runs prefill batches on their own, decode
-    #   paused (enable_mixed_chunk off by default), and its clients stay closer in step (0.5)
+    #   paused (enable_mixed_chunk off by default), and its clients stay closer in step (0.8)
     # - first_token_steps: iterations of the running batch a request's first token waits
     #   beyond its prefill: admission at the next iteration, the overlap scheduler returning
     #   an iteration's tokens one iteration late (SGLang, TensorRT-LLM's PyTorch executor),
     #   the detokenizer's process hop; in steps since they scale with the step measured
-    #   (the MoE rows at 1-8 clients: the first token 12-20 TPOTs after the prefill)
+    #   (vLLM 1, TensorRT-LLM 2; SGLang none: its single-request rows in check.py sit at
+    #   its prefill and request_s)
     # - request_s: the rest per request (HTTP, tokenization, the frontend)
     "burst_share": Efficiency(0.26, "fitted", "serve.burst.IN_STEP: the fit half's "
                               "silicon_sample TTFT rows, every engine"),
     "burst_share.vllm": Efficiency(0.1, "fitted", _SILICON),
-    "burst_share.sglang": Efficiency(0.5, "fitted", _SILICON),
+    "burst_share.sglang": Efficiency(0.8, "fitted", _SILICON + " (its request_s and "
+                                     "first_token_steps held at check.py's single-request "
+                                     "figures: 12 steps fitted here made those rows 2x slow)"),
     "burst_share.tensorrt-llm": Efficiency(0.1, "fitted", _SILICON),
     "first_token_steps": Efficiency(0.0, "fitted", "none without an engine"),
     "first_token_steps.vllm": Efficiency(1.0, "fitted", _SILICON),
-    "first_token_steps.sglang": Efficiency(12.0, "fitted", _SILICON),
     "first_token_steps.tensorrt-llm": Efficiency(2.0, "fitted", _SILICON),
     "request_s": Efficiency(0.0, "fitted", "none without an engine (NIM and TensorRT-LLM "
                             "rows: within 5 ms of their prefill forecast)"),
-    "request_s.sglang": Efficiency(0.065, "fitted", _SILICON + " (was 0.08 on check.py's 7 "
-                                   "single-request SGLang rows)"),
+    "request_s.sglang": Efficiency(0.08, "fitted", "the fit half's SGLang TTFT rows (7, "
+                                   "concurrency 1: 71% -> 12% median error)"),
     "request_s.vllm": Efficiency(0.030, "fitted", _SILICON + " (was 0.065 on check.py's 7 "
                                  "single-request vLLM rows)"),
     "request_s.tensorrt-llm": Efficiency(0.120, "fitted", _SILICON),
