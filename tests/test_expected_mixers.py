@@ -120,8 +120,25 @@ def test_a_served_request_pays_its_engines_own_cost_in_its_ttft():
     plain, _ = ttft(expect=True)
     bound, _ = ttft()
     assert np.all(c["request_s"] == DEFAULTS["request_s.sglang"].value)
+    # TensorRT-LLM's first token waits its iterations of the running batch beside its own time
+    _, trt = ttft(expect=True, framework="tensorrt-llm")
+    steps = DEFAULTS["first_token_steps.tensorrt-llm"].value
+    assert steps > 0 and DEFAULTS["first_token_steps"].value == 0
+    assert np.allclose(trt["request_s"], DEFAULTS["request_s.tensorrt-llm"].value
+                       + steps * trt["t_step_s"], rtol=1e-12)
     assert np.all(sglang >= bound)
     # the generic forecast has no per-request cost: its TTFT is its prefill and queue
     assert np.allclose(c["ttft_s"] - c["request_s"], c["prefill_s"] + c["queue_s"]
                        + c["kv_transfer_s"] + c.get("handoff_s", 0.0))
     assert np.all(plain >= bound)
+
+
+def test_an_engines_burst_share_and_the_generic_one():
+    from roofline.serve.burst import IN_STEP, burst_share
+
+    assert burst_share(None) == IN_STEP == DEFAULTS["burst_share"].value
+    assert burst_share("no-such-engine") == IN_STEP
+    assert burst_share("vllm-0.12.0") == DEFAULTS["burst_share.vllm"].value
+    # SGLang pauses decoding for its prefill batches: its clients wait more of the burst
+    assert burst_share("sglang") > burst_share("vllm")
+    assert all(0 <= burst_share(e) <= 1 for e in ("vllm", "sglang", "tensorrt-llm"))

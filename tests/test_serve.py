@@ -54,14 +54,18 @@ def test_mixed_step_with_prefix_hits_computes_only_the_uncached_tokens():
 
 
 def test_throughput_per_chip_never_exceeds_the_compute_roof_of_the_request_mix(small_plan):
-    # a request needs at least 2 * N_active * (input + output) FLOPs; chips * peak / that is
+    # a request needs at least 2 * N_body * (input + output) FLOPs through its layers and
+    # 2 * N_lm_head * output through the LM head (logits only where a token is sampled: a
+    # prompt's last one and each output; the embedding is a lookup); chips * peak / that is
     # the most requests/s
     c = small_plan.columns
-    active = param_counts(load_model("llama-3.1-8b")).active
+    n = param_counts(load_model("llama-3.1-8b"))
+    body = n.active - n.embedding - n.lm_head
     pairs = set(zip(c["hardware"].tolist(), c["dtype"].tolist(), strict=True))
     peaks = {(h, d): load_chip(h).peak_flops(d) for h, d in pairs}
     peak = np.array([peaks[h, d] for h, d in zip(c["hardware"], c["dtype"], strict=True)])
-    roof = peak * W.output_len / (2 * active * (W.input_len + W.output_len))
+    roof = peak * W.output_len / (2 * body * (W.input_len + W.output_len)
+                                  + 2 * n.lm_head * W.output_len)
     ok = c["feasible"] & c["fits"]
     assert ok.sum() > 100
     assert np.all(c["output_tokens_per_s_per_chip"][ok] <= roof[ok])
@@ -191,7 +195,7 @@ def test_closed_loop_concurrency_is_the_running_batch_with_no_queue():
                    Precision("fp8", "fp8", "fp8"))
     alone = analyze("llama-3.1-70b", "h100", decode(63, w.decode_context), Parallel(tp=8),
                     Precision("fp8", "fp8", "fp8"))
-    assert alone.t_lower_s < r["tpot_s"] <= full.t_lower_s
+    assert alone.t_floor_s < r["tpot_s"] <= full.t_floor_s  # the bound: the floor
     assert r["e2e_s"] == pytest.approx(r["ttft_s"] + 1023 * r["tpot_s"])
     # disaggregated too: no request waits for a prefill server in a closed loop
     both = plan("llama-3.1-70b", ["h100"], w, space=Space(
@@ -217,7 +221,7 @@ def test_a_closed_loop_the_prefill_budget_cannot_keep_up_with_settles_and_queues
     full = analyze("llama-3.1-8b", "h100", mixed(3, w.decode_context, 2048, 8192), Parallel(),
                    prec)
     alone = analyze("llama-3.1-8b", "h100", decode(3, w.decode_context), Parallel(), prec)
-    assert alone.t_lower_s < r["tpot_s"] <= full.t_lower_s  # the others' prompts beside
+    assert alone.t_floor_s < r["tpot_s"] <= full.t_floor_s  # floor; others' prompts beside
     # the prompts the chunk admits per second, at the step's own time: the loop's rate
     assert r["requests_per_s"] == pytest.approx(2048 / 8192 / r["t_step_s"], rel=1e-9)
     assert r["requests_per_s"] * r["e2e_s"] == pytest.approx(64, rel=1e-9)  # Little

@@ -20,6 +20,8 @@ _FIT = "fit half of benchmarks/validation (check.py --fit): median measured/boun
 
 _LA = "fit half of benchmarks/validation, the linear_attention rows: "
 
+_SILICON = ("the fit half's aggregated silicon_sample TTFT rows (benchmarks/validation/"
+            "silicon.py), fitted with burst_share, first_token_steps and request_s")
 _ENGINE = "fit half of benchmarks/validation: median measured/expected (factor 1) of the "
 
 # For a chip whose file gives no figure of a kind (a chip without published measurements).
@@ -151,12 +153,39 @@ DEFAULTS: dict[str, Efficiency] = {
     # trip, tokenization, admission by the scheduler, sampling and detokenizing the first
     # token (measured at the client: sglang.bench_serving, vllm bench serve). Fitted per
     # engine: the median gap of the fit half's TTFT rows (prefill and serving kinds)
+    # A closed loop's aggregated TTFT per engine, fitted together (a grid over the three)
+    # on a quarter of the fit half's aggregated rows of benchmarks/validation/silicon.py
+    # (NVIDIA's silicon_sample; 294 rows; median |measured / expected - 1| 57% -> 31%):
+    # - burst_share: the share of the burst's queue (serve.burst) a client waits. vLLM's V1
+    #   scheduler mixes one partial prefill at a time into the decode steps
+    #   (SchedulerConfig.max_num_partial_prefills 1, the chunk budget 8192) and TensorRT-LLM's
+    #   in-flight batching puts context requests in every iteration's max_num_tokens: the
+    #   burst drains beside decoding (0.1); SGLang runs prefill batches on their own, decode
+    #   paused (enable_mixed_chunk off by default), and its clients stay closer in step (0.8)
+    # - first_token_steps: iterations of the running batch a request's first token waits
+    #   beyond its prefill: admission at the next iteration, the overlap scheduler returning
+    #   an iteration's tokens one iteration late (SGLang, TensorRT-LLM's PyTorch executor),
+    #   the detokenizer's process hop; in steps since they scale with the step measured
+    #   (vLLM 1, TensorRT-LLM 2; SGLang none: its single-request rows in check.py sit at
+    #   its prefill and request_s)
+    # - request_s: the rest per request (HTTP, tokenization, the frontend)
+    "burst_share": Efficiency(0.26, "fitted", "serve.burst.IN_STEP: the fit half's "
+                              "silicon_sample TTFT rows, every engine"),
+    "burst_share.vllm": Efficiency(0.1, "fitted", _SILICON),
+    "burst_share.sglang": Efficiency(0.8, "fitted", _SILICON + " (its request_s and "
+                                     "first_token_steps held at check.py's single-request "
+                                     "figures: 12 steps fitted here made those rows 2x slow)"),
+    "burst_share.tensorrt-llm": Efficiency(0.1, "fitted", _SILICON),
+    "first_token_steps": Efficiency(0.0, "fitted", "none without an engine"),
+    "first_token_steps.vllm": Efficiency(1.0, "fitted", _SILICON),
+    "first_token_steps.tensorrt-llm": Efficiency(2.0, "fitted", _SILICON),
     "request_s": Efficiency(0.0, "fitted", "none without an engine (NIM and TensorRT-LLM "
                             "rows: within 5 ms of their prefill forecast)"),
     "request_s.sglang": Efficiency(0.08, "fitted", "the fit half's SGLang TTFT rows (7, "
                                    "concurrency 1: 71% -> 12% median error)"),
-    "request_s.vllm": Efficiency(0.065, "fitted", "the fit half's vLLM TTFT rows (7: 27% -> "
-                                 "16% median error)"),
+    "request_s.vllm": Efficiency(0.030, "fitted", _SILICON + " (was 0.065 on check.py's 7 "
+                                 "single-request vLLM rows)"),
+    "request_s.tensorrt-llm": Efficiency(0.120, "fitted", _SILICON),
     # a disaggregated request's hand-off between its pools, in its TTFT beside the prefill
     # pass, its queue and the KV bytes' transfer: the router's two hops (the prefill worker,
     # then the decode worker), the transfer's setup, the decode worker admitting it. Fitted:
@@ -257,6 +286,12 @@ def lookup_framework(figs: Mapping[str, Efficiency], phase: str, engine: str | N
 def request_s(engine: str | None) -> tuple[str, Efficiency]:
     """A served request's own time in its TTFT (request_s.<engine>, else request_s)."""
     return lookup(DEFAULTS, "request_s", engine)
+
+
+def first_token_steps(engine: str | None) -> tuple[str, Efficiency]:
+    """Iterations of the running batch a request's first token waits beyond its prefill
+    (first_token_steps.<engine>, else first_token_steps)."""
+    return lookup(DEFAULTS, "first_token_steps", engine)
 
 
 def handoff_s(engine: str | None) -> tuple[str, Efficiency]:

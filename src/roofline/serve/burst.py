@@ -14,10 +14,21 @@ from .workload import Workload
 # The share of a burst's queue (`burst_ttft_s` beyond a lone prompt's TTFT) a closed
 # loop's client waits on average: the clients send together at first and drift out of step
 # over the rounds. Fitted: the value that minimises the median |measured / expected - 1| of
-# TTFT on the fit half of benchmarks/validation/silicon.py (NVIDIA's silicon_sample runs;
-# 0.12 for vLLM, 0.28 TensorRT-LLM, 0.84 SGLang alone: one value for all), fitted on the
-# aggregated rows' chunk budget and applied as it is to a prefill pool's passes
+# TTFT on the fit half of benchmarks/validation/silicon.py (NVIDIA's silicon_sample runs),
+# fitted on the aggregated rows' chunk budget and applied as it is to a prefill pool's
+# passes; per engine where a named one has its own (roofline.expect.table `burst_share`)
 IN_STEP = 0.26
+
+
+def burst_share(framework: str | None) -> float:
+    """The share of the burst's queue a client of `framework`'s engine waits (IN_STEP
+    without an engine or a figure of its own)."""
+    if not framework:
+        return IN_STEP
+    from ..expect.table import DEFAULTS, engine, lookup
+
+    name, figure = lookup(DEFAULTS, "burst_share", engine(framework))
+    return figure.value if name != "burst_share" else IN_STEP
 
 
 def burst_ttft_s(k: Any, prompt: Any, chunk: Any, t_alone: Any, t_full: Any) -> Any:

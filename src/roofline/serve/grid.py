@@ -42,8 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ParameterError
-from ..models.schedule import COMMUNICATION
-from .burst import IN_STEP, burst_ttft_s, prefill_burst_s
+from .burst import IN_STEP, burst_share, burst_ttft_s, prefill_burst_s
 from .iteration import Engine
 from .queueing import mg1_wait_s
 from .tails import (
@@ -232,7 +231,8 @@ def _settle(e: Engine, w: Workload, running: Any, chunk: Any, concurrency: float
         alone = e.step_time(e.iteration(decoding, w, 0))
         full = e.step_time(e.iteration(decoding, w, dp * chunk + 0 * decoding))
         extra = burst_ttft_s(k, Lu, chunk, alone, full) - burst_ttft_s(1, Lu, chunk, alone, full)
-        burst_wait = IN_STEP * np.maximum(extra, 0.0)  # beyond a lone prompt's, same model
+        burst_wait = burst_share(e.framework) * np.maximum(extra, 0.0)  # beyond a lone
+        # prompt's, same model
         wait = wait + burst_wait
         burst = np.maximum(k, 1.0) + 0 * wait
     return decoding, t_it, prefill_s, load, wait, columns, burst, burst_wait
@@ -244,10 +244,11 @@ def _chunked_cycle(e: Engine, w: Workload, running: Any, prompt_tokens: Any, cap
     iteration (on average) join them, at most `cap` per iteration: the lesser of the even
     spread's `t_even` and the cycle in which a share prompt_tokens / cap of the iterations
     carries a full `cap` and the rest decode alone. Per op, each resource's time is linear
-    (compute, collectives) or concave (memory: a MoE layer's expert reads) in its tokens,
-    so its mean over any spread is at least that cycle's; the ops run one after another.
-    Dense models' bound: the even one. The expected time is that cycle's, timed as engines
-    run it (`_expected_cycle`)."""
+    (compute, links) or concave (memory: a MoE layer's expert reads) in its tokens, so each
+    resource's total over any spread is at least that cycle's, and the bound's step (the
+    floor: every resource of the step overlapped, `iteration.step_time`) is the busiest
+    resource's total. Dense models' bound: the even one. The expected time is that cycle's,
+    timed as engines run it (`_expected_cycle`)."""
     if not np.any(prompt_tokens):
         return t_even
     share = np.clip(np.asarray(prompt_tokens, dtype=float) / cap, 0.0, 1.0)
@@ -258,19 +259,14 @@ def _chunked_cycle(e: Engine, w: Workload, running: Any, prompt_tokens: Any, cap
     alone = e.iteration(running, w, 0)
     full = e.iteration(running, w, cap)
     zero = {(op.group, op.name): op for op in alone.ops}
-    total: Any = 0.0
+    totals: dict[str, Any] = {}  # per resource, the cycle's mean time on it
     for op in full.ops:
         other = zero.get((op.group, op.name))
         t0 = {} if other is None else other.time_s
-        if COMMUNICATION.isdisjoint(op.time_s):
-            row = functools.reduce(np.maximum, [
-                (1 - share) * np.asarray(t0.get(r, 0.0)) + share * np.asarray(t)
-                for r, t in op.time_s.items()])
-        else:  # a collective's chain is linear in its bytes: the even spread's own
-            row = (1 - share) * np.asarray(0.0 if other is None else other.t_lower_s) \
-                + share * np.asarray(op.t_lower_s)
-        total = total + row  # (a row only a decode step had would be left out: less, a bound)
-    return np.minimum(t_even, total)
+        for r, t in op.time_s.items():  # (a row only a decode step had is left out: less)
+            totals[r] = totals.get(r, 0.0) + (1 - share) * np.asarray(t0.get(r, 0.0)) \
+                + share * np.asarray(t)
+    return np.minimum(t_even, functools.reduce(np.maximum, totals.values()))
 
 
 def _expected_cycle(e: Engine, w: Workload, running: Any, share: Any, cap: Any) -> Any:

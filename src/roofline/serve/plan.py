@@ -363,10 +363,12 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
     keys = list(dict.fromkeys(k for g in groups for k in g))  # a resource one lacks: 0 s
     columns = {k: np.concatenate([g.get(k, np.zeros(g["running"].size)) for g in groups])
                for k in keys}
-    if expect:  # a request's own time (HTTP, tokenization, scheduling) in its TTFT
-        from ..expect.table import request_s
+    if expect:  # a request's own time (HTTP, tokenization, scheduling) in its TTFT, and
+        # the iterations its first token waits beyond its prefill (first_token_steps)
+        from ..expect.table import first_token_steps, request_s
 
-        columns["request_s"] = np.full(columns["ttft_s"].shape, request_s(name)[1].value)
+        columns["request_s"] = np.full(columns["ttft_s"].shape, request_s(name)[1].value) \
+            + first_token_steps(name)[1].value * columns["t_step_s"]
         columns["ttft_s"] = columns["ttft_s"] + columns["request_s"]
     _derive(columns, workload, prices or {}, engines)
     if expect:  # the 80% interval of each expected figure: TTFT as prefill steps measured,
