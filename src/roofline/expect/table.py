@@ -194,6 +194,11 @@ DEFAULTS: dict[str, Efficiency] = {
     # TensorRT-LLM and SGLang: 58% -> 39%; flat from 0.15 to 0.19 s)
     "handoff_s": Efficiency(0.16, "fitted", "the fit half's disaggregated silicon_sample "
                             "rows (129: 58% -> 39% median TTFT error)"),
+    # TensorRT-LLM's request_s (0.12 s, fitted on its aggregated rows) already holds most of
+    # it: refitted beside it on the same 75 fit-half disaggregated rows (45% -> 34%)
+    "handoff_s.tensorrt-llm": Efficiency(0.04, "fitted", "the fit half's disaggregated "
+                                         "TensorRT-LLM silicon_sample rows beside its "
+                                         "request_s (75: 45% -> 34% median TTFT error)"),
     "collective_call_s.direct": Efficiency(5e-6, "fitted", _FIT + "the DeepEP dispatch / "
                                            "combine rows (its own kernels, no NCCL call)"),
     "collective_call_s": Efficiency(20e-6, "fitted", _FIT + "the small-message collective "
