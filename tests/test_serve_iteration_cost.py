@@ -112,7 +112,7 @@ def test_disaggregated_expected_ttft_queues_the_burst_above_the_bound() -> None:
     assert np.all(many["ttft_s"] > few["ttft_s"])
     assert np.all(many["ttft_s"] >= bound["ttft_s"])
     assert np.all(bound["handoff_s"] == 0) and np.all(
-        many["handoff_s"] == DEFAULTS["handoff_s"].value)
+        many["handoff_s"] == DEFAULTS["handoff_s.tensorrt-llm"].value)
     # 64 clients over 2 prefill workers: 32 prompts a worker, one a pass; the slot wait aside,
     # the burst's share of the queue is IN_STEP x 31 / 2 passes (a prefill pool's: every
     # engine's)
