@@ -224,10 +224,11 @@ def expected(cost: Cost, hw: Chip | System | str, calibration: Calibration | Non
 def expected_from(cost: Cost, chip: Chip, found: FigureLookups, base_est: Estimate,
                   util: Any = None, kernel: str | None = None, cuda_graphs: bool = False,
                   dequant: str | None = None, engine_kernels: bool = False,
-                  in_graph: bool = False) -> Expected:
+                  in_graph: bool = False, graph_kernel: str = "graph_launch_s") -> Expected:
     """`expected` from what a step already holds for each of its ops: the chip's figures
     (`found`), the op's bound (`base_est`, its estimate on `chip`) and its tile utilization
-    (`util`, `utilizations`; None: found here)."""
+    (`util`, `utilizations`; None: found here). `graph_kernel`: the figure a kernel costs
+    under CUDA graphs (a whole step's: step_kernel_s)."""
     used: dict[str, str] = {}
     bound = cost  # what runs where the bound is the least of something faster (Cost.runs):
     # the library's pick for an engine's two-shot kernel, outside CUDA graphs (in a graph the
@@ -305,7 +306,7 @@ def expected_from(cost: Cost, chip: Chip, found: FigureLookups, base_est: Estima
         derated = evaluate(cost, _derated(chip, scalar), shared_special=False)
     overhead: Any = 0.0
     if cost.flops or cost.bytes or cost.has_arithmetic:
-        overhead = take("graph_launch_s" if cuda_graphs else "launch_s") * kernel_launches(
+        overhead = take(graph_kernel if cuda_graphs else "launch_s") * kernel_launches(
             bound, chip)
     # one collective is one call, whatever links it crosses and whether the bound charges a
     # NCCL base latency (a one-shot all-reduce is the engine's own kernel: still one launch)
@@ -317,7 +318,7 @@ def expected_from(cost: Cost, chip: Chip, found: FigureLookups, base_est: Estima
         # in a graph: one kernel (sglang#2904: a one-shot all-reduce of 4-32 KiB on 8xH100
         # takes 5.7-7.8 us in all, within the bound's own NCCL latency of 6.6 us + steps)
         if cuda_graphs:
-            per_call = take("graph_launch_s")
+            per_call = take(graph_kernel)
         elif engine_kernels:
             per_call = take("collective_call_s", "engine")
         elif in_graph:  # no host enqueue: the kernel's launch and its cross-GPU handshake

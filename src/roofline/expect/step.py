@@ -11,6 +11,7 @@ link's whole traffic at the link's efficiency.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -137,17 +138,30 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
     times = core.times
     rows = run.parts.rows
     utils = utilizations([row.cost for row in rows], chip)  # per kind of op, in one pass
+    # a dense model's graph-replayed step (decode, continuous batching): each kernel's fixed
+    # cost on its own (step_kernel_s) and, with it, each op streaming off HBM at its HBM
+    # figure, outside the framework factor (`streamed`). An MoE step keeps the factor over
+    # the whole step, with the graph launch: its engines' routing, token permutation and
+    # per-expert kernels are what the factor was fitted to
+    split = graphs and a.params_active >= a.params_total
+    streamed: Any = 0.0
     for row, est, lower, util in zip(rows, core.ests, times.critical_s, utils, strict=True):
         path = path + lower
         one = expected_from(row.cost, chip, looked, est, util, cuda_graphs=graphs,
-                            dequant=weight_only(row.cost))
+                            dequant=weight_only(row.cost),
+                            graph_kernel="step_kernel_s" if split else "graph_launch_s")
         sources.update(one.sources)
         bound_one = one.bound.t_lower_s
         # the routed experts' GEMMs wait for the hottest EP rank (typed: a grouped GEMM)
         hot = imbalance if imbalance != 1.0 and isinstance(row.cost.op, Gemm) and \
             row.cost.op.grouped else 1.0
         total = total + lower * ratio(one.t_s, bound_one, 1.0) * hot
-        overhead = overhead + lower * ratio(one.overhead_s, bound_one, 0.0)
+        launches = lower * ratio(one.overhead_s, bound_one, 0.0)
+        overhead = overhead + launches
+        if split:
+            work = lower * ratio(np.asarray(one.t_s) - np.asarray(one.overhead_s), bound_one,
+                                 0.0)
+            streamed = streamed + launches + work * on_hbm_roof(one.derated.time_s)
         for resource, eff in one.efficiency.items():
             by_resource.setdefault(resource, []).append((lower, eff))
     if any_true(times.not_hidden_s > 0):  # a link busier than the path: at the link's pace
@@ -168,8 +182,22 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
     key, factor = lookup_framework(figs, kind, name, moe=a.params_active < a.params_total)
     sources[key] = source(factor)
     efficiency["framework"] = factor.value
-    t = maximum(total / factor.value, a.t_lower_s)  # never below the bound
+    # the framework factor: the share of the step the engine keeps the chip on its kernels.
+    # In a dense graph-replayed step it times only what is not `streamed`: tensor-core-bound
+    # GEMMs and attention (prefill chunks) and collectives
+    t = maximum(streamed + (total - streamed) / factor.value, a.t_lower_s)  # never below
     return ExpectedStep(a, unwrap(t), unwrap(overhead), efficiency, sources, name)
+
+
+def on_hbm_roof(times: Mapping[str, Num]) -> Num:
+    """1.0 where an op's derated time is longest on HBM (it streams weights or KV cache:
+    a batch-limited decode GEMM, decode attention), else 0.0 (elementwise over a sweep)."""
+    if "hbm" not in times:
+        return 0.0
+    hbm = np.asarray(times["hbm"], dtype=float)
+    others = [np.asarray(v, dtype=float) for k, v in times.items() if k != "hbm"]
+    longest = np.maximum.reduce(others) if others else np.zeros_like(hbm)
+    return unwrap((hbm >= longest) * 1.0)
 
 
 def weight_only(cost: Cost) -> str | None:

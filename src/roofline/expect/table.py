@@ -97,6 +97,20 @@ DEFAULTS: dict[str, Efficiency] = {
                            "GEMM rows (launch, prologue, epilogue, tail)"),
     "graph_launch_s": Efficiency(1e-6, "fitted", _FIT + "the batch-1 decode rows of serving "
                                  "engines (CUDA graphs)"),
+    # a kernel of a graph-replayed decode or serving step, beside its work: its launch
+    # (~1.3 us on H100) and the ramp in which the next kernel's loads wait for this one to
+    # drain (Hazy Research, "Look Ma, No Bubbles!", hazyresearch.stanford.edu/blog/
+    # 2025-05-27-no-bubbles: vLLM and SGLang keep <= 50% of an H100's bandwidth on
+    # Llama-3.2-1B batch-1 decode, a megakernel 78%: some 5 us per kernel boundary)
+    # Fitted with the engines' factors unchanged (they now time only a dense step's work off
+    # the HBM roof, expect.step): 5 us minimises the median |measured / expected - 1| of the
+    # fit halves of benchmarks/validation/silicon.py's dense rows (TPOT, 10.1%; 4 us 10.7%,
+    # 3 us 13.3%) and check.py's decode rows (14.4%; 4 us 15.5%, 3 us 17.9%)
+    "step_kernel_s": Efficiency(5e-6, "fitted", "the fit halves of benchmarks/validation/"
+                                "silicon.py's dense rows (TPOT: Llama-3.1-8B / 70B, Qwen3-32B "
+                                "at TP 1-8 on H100 / H200 / B200) and check.py's decode rows; "
+                                "Hazy Research's no-bubbles post implies ~5 us per kernel on "
+                                "H100"),
     "framework": Efficiency(0.75, "fitted", _FIT + "the train, decode and serving rows"),
     "framework.decode": Efficiency(0.70, "fitted", _FIT + "the decode rows (batch 1-256 "
                                    "decode steps of serving engines)"),

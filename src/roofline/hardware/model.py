@@ -88,7 +88,9 @@ EFFICIENCY_KINDS = {
                 "(scale-up.<algorithm>: for one algorithm, e.g. nvls)",
     "scale-out": "the same over the scale-out link",
     "launch_s": "seconds a kernel costs beyond its roof (launch, prologue, epilogue, tail)",
-    "graph_launch_s": "the same when the step is replayed as a CUDA graph (serving decode)",
+    "graph_launch_s": "the same when one op is replayed as a CUDA graph",
+    "step_kernel_s": "seconds each kernel of a graph-replayed decode or serving step costs "
+                     "beside its work (launch, and the next kernel's ramp waiting on it)",
     "framework": "share of a whole step the framework keeps the chip on its kernels "
                  "(framework.<phase>: train, prefill, decode; framework.\"<phase>.<engine>\": "
                  "a serving engine's, e.g. vllm; optimizer, data loading, scheduler, "

@@ -1,0 +1,73 @@
+"""A dense graph-replayed step (decode, continuous batching): each kernel's fixed cost on its
+own (step_kernel_s), the ops streaming off HBM at their HBM figure outside the engine's
+factor, the factor over the rest; an MoE step keeps the factor over the whole step."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from roofline.expect import expected_step
+from roofline.expect.step import on_hbm_roof
+from roofline.expect.table import DEFAULTS, figures
+from roofline.hardware import load_chip
+from roofline.models import Parallel, analyze, decode, prefill
+
+
+def test_on_hbm_roof_by_hand() -> None:
+    assert on_hbm_roof({"hbm": 2e-6, "compute": 1e-6}) == 1.0
+    assert on_hbm_roof({"hbm": 1e-6, "compute": 2e-6, "scale-up": 0.5e-6}) == 0.0
+    assert on_hbm_roof({"hbm": 1e-6}) == 1.0  # nothing else: on the HBM roof
+    assert on_hbm_roof({"compute": 1e-6}) == 0.0  # no HBM traffic
+    swept = on_hbm_roof({"hbm": np.array([1.0, 3.0]), "compute": np.array([2.0, 2.0])})
+    assert np.array_equal(swept, [0.0, 1.0])
+
+
+def test_dense_batch_1_decode_is_outside_the_engine_factor() -> None:
+    # one GPU, batch 1: every op streams weights or KV off HBM, so the engines' factors
+    # (vLLM 0.60, TensorRT-LLM 0.57, none: 0.70) give the same step
+    a = analyze("llama-3-8b", "h100", decode(1, 1024), Parallel())
+    steps = [expected_step(a, "h100", framework=fw) for fw in ("vllm", "tensorrt-llm", None)]
+    assert steps[0].t_s == pytest.approx(steps[1].t_s, rel=1e-12)
+    assert steps[0].t_s == pytest.approx(steps[2].t_s, rel=1e-12)
+    # each kernel costs step_kernel_s: a whole number of them, at least 7 per layer (2 norms,
+    # QKV, attention, O, gate-up, down) over Llama-3-8B's 32 layers
+    kernel = DEFAULTS["step_kernel_s"].value
+    n = float(steps[0].launch_s) / kernel
+    assert n == pytest.approx(round(n), abs=1e-6) and n >= 7 * 32
+    # the rest is the ops' work at their HBM figure: above the bound, below it / 0.5
+    work = float(steps[0].t_s) - float(steps[0].launch_s)
+    assert a.t_lower_s < work < a.t_lower_s / 0.5
+
+
+def test_dense_tp8_decode_factor_times_only_the_collectives() -> None:
+    a = analyze("llama-3-70b", "h100", decode(1, 1024), Parallel(tp=8))
+    vllm, trt = (float(expected_step(a, "h100", framework=fw).t_s)
+                 for fw in ("vllm", "tensorrt-llm"))
+    figs = figures(load_chip("h100"))
+    f_vllm = figs["framework.decode.vllm"].value
+    f_trt = figs["framework.decode.tensorrt-llm"].value
+    assert f_vllm > f_trt and vllm < trt  # the all-reduces still take the factor
+    # but not the whole step: far less than the ratio of the factors
+    assert trt / vllm < f_vllm / f_trt
+
+
+def test_moe_decode_keeps_the_factor_over_the_whole_step() -> None:
+    a = analyze("mixtral-8x7b", "h100", decode(1, 1024), Parallel())
+    figs = figures(load_chip("h100"))
+    vllm, trt = (expected_step(a, "h100", framework=fw) for fw in ("vllm", "tensorrt-llm"))
+    f_vllm = figs["framework.decode.vllm"].value
+    f_trt = figs["framework.decode.tensorrt-llm"].value
+    assert float(vllm.t_s) * f_vllm == pytest.approx(float(trt.t_s) * f_trt, rel=1e-12)
+    n = float(vllm.launch_s) / figs["graph_launch_s"].value  # its kernels at the graph launch
+    assert n == pytest.approx(round(n), abs=1e-6)
+
+
+def test_an_eager_prefill_pays_the_launch_not_the_step_kernel() -> None:
+    a = analyze("llama-3-8b", "h100", prefill(1, 2048), Parallel())
+    figs = figures(load_chip("h100"))
+    step = expected_step(a, "h100")  # eager (no CUDA graphs): launch_s per kernel
+    n = float(step.launch_s) / figs["launch_s"].value
+    assert n == pytest.approx(round(n), abs=1e-6) and n >= 7 * 32
+    # and the framework factor over the whole step: its time over the kernels' is 1 / factor
+    assert float(step.t_s) > float(step.launch_s) / figs["framework"].value
