@@ -253,28 +253,49 @@ def test_serve_searches_moe_tp_with_ep_derived(run_cli) -> None:
 
 
 def test_eplb_slows_the_expected_expert_gemms_never_the_bound() -> None:
-    """The hottest EP rank's load over the mean stretches the expected expert GEMMs
-    linearly (imbalance 3 adds twice what 2 adds) and leaves the bound alone; without EP
-    (every rank serves every expert's share) it changes nothing."""
+    """The hottest EP rank's load over the mean stretches the expected expert GEMMs on the
+    math roof linearly (imbalance 3 adds twice what 2 adds), leaves weight-streaming ones
+    (a small decode batch reads each expert once whatever its tokens) and the bound alone;
+    without EP (every rank serves every expert's share) it changes nothing."""
     from roofline.expect import expected_step
 
     spec = load_model("mixtral-8x7b")
-    a = analyze(spec, "h100", decode(256, 1024), Parallel(tp=1, dp=8, ep=8))
+    a = analyze(spec, "h100", decode(16384, 1024), Parallel(tp=1, dp=8, ep=8))
     t1, t2, t3 = (float(expected_step(a, imbalance=k).t_s) for k in (1.0, 2.0, 3.0))
     assert t1 < t2 < t3 and t3 - t1 == pytest.approx(2 * (t2 - t1), rel=1e-9)
+    small = analyze(spec, "h100", decode(8, 1024), Parallel(tp=1, dp=8, ep=8))
+    assert float(expected_step(small, imbalance=3.0).t_s) == \
+        float(expected_step(small, imbalance=1.0).t_s)
     bound = plan(spec, ["h100"], W, space=Space(tp=(1,), dp=(8,), ep=(8,), chunks=(2048,),
                                                 eplb=1.5))
     even = plan(spec, ["h100"], W, space=Space(tp=(1,), dp=(8,), ep=(8,), chunks=(2048,)))
     assert np.array_equal(bound.columns["tpot_s"], even.columns["tpot_s"])
-    hot = plan(spec, ["h100"], W, space=Space(tp=(1,), dp=(8,), ep=(8,), chunks=(2048,),
-                                              batch=(64,), eplb=1.5), expect=True)
-    cool = plan(spec, ["h100"], W, space=Space(tp=(1,), dp=(8,), ep=(8,), chunks=(2048,),
-                                               batch=(64,)), expect=True)
+    hot, cool = (plan(spec, ["h100"], W, space=Space(tp=(1,), dp=(8,), ep=(8,),
+                                                    chunks=(2048,), batch=(2048,), eplb=k),
+                      expect=True) for k in (1.5, 1.0))
     assert np.all(hot.columns["tpot_s"] > cool.columns["tpot_s"])
     no_ep = [plan(spec, ["h100"], W, space=Space(tp=(8,), ep=(1,), chunks=(2048,),
-                                                 batch=(64,), eplb=k), expect=True)
+                                                 batch=(2048,), eplb=k), expect=True)
              for k in (1.0, 1.5)]
     assert np.array_equal(no_ep[0].columns["tpot_s"], no_ep[1].columns["tpot_s"])
+
+
+def test_unstated_eplb_is_unbalanced_only_where_attention_dp_feeds_ep() -> None:
+    """No balancer stated: attention-DP replicas feeding one EP group run the fitted
+    UNBALANCED_ADP_EP; tensor-parallel attention over EP runs balanced."""
+    from roofline.serve.iteration import UNBALANCED_ADP_EP
+
+    spec = load_model("mixtral-8x7b")
+
+    def tpot(eplb: float | None, **par: tuple[int, ...]) -> np.ndarray:
+        return plan(spec, ["h100"], W, space=Space(**par, chunks=(2048,), batch=(2048,),
+                                                   eplb=eplb), expect=True).columns["tpot_s"]
+
+    adp = dict(tp=(1,), dp=(8,), ep=(8,))
+    assert np.array_equal(tpot(None, **adp), tpot(UNBALANCED_ADP_EP, **adp))
+    assert np.all(tpot(None, **adp) > tpot(1.0, **adp))
+    tp_ep = dict(tp=(8,), dp=(1,), ep=(8,))
+    assert np.array_equal(tpot(None, **tp_ep), tpot(1.0, **tp_ep))
 
 
 # --- Dynamo ----------------------------------------------------------------------------------

@@ -719,6 +719,8 @@ def serving_case(row: Row) -> tuple[dict[str, Any] | None, str]:
                 expected_kv=kv or kv_default, spec_k=mtp,
                 concurrency=int(load) if load else None, framework=engine(fw),
                 disagg="disagg" in fw, metric=row.metric, value=row.value,
+                # a load balancer the source states (EPLB's redundant experts): its max / mean
+                eplb=float(p["eplb"]) if "eplb" in p else None,
                 # lengths spread around their means (the source says so): the clients drift
                 # out of step, their prompts no longer arriving together
                 in_step="length_spread" not in row.params), ""
@@ -728,7 +730,7 @@ def serving_case(row: Row) -> tuple[dict[str, Any] | None, str]:
 def serve_plan(model: str, chip: str, input_len: float, output_len: float, tp: int, pp: int,
                dp: int, ep: int, weights: str, kv: str, spec_k: int, concurrency: int | None,
                disagg: bool, expect: bool = False, framework: str | None = None,
-               in_step: bool = True) -> Any:
+               in_step: bool = True, eplb: float | None = None) -> Any:
     from roofline.models.step import MemoryBudget
     from roofline.serve import Load, Space, Workload, plan
 
@@ -736,7 +738,7 @@ def serve_plan(model: str, chip: str, input_len: float, output_len: float, tp: i
                               in_step=in_step)
     space = Space(tp=(tp,), pp=(pp,), dp=(dp,), ep=(ep,), weight_dtypes=(weights,),
                   kv_dtypes=(kv,), chunks=(512, 2048, 8192, 32768), max_chips=4096,
-                  modes=("disaggregated",) if disagg else ("aggregated",))
+                  modes=("disaggregated",) if disagg else ("aggregated",), eplb=eplb)
     # the run's own memory and running-batch settings are not published: all the memory and
     # no engine cap for the bound (it must hold for any setting); the expected time runs the
     # engine's default cap (serve/runtime.py: vLLM's max_num_seqs, TensorRT-LLM's
@@ -753,7 +755,7 @@ def serving_ratio(case: dict[str, Any], expect: bool = False) -> float:
                                 "ep", "weights", "kv", "spec_k", "concurrency", "disagg")}
     if expect:  # the engine's own KV dtype and fitted factor; whether its clients stay in step
         key.update(kv=case.get("expected_kv", key["kv"]), framework=case.get("framework"),
-                   in_step=case.get("in_step", True))
+                   in_step=case.get("in_step", True), eplb=case.get("eplb"))
     c = serve_plan(**key, expect=expect).columns
     ok = c["fits"] & c["feasible"]
     if not ok.any():

@@ -269,11 +269,12 @@ def register(sub: Any) -> None:
     s.add_argument("--moe-tp", help="expert tensor parallelism (list): each routed expert split "
                    "over moe_tp ranks, moe_tp x ep = tp x dp (ep derived where not given); "
                    "default: tp without EP, whole experts with it")
-    s.add_argument("--eplb", type=ranged("--eplb", IMBALANCE), default=1.0,
+    s.add_argument("--eplb", type=ranged("--eplb", IMBALANCE), default=None,
                    help="expert load imbalance: the hottest EP rank's routed tokens over the "
                    "mean (EPLB's max/mean; vLLM's EPLB logs its inverse as balancedness), "
                    "applied to the expected expert GEMM time only, never the bound "
-                   f"({IMBALANCE}; default 1: balanced)")
+                   f"({IMBALANCE}; default: 1, or where attention-DP replicas feed the EP "
+                   "group the fitted unbalanced factor, serve.iteration.UNBALANCED_ADP_EP)")
     s.add_argument("--gpus", type=count, help="GPUs of the whole deployment: whole instances "
                    "fill it (aggregated), or every split into whole decode and prefill workers "
                    "is searched (disaggregated); default: one instance's capacity")

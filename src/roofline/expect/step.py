@@ -114,7 +114,8 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
     tensorrt-llm, gpt-fast, ...) where one is fitted. `imbalance` (>= 1): the hottest
     expert-parallel rank's routed tokens over the mean (EPLB's max / mean): the routed-expert
     GEMMs wait for that rank, so their expected time is that much longer (never the bound's:
-    an even routing is possible).
+    an even routing is possible); only where a GEMM is not on the HBM roof (a weight-streaming
+    GEMM reads each resident expert once, whatever its token count).
 
     >>> from roofline.models import analyze, decode
     >>> e = expected_step(analyze("llama-3-8b", "h100", decode(batch=1, context=1024)))
@@ -152,9 +153,13 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
                             graph_kernel="step_kernel_s" if split else "graph_launch_s")
         sources.update(one.sources)
         bound_one = one.bound.t_lower_s
-        # the routed experts' GEMMs wait for the hottest EP rank (typed: a grouped GEMM)
-        hot = imbalance if imbalance != 1.0 and isinstance(row.cost.op, Gemm) and \
+        # the routed experts' GEMMs wait for the hottest EP rank (typed: a grouped GEMM); its
+        # extra tokens cost time where the GEMM runs on the math roof: a weight-streaming one
+        # reads each resident expert once whatever its token count
+        hot: Any = imbalance if imbalance != 1.0 and isinstance(row.cost.op, Gemm) and \
             row.cost.op.grouped else 1.0
+        if hot != 1.0:
+            hot = 1.0 + (hot - 1.0) * (1.0 - on_hbm_roof(one.derated.time_s))
         total = total + lower * ratio(one.t_s, bound_one, 1.0) * hot
         launches = lower * ratio(one.overhead_s, bound_one, 0.0)
         overhead = overhead + launches

@@ -66,6 +66,32 @@ def activation_dtype(weights: str, chip: Chip) -> str:
     return peak if peak in ("fp8", "fp6", "fp4") and peak in chip.peaks else "bf16"
 
 
+# The hottest EP rank's expert work over the mean where attention-DP replicas feed one EP
+# group and no load balancer is stated: each replica routes its own batch, so the routed
+# tokens per rank follow the experts' uneven popularity ("the load of different experts may
+# vary", github.com/deepseek-ai/EPLB README; "the iteration time is dominated by the slowest
+# rank", TensorRT-LLM tech blog 10, ADP Balance Strategy). Fitted on the fit half of
+# benchmarks/validation/check.py's serving and decode rows (DeepSeek-R1 / Kimi-K2 with attention
+# DP: MLPerf v5.1 / v6.0, InferenceX, GPUStack); it holds the replicas' straggling as well.
+UNBALANCED_ADP_EP = 3.5
+
+
+def expert_imbalance(stated: float | None, par: Parallel) -> float:
+    """The expected expert GEMMs' hottest-rank factor: 1 without EP, the stated one (EPLB's
+    max / mean), else UNBALANCED_ADP_EP where attention-DP replicas feed the EP group.
+
+    >>> expert_imbalance(None, Parallel(dp=8, ep=8)), expert_imbalance(1.2, Parallel(dp=8, ep=8))
+    (3.5, 1.2)
+    >>> expert_imbalance(None, Parallel(tp=8, ep=8)), expert_imbalance(2.0, Parallel(tp=8))
+    (1.0, 1.0)
+    """
+    if par.ep <= 1:
+        return 1.0
+    if stated is not None:
+        return stated
+    return UNBALANCED_ADP_EP if par.dp > 1 else 1.0
+
+
 @dataclass(frozen=True)
 class Engine:
     """One instance: a model on tp·pp·dp chips of one kind, with its dtypes and memory."""

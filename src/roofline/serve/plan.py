@@ -20,7 +20,7 @@ from ..models.spec import ModelSpec
 from ..models.step import MemoryBudget
 from ..sweep import configurations, pareto_front
 from .grid import Pools, aggregated, disaggregated, pools, running_grid, splits
-from .iteration import Engine, activation_dtype
+from .iteration import Engine, activation_dtype, expert_imbalance
 from .point import Column, Config, Mask, Scalar, ServePoint
 from .runtime import RUNTIMES, Runtime, check_runs_on, runtime
 from .workload import Workload
@@ -75,8 +75,8 @@ class Space:
     prefill_workers: int | None = None
     decode_workers: int | None = None
     # the hottest EP rank's expert load over the mean (EPLB's max/mean), applied to the
-    # expected time of the expert GEMMs only (Engine.imbalance)
-    eplb: float = 1.0
+    # expected time of the expert GEMMs only (Engine.imbalance); None: iteration.expert_imbalance
+    eplb: float | None = None
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ def _engines(spec: ModelSpec, hardware: Sequence[str], space: Space,
         out.append((Engine(spec, chip, par, prec, mem, expect=expect, framework=framework,
                            max_seqs=rt.max_running if limits else None,
                            chunk=rt.chunk_tokens if rt.engine in RUNTIMES else None,
-                           imbalance=space.eplb if par.ep > 1 else 1.0),
+                           imbalance=expert_imbalance(space.eplb, par)),
                     {**config, "dtype": prec.activations, "memory_fraction": mem.util,
                      "reserve_bytes": mem.reserve_bytes}))
     return out, skipped
@@ -409,7 +409,7 @@ def _prefill_config(config: Config) -> Config:
 
 def _check_deployment(space: Space) -> None:
     """One-line errors for a budget, worker pins or an imbalance that cannot be planned."""
-    if not space.eplb >= 1:
+    if space.eplb is not None and not space.eplb >= 1:
         raise ParameterError("eplb", f": the hottest rank's expert load over the mean is >= 1, "
                              f"got {space.eplb:g}")
     if space.gpus is not None and space.gpus < 1:
