@@ -135,6 +135,28 @@ def test_clients_in_step_queue_behind_each_others_prompts() -> None:
     assert Workload.from_lengths([100, 100], [50, 50]).in_step
 
 
+def test_a_bursts_prompts_leave_the_decode_iterations_by_its_share(monkeypatch) -> None:
+    """Clients in step prefill the burst share of the other clients' prompts before they
+    decode: TPOT = the decode-alone step + (1 - share) x the prompt tokens' extra, so it is
+    linear in the share (at 1 the decode-alone step, the slowest at 0), the rate unchanged."""
+    import roofline.serve.grid as grid
+    from roofline.serve import Load
+
+    space = Space(tp=(1,), chunks=(8192,))
+    w = Workload.from_lengths(1024, 128, in_step=True)
+
+    def point(share: float) -> tuple[float, float]:
+        monkeypatch.setattr(grid, "burst_share", lambda framework: share)
+        c = plan("llama-3.1-8b", ["h100"], w, space=space, load=Load(concurrency=64),
+                 expect=True, engine_limits=False).columns
+        return float(c["tpot_s"][0]), float(c["requests_per_s"][0])
+
+    (none, rate0), (half, rate_half), (whole, rate1) = point(0.0), point(0.5), point(1.0)
+    assert whole < half < none
+    assert half == pytest.approx((none + whole) / 2, rel=1e-9)
+    assert rate0 == pytest.approx(rate_half, rel=1e-12) == pytest.approx(rate1, rel=1e-12)
+
+
 def test_moe_models_search_attention_data_parallelism_by_default() -> None:
     """DeepSeek-V3 on H200: attention DP over the EP group (tp 1, dp 8, ep 8) is searched
     without --dp, and beats TP 8 in tokens/s per chip at large batch, as the MoE serving

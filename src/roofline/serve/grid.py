@@ -231,9 +231,13 @@ def _settle(e: Engine, w: Workload, running: Any, chunk: Any, concurrency: float
         alone = e.step_time(e.iteration(decoding, w, 0))
         full = e.step_time(e.iteration(decoding, w, dp * chunk + 0 * decoding))
         extra = burst_ttft_s(k, Lu, chunk, alone, full) - burst_ttft_s(1, Lu, chunk, alone, full)
-        burst_wait = burst_share(e.framework) * np.maximum(extra, 0.0)  # beyond a lone
-        # prompt's, same model
+        share = burst_share(e.framework)
+        burst_wait = share * np.maximum(extra, 0.0)  # beyond a lone prompt's, same model
         wait = wait + burst_wait
+        # the prompts a burst prefills before its clients decode are that share of the
+        # other clients' prompt tokens: they leave the decode iterations (TPOT) for the
+        # burst (TTFT), the cycle's time (and so the rate) unchanged
+        t_it = alone + (1.0 - share) * np.maximum(t_it - alone, 0.0)
         burst = np.maximum(k, 1.0) + 0 * wait
     return decoding, t_it, prefill_s, load, wait, columns, burst, burst_wait
 
