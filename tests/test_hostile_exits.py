@@ -116,3 +116,39 @@ def test_the_validation_check_names_the_rows_that_beat_their_bound(monkeypatch, 
     monkeypatch.setattr(cases, "scored", lambda: (rows[:1], {}))
     assert check.main([]) == 0
     assert "FAILED" not in capsys.readouterr().out
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="no signal masks here")
+def test_a_signal_landing_as_the_held_ones_are_let_go_leaves_no_temporary_file(tmp_path,
+                                                                              monkeypatch):
+    """The race a loaded machine showed: a signal arriving while the temporary file is made
+    lands as the held signals are let go; its name must already be stored by then, for the
+    atomic write and for the streamed CSV."""
+    import tempfile
+
+    from roofline.csv_stream import CsvStream
+    from roofline.files import write_text
+
+    class Stopped(Exception):
+        pass
+
+    def stop(signum, frame):
+        raise Stopped
+
+    made = tempfile.mkstemp
+
+    def made_then_signalled(*args, **kwargs):
+        fd_name = made(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGTERM)  # held here: delivered as the block ends
+        return fd_name
+
+    old = signal.signal(signal.SIGTERM, stop)
+    monkeypatch.setattr(tempfile, "mkstemp", made_then_signalled)
+    try:
+        with pytest.raises(Stopped):
+            write_text(tmp_path / "out.txt", "new\n")
+        with pytest.raises(Stopped), CsvStream(tmp_path / "out.csv") as out:
+            out.write({"a": [1]})
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    assert os.listdir(tmp_path) == []

@@ -14,7 +14,15 @@ from types import TracebackType
 from typing import Any
 
 from .errors import RooflineError
-from .files import STDOUT, _umask, csv_text, temporary_beside, write_bytes, written_through
+from .files import (
+    STDOUT,
+    _umask,
+    csv_text,
+    signals_held,
+    temporary_beside,
+    write_bytes,
+    written_through,
+)
 
 
 class CsvStream:
@@ -35,8 +43,9 @@ class CsvStream:
         try:
             if self._through:
                 self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
-            else:  # made in __enter__: a signal landing after it still reaches __exit__
-                self._fd, self._tmp = temporary_beside(self._target)
+            else:  # made in __enter__, its name stored with the signals held: a signal
+                with signals_held():  # landing as they are let go still reaches __exit__
+                    self._fd, self._tmp = temporary_beside(self._target)
         except OSError as exc:
             raise RooflineError(f"cannot write {self.path}: {exc.strerror or exc}") from None
 

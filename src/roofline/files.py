@@ -236,12 +236,12 @@ def signals_held() -> Iterator[None]:
 
 
 def temporary_beside(target: Path) -> tuple[int, str]:
-    """A new temporary file beside `target` (its descriptor and name), made with the
-    terminating signals held: the caller's clean-up knows its name before one can land."""
+    """A new temporary file beside `target` (its descriptor and name). Call it inside
+    `signals_held()` and store the name there: a held signal lands as the block ends, so the
+    caller's clean-up must already know the name (stored after the block, it may not)."""
     import tempfile  # on a write only (it imports random, shutil, bz2, lzma)
 
-    with signals_held():
-        return tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    return tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
 
 
 def _replace(target: Path, data: bytes) -> None:
@@ -250,7 +250,8 @@ def _replace(target: Path, data: bytes) -> None:
     mode = target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask()
     fd, tmp = -1, ""
     try:
-        fd, tmp = temporary_beside(target)
+        with signals_held():  # the name is stored before a held signal can land
+            fd, tmp = temporary_beside(target)
         view = memoryview(data)
         while view:  # os.write may write less than asked
             view = view[os.write(fd, view):]
