@@ -495,3 +495,28 @@ def test_moe_prompts_spread_over_every_step_bound_as_in_full_chunks():
         cycle = _chunked_cycle(e, w, running, prompts, cap, even)
         assert alone[0] < even[0]
         assert cycle[0] == pytest.approx(even[0], rel=1e-12)
+
+
+def test_trtllm_expected_batch_reserves_each_requests_whole_length():
+    # GUARANTEED_NO_EVICT admits a request with blocks for prompt + output reserved: 1024 +
+    # 8192 = 9216 tokens (576 whole 16-token blocks), a 50% prefix hit held once (512 fewer)
+    w = Workload.from_lengths(1024, 8192)
+    assert w.kv_tokens_per_sequence(reserve_full=True) == 9216
+    assert Workload.from_lengths(1024, 8192, prefix_hit=0.5).kv_tokens_per_sequence(True) == 8704
+    assert w.kv_tokens_per_sequence() < 9216  # the mean context's
+
+    from roofline.models.step import MemoryBudget
+
+    space = Space(tp=(1,), weight_dtypes=("fp8",), kv_dtypes=("fp8",), chunks=(8192,))
+
+    def most(framework: str | None) -> float:
+        p = plan("llama-3.1-70b", ["b200"], w, space=space, load=Load(concurrency=128),
+                 budget=MemoryBudget(1.0), expect=framework is not None,
+                 framework=framework, engine_limits=False)
+        return float(np.max(p.columns["max_running"]))
+
+    trt, vllm, bound = most("tensorrt-llm"), most("vllm"), most(None)
+    assert vllm == bound  # engines that allocate as sequences grow: the mean context
+    # the same KV bytes over a longer reservation, within one sequence's rounding
+    ratio = w.kv_tokens_per_sequence() / 9216
+    assert trt < vllm and abs(trt - vllm * ratio) <= 1 + ratio

@@ -145,7 +145,13 @@ class Engine:
         shared = w.shared_prefix_tokens * float(kv_bytes_per_token(self.spec, self.par,
                                                                    self.prec))
         budget = MemoryBudget(self.budget.util, self.budget.reserve_bytes + shared)
-        phase = decode(self.par.dp, w.kv_tokens_per_sequence(), w.verify_len)
+        # TensorRT-LLM's default capacity scheduler (GUARANTEED_NO_EVICT) admits a request
+        # only with KV blocks for its prompt plus its maximum output reserved
+        # (https://nvidia.github.io/TensorRT-LLM/performance/performance-tuning-guide/
+        # useful-runtime-flags.html): its expected running batch is that many, not the
+        # mean context's (a bound keeps the mean: an engine may run MAX_UTILIZATION)
+        reserve = self.expect and self.framework == "tensorrt-llm"
+        phase = decode(self.par.dp, w.kv_tokens_per_sequence(reserve), w.verify_len)
         return footprint(self.spec, phase, self.par, self.prec, budget.usable(device))
 
     def max_running(self, w: Workload) -> int:

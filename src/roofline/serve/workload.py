@@ -100,10 +100,13 @@ class Workload:
         """Decode steps per request: the first token comes from the prefill."""
         return (self.output_len - 1) / self.tokens_per_step
 
-    def kv_tokens_per_sequence(self) -> float:
+    def kv_tokens_per_sequence(self, reserve_full: bool = False) -> float:
         """Cached tokens a running sequence holds on average, in whole paged blocks; a shared
-        prefix-cache hit is held once for all (`shared_prefix_tokens`), not per sequence."""
-        own = self.decode_context - self.input_len * self.prefix_hit
+        prefix-cache hit is held once for all (`shared_prefix_tokens`), not per sequence.
+        `reserve_full`: an engine that admits a request only with blocks for its whole prompt
+        and output reserved holds input + output tokens from admission on."""
+        held = self.input_len + self.output_len if reserve_full else self.decode_context
+        own = held - self.input_len * self.prefix_hit
         return float(np.ceil(own / BLOCK_TOKENS) * BLOCK_TOKENS)
 
     @property
