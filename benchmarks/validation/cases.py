@@ -612,8 +612,10 @@ def training_case(row: Row) -> Training:
     else:  # TFLOP/s or MFU: the largest FLOPs per token of the convention (full attention)
         counts = param_counts(spec)
         per_token = 6 * counts.active + 12 * spec.layers * spec.heads * spec.head_dim * seq
+        # an MFU is over the peak its source names (`mfu_peak`: Composer's amp_fp8 MFU is
+        # over the fp8 peak), else bf16's
         achieved = row.value * 1e12 if row.metric == "tflops_per_gpu" else \
-            row.value * chip.peak_flops("bf16")
+            row.value * chip.peak_flops(p.get("mfu_peak", "bf16"))
         measured = achieved / per_token
     return replace(base, ratio=measured / bound, expected_ratio=measured / forecast)
 

@@ -41,6 +41,12 @@ KERNELS: dict[str, dict[str, Efficiency]] = {
         "attention.fa2": Efficiency(0.38, "fitted", _FIT + "FlashAttention-2 forward on H100 "
                                     "(5 fit rows: 29.4% -> 6.4% median error; held-out 6 rows "
                                     "31.8% -> 25.7%); the FA3 paper's 35% of peak"),
+        # FA3 paper Figure 6b (arXiv:2407.08608, H100 SXM5, head dim 128, 16K): FA2's
+        # backward at 322 TFLOP/s, 0.33 of the 989 TFLOP/s dense fp16 peak (FA3's: 561)
+        "attention_bwd.fa2": Efficiency(0.33, "FlashAttention-3 paper (arXiv:"
+                                        "2407.08608) Figure 6b: FlashAttention-2 backward "
+                                        "322 TFLOP/s on H100 SXM5 (head dim 128, seqlen 16K, "
+                                        "non-causal) = 0.33 of the dense fp16 peak"),
         # decode (one query block per head, split KV): the kernel's share of the streaming
         # HBM fraction, fitted where the cache's bytes outweigh the launches (the value that
         # minimises the fit half's median error of the kernel's attention_decode rows)
@@ -89,6 +95,29 @@ KERNELS: dict[str, dict[str, Efficiency]] = {
 # The attention kernel the generic `attention` figure stands for on each architecture (what
 # it was fitted to): `--kernel` may name it too.
 DEFAULT_ATTENTION = {"ampere": "fa2", "hopper": "fa3", "blackwell": "fa4"}
+
+# The attention kernel a training framework runs where it differs from the architecture's
+# default, per architecture (a framework named in none runs the default). llm-foundry's MPT
+# (`attn_impl: flash`) calls the flash-attn package's flash_attn_func, FlashAttention-2
+# (mosaicml/llm-foundry llmfoundry/models/layers/attention.py, flash_attn_fn), which issues
+# no wgmma instructions on Hopper; its `triton` choice is an older Triton kernel, no faster.
+# (torchtitan's PyTorch SDPA picks FlashAttention-2 or cuDNN by PyTorch version: not named)
+FRAMEWORK_ATTENTION: dict[str, dict[str, str]] = {
+    "llm-foundry": {"hopper": "fa2"},
+}
+
+
+def framework_attention(framework: str | None, chip: Chip) -> str | None:
+    """The attention kernel `framework` (a row's or user's string: 'llm-foundry(composer)',
+    'torchtitan') runs on `chip`'s architecture where it is not the default, else None."""
+    if not framework:
+        return None
+    name = framework.strip().lower()
+    arch = architecture(chip)
+    for known, per_arch in FRAMEWORK_ATTENTION.items():
+        if name.startswith(known) and arch in per_arch:
+            return per_arch[arch]
+    return None
 
 
 def architecture(chip: Chip) -> str | None:

@@ -18,13 +18,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..cost import LINKS, Cost
+from ..dtypes import dtype as lookup_dtype
 from ..derivation import Num, any_true, maximum, ratio, unwrap
 from ..hardware import Chip, System, load_chip
 from ..models import ModelAnalysis
 from ..models.schedule import RUN
-from ..opid import Gemm
+from ..opid import Attention, Gemm
 from ..serialize import jsonable
 from .interval import STEP_KINDS, spread
+from .kernels import framework_attention
 from .op import dequant_family, expected_from, figure_lookups, source, utilizations
 from .table import engine, lookup, lookup_framework
 
@@ -139,6 +141,7 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
     times = core.times
     rows = run.parts.rows
     utils = utilizations([row.cost for row in rows], chip)  # per kind of op, in one pass
+    hbm_eff = lookup(figs, "hbm")[1].value
     # a dense model's graph-replayed step (decode, continuous batching): each kernel's fixed
     # cost on its own (step_kernel_s) and, with it, each op streaming off HBM at its HBM
     # figure, outside the framework factor (`streamed`). An MoE step keeps the factor over
@@ -146,9 +149,13 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
     # per-expert kernels are what the factor was fitted to
     split = graphs and a.params_active >= a.params_total
     streamed: Any = 0.0
+    # a training framework's own attention kernel where it is not the architecture's default
+    attention_kernel = framework_attention(framework, chip) if kind == "train" else None
     for row, est, lower, util in zip(rows, core.ests, times.critical_s, utils, strict=True):
         path = path + lower
         one = expected_from(row.cost, chip, looked, est, util, cuda_graphs=graphs,
+                            kernel=attention_kernel if isinstance(row.cost.op, Attention)
+                            else None,
                             dequant=weight_only(row.cost),
                             graph_kernel="step_kernel_s" if split else "graph_launch_s")
         sources.update(one.sources)
@@ -161,6 +168,9 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
         if hot != 1.0:
             hot = 1.0 + (hot - 1.0) * (1.0 - on_hbm_roof(one.derated.time_s))
         total = total + lower * ratio(one.t_s, bound_one, 1.0) * hot
+        if kind == "train" and isinstance(row.cost.op, Gemm):  # its operands cast to fp8
+            total = total + lower * ratio(cast_s(row.cost, a.precision.activations, chip,
+                                                 hbm_eff), bound_one, 0.0)
         launches = lower * ratio(one.overhead_s, bound_one, 0.0)
         overhead = overhead + launches
         if split:
@@ -169,6 +179,8 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
             streamed = streamed + launches + work * on_hbm_roof(one.derated.time_s)
         for resource, eff in one.efficiency.items():
             by_resource.setdefault(resource, []).append((lower, eff))
+    link_floor: Any = 0.0
+    moe = a.params_active < a.params_total
     if any_true(times.not_hidden_s > 0):  # a link busier than the path: at the link's pace
         link = str(times.not_hidden_link)
         if link not in LINKS:  # the link per point: the slower figure
@@ -177,20 +189,28 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
         sources[key] = fig.source
         # the link's whole traffic (path + line) at the link's pace, unless the path at its
         # ops' own pace is longer: charging only the line at the link's pace made a faster
-        # roof (shorter path, longer line) give a slower step
-        total = maximum(total, (path + times.not_hidden_s) / fig.value)
+        # roof (shorter path, longer line) give a slower step. In a dense model's step the
+        # busy link carries bulk weight gathers and gradient reductions (FSDP, DP, TP) at
+        # the link figure's achieved bandwidth: the framework factor below (the share of
+        # time the chip spends on its kernels) does not slow it. An MoE step's busy link
+        # carries the EP dispatch, whose pace rides on the token permutation the MoE factor
+        # was fitted over: it stays under that factor
+        link_floor = (path + times.not_hidden_s) / fig.value
+        if moe:
+            total, link_floor = maximum(total, link_floor), 0.0
     efficiency = {}
     for resource, pairs in by_resource.items():  # weighted by each op's share of the path
         weight = sum(w for w, _ in pairs)
         efficiency[resource] = unwrap(ratio(sum(w * e for w, e in pairs), weight, pairs[0][1]))
     name = engine(framework) if framework else None
-    key, factor = lookup_framework(figs, kind, name, moe=a.params_active < a.params_total)
+    key, factor = lookup_framework(figs, kind, name, moe=moe)
     sources[key] = source(factor)
     efficiency["framework"] = factor.value
     # the framework factor: the share of the step the engine keeps the chip on its kernels.
     # In a dense graph-replayed step it times only what is not `streamed`: tensor-core-bound
     # GEMMs and attention (prefill chunks) and collectives
-    t = maximum(streamed + (total - streamed) / factor.value, a.t_lower_s)  # never below
+    t = maximum(maximum(streamed + (total - streamed) / factor.value, link_floor),
+                a.t_lower_s)  # never below the bound
     return ExpectedStep(a, unwrap(t), unwrap(overhead), efficiency, sources, name)
 
 
@@ -211,3 +231,30 @@ def weight_only(cost: Cost) -> str | None:
     None: not a GEMM, or weights already in the compute dtype's family (fp8 x fp8). The GEMM's
     typed record carries its weights' dtype (the LM head's is the tables')."""
     return dequant_family(cost.op.weight_dtype, cost) if isinstance(cost.op, Gemm) else None
+
+
+# bytes per element a training GEMM's quantization moves for each operand it casts: the
+# bf16 operand read, its 8-bit (or narrower) copy written twice, row-wise for the GEMM that
+# reads it as is and column-wise (transposed) for the one that reads it transposed
+CAST_COPIES = 2
+
+
+def cast_s(cost: Cost, activations: str, chip: Chip, hbm_eff: float) -> Num:
+    """The HBM time a training step spends casting one GEMM's operands to its narrow float
+    compute dtype (fp8, fp6, fp4), forward and backward: 0 for any other GEMM.
+
+    Transformer Engine quantizes a Linear's input X [M, K] in the forward and its output
+    gradient dY [M, N] in the backward, each into a row-wise and a column-wise copy
+    (the wgrad GEMM X^T dY reads both transposed): `cast_transpose` kernels,
+    NVIDIA/TransformerEngine transformer_engine/pytorch/module/linear.py; torchao's float8
+    training casts the same operands (torchao/float8/float8_linear.py). A memory-bound pass
+    the GEMMs' own roofs leave out: at Llama-8B's widths on H100 about a tenth of the fp8
+    GEMM time, so the step gains ~1.3x from fp8, not the 2x of the peaks (llm-foundry's
+    H100 tables: MPT-3B 1.15-1.31x over bf16, scripts/train/benchmarking/README.md)."""
+    op = cost.op
+    narrow = [dt for dt in cost.flops if lookup_dtype(dt).peak in ("fp8", "fp6", "fp4")]
+    if not isinstance(op, Gemm) or not narrow:
+        return 0.0
+    element = lookup_dtype(activations).bits / 8 + CAST_COPIES * lookup_dtype(narrow[0]).bits / 8
+    nbytes = np.asarray(op.groups) * np.asarray(op.m) * (np.asarray(op.k) + np.asarray(op.n))
+    return unwrap(nbytes * element / (chip.bandwidth_Bps("hbm") * hbm_eff))
