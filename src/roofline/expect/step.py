@@ -256,5 +256,8 @@ def cast_s(cost: Cost, activations: str, chip: Chip, hbm_eff: float) -> Num:
     if not isinstance(op, Gemm) or not narrow:
         return 0.0
     element = lookup_dtype(activations).bits / 8 + CAST_COPIES * lookup_dtype(narrow[0]).bits / 8
-    nbytes = np.asarray(op.groups) * np.asarray(op.m) * (np.asarray(op.k) + np.asarray(op.n))
+    # rows of X and dY: a grouped (MoE) GEMM's M already counts every expert's tokens, a
+    # batched one's is per product
+    rows = np.asarray(op.m) * (1.0 if op.grouped else np.asarray(op.groups))
+    nbytes = rows * (np.asarray(op.k) + np.asarray(op.n))
     return unwrap(nbytes * element / (chip.bandwidth_Bps("hbm") * hbm_eff))

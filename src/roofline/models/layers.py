@@ -304,12 +304,15 @@ def _mlp_ops(c: Ctx, moe_layer: bool) -> list[tuple[str, Cost]]:
         ops.append(("ep dispatch all-to-all", _ep_all_to_all(c, dispatch)))
     # one EP rank's share: the slowest rank's floor for any routing, the uniform spread's
     # mean in the expected time (ops.moe)
+    # the experts are weight GEMMs too: a given GEMM compute dtype (fp8 training: Transformer
+    # Engine's GroupedLinear, MaxText's fp8 quantization) runs them at its peak
     up = grouped_matmul(group_tokens, s.hidden, gate * f, m.experts, m.top_k, dtype=act,
-                        weight_dtype=c.prec.experts, ranks=ep)
+                        weight_dtype=c.prec.experts, compute_dtype=c.prec.matmul, ranks=ep)
     ops += [
         *_up_gate(c, "experts", up, group_tokens / ep * m.top_k * f, kind),
         ("experts down", grouped_matmul(group_tokens, f, s.hidden, m.experts, m.top_k,
-                                        dtype=act, weight_dtype=c.prec.experts, ranks=ep)),
+                                        dtype=act, weight_dtype=c.prec.experts,
+                                        compute_dtype=c.prec.matmul, ranks=ep)),
     ]
     if ep > 1:
         ops.append(("ep combine all-to-all", _ep_all_to_all(c, tokens_out * c.act_bytes)))
