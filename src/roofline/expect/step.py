@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..cost import LINKS, Cost
-from ..dtypes import dtype as lookup_dtype
 from ..derivation import Num, any_true, maximum, ratio, unwrap
+from ..dtypes import dtype as lookup_dtype
 from ..hardware import Chip, System, load_chip
 from ..models import ModelAnalysis
 from ..models.schedule import RUN
