@@ -144,7 +144,7 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
     # figure, outside the framework factor (`streamed`). An MoE step keeps the factor over
     # the whole step, with the graph launch: its engines' routing, token permutation and
     # per-expert kernels are what the factor was fitted to
-    split = graphs and a.params_active >= a.params_total
+    split = graph_split(a, graphs)
     streamed: Any = 0.0
     for row, est, lower, util in zip(rows, core.ests, times.critical_s, utils, strict=True):
         path = path + lower
@@ -192,6 +192,26 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
     # GEMMs and attention (prefill chunks) and collectives
     t = maximum(streamed + (total - streamed) / factor.value, a.t_lower_s)  # never below
     return ExpectedStep(a, unwrap(t), unwrap(overhead), efficiency, sources, name)
+
+
+def graph_split(a: ModelAnalysis, cuda_graphs: bool | None = None) -> bool:
+    """Whether `expected_step` times `a` as a dense model's graph-replayed step: each kernel
+    (a collective's too) costs `step_kernel_s` on its own, not a graph launch (decode and
+    continuous-batching steps replay CUDA graphs unless `cuda_graphs` says otherwise)."""
+    graphs = a.phase.kind in ("decode", "mixed") if cuda_graphs is None else cuda_graphs
+    return bool(graphs) and a.params_active >= a.params_total
+
+
+def collective_kernel_s(a: ModelAnalysis, chip: Chip) -> float:
+    """What `expected_step` already charges each collective call of `a` on `chip` beyond a
+    graph launch: step_kernel_s - graph_launch_s in a dense graph-replayed step (the kernel
+    boundary of the custom all-reduce), else 0. A serving engine's per-collective cost
+    (serve.runtime.IterationCost.collective_s, fitted beside a graph launch) is that much
+    smaller there."""
+    if not graph_split(a):
+        return 0.0
+    figs = figure_lookups(chip)
+    return max(figs["step_kernel_s", None][1] - figs["graph_launch_s", None][1], 0.0)
 
 
 def on_hbm_roof(times: Mapping[str, Num]) -> Num:
