@@ -32,7 +32,11 @@ if TYPE_CHECKING:
     from ..measure.calibration import Calibration
 
 
-# the routed experts' GEMMs (models/layers.py _mlp_ops), which wait for the hottest EP rank
+# Engines whose tensor-parallel all-reduce is the library's (NCCL's pick, captured in the
+# CUDA graph), not a custom one-shot / two-shot kernel: gpt-fast's tp.py hooks
+# torch.distributed._functional_collectives.all_reduce on an "nccl" process group
+# (pytorch-labs/gpt-fast tp.py), as torchao's copy of its generate.py does
+NCCL_ONLY = ("gpt-fast",)
 
 
 @dataclass(frozen=True, eq=False)
@@ -146,9 +150,13 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
     # per-expert kernels are what the factor was fitted to
     split = graph_split(a, graphs)
     streamed: Any = 0.0
+    name = engine(framework) if framework else None
+    nccl = name in NCCL_ONLY  # its collectives: the library's pick, in the graph
     for row, est, lower, util in zip(rows, core.ests, times.critical_s, utils, strict=True):
         path = path + lower
-        one = expected_from(row.cost, chip, looked, est, util, cuda_graphs=graphs,
+        library = nccl and graphs and bool(row.cost.link_calls or row.cost.link_steps)
+        one = expected_from(row.cost, chip, looked, est, util,
+                            cuda_graphs=graphs and not library, in_graph=library,
                             dequant=weight_only(row.cost),
                             graph_kernel="step_kernel_s" if split else "graph_launch_s")
         sources.update(one.sources)
@@ -183,7 +191,6 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
     for resource, pairs in by_resource.items():  # weighted by each op's share of the path
         weight = sum(w for w, _ in pairs)
         efficiency[resource] = unwrap(ratio(sum(w * e for w, e in pairs), weight, pairs[0][1]))
-    name = engine(framework) if framework else None
     key, factor = lookup_framework(figs, kind, name, moe=a.params_active < a.params_total)
     sources[key] = source(factor)
     efficiency["framework"] = factor.value
