@@ -71,3 +71,18 @@ def test_an_eager_prefill_pays_the_launch_not_the_step_kernel() -> None:
     assert n == pytest.approx(round(n), abs=1e-6) and n >= 7 * 32
     # and the framework factor over the whole step: its time over the kernels' is 1 / factor
     assert float(step.t_s) > float(step.launch_s) / figs["framework"].value
+
+
+def test_gpt_fast_runs_nccls_all_reduce_in_its_graph() -> None:
+    # gpt-fast's tensor parallelism all-reduces through NCCL (tp.py: funcol.all_reduce), no
+    # custom one-shot kernel: its collectives take the library's pick at a graph-captured
+    # call's cost, never faster than the engines' own kernel
+    a = analyze("mixtral-8x7b", "a100-sxm-80gb", decode(1, 1024), Parallel(tp=8, ep=1))
+    fast = expected_step(a, "a100-sxm-80gb", framework="gpt-fast")
+    assert "collective_call_s.graph" in fast.sources
+    engine = expected_step(a, "a100-sxm-80gb", framework="vllm")
+    assert "collective_call_s.graph" not in engine.sources
+    # at the same factor (MoE: over the whole step) gpt-fast's step is the longer
+    factor = DEFAULTS["framework.decode.gpt-fast"].value / DEFAULTS["framework.decode.vllm"].value
+    assert float(fast.t_s) * factor > float(engine.t_s)
+    assert float(fast.t_s) >= float(a.t_lower_s)

@@ -121,3 +121,28 @@ def test_disaggregated_expected_ttft_queues_the_burst_above_the_bound() -> None:
     assert np.allclose(many["ttft_s"], t_p + many["queue_s"] + many["kv_transfer_s"]
                        + many["handoff_s"] + many["request_s"])
     assert np.all(many["ttft_s_p99"] >= many["ttft_s_p50"])
+
+
+def test_a_dense_graph_step_pays_each_collective_once() -> None:
+    """A dense graph-replayed step charges each collective its kernel boundary
+    (step_kernel_s, 5 us) where an MoE step charges a graph launch (1 us): the engine's
+    per-collective cost (4 us beyond a graph launch) is already inside the dense step's."""
+    from roofline import load_chip
+    from roofline.expect.step import collective_kernel_s
+    from roofline.expect.table import DEFAULTS
+    from roofline.models import prefill
+
+    dense = analyze("llama-3.1-70b", "b200", decode(8, 1024), Parallel(tp=8))
+    moe = analyze("mixtral-8x7b", "b200", decode(8, 1024), Parallel(tp=8))
+    first = analyze("llama-3.1-70b", "b200", prefill(1, 1024), Parallel(tp=8))
+    step_kernel, launch = DEFAULTS["step_kernel_s"].value, DEFAULTS["graph_launch_s"].value
+    assert collective_kernel_s(dense, load_chip("b200")) == pytest.approx(step_kernel - launch)
+    assert collective_kernel_s(moe, load_chip("b200")) == 0.0
+    assert collective_kernel_s(first, load_chip("b200")) == 0.0  # eager: no graph
+    cost = IterationCost(1e-3, 0.0, 4e-6, 1.0, "by hand")
+    # 160 collectives: 4 us each beside a graph launch, none where 4 us are charged already,
+    # 1 us each where 3 us are
+    assert cost.seconds(0.010, 0.002, 8, 160) == pytest.approx(0.011 + 160 * 4e-6)
+    assert cost.seconds(0.010, 0.002, 8, 160, 4e-6) == pytest.approx(0.011)
+    assert cost.seconds(0.010, 0.002, 8, 160, 3e-6) == pytest.approx(0.011 + 160 * 1e-6)
+    assert cost.seconds(0.010, 0.002, 8, 160, 9e-6) == pytest.approx(0.011)  # never below

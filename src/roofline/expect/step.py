@@ -34,7 +34,11 @@ if TYPE_CHECKING:
     from ..measure.calibration import Calibration
 
 
-# the routed experts' GEMMs (models/layers.py _mlp_ops), which wait for the hottest EP rank
+# Engines whose tensor-parallel all-reduce is the library's (NCCL's pick, captured in the
+# CUDA graph), not a custom one-shot / two-shot kernel: gpt-fast's tp.py hooks
+# torch.distributed._functional_collectives.all_reduce on an "nccl" process group
+# (pytorch-labs/gpt-fast tp.py), as torchao's copy of its generate.py does
+NCCL_ONLY = ("gpt-fast",)
 
 
 @dataclass(frozen=True, eq=False)
@@ -147,13 +151,17 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
     # figure, outside the framework factor (`streamed`). An MoE step keeps the factor over
     # the whole step, with the graph launch: its engines' routing, token permutation and
     # per-expert kernels are what the factor was fitted to
-    split = graphs and a.params_active >= a.params_total
+    split = graph_split(a, graphs)
     streamed: Any = 0.0
     # a training framework's own attention kernel where it is not the architecture's default
     attention_kernel = framework_attention(framework, chip) if kind == "train" else None
+    name = engine(framework) if framework else None
+    nccl = name in NCCL_ONLY  # its collectives: the library's pick, in the graph
     for row, est, lower, util in zip(rows, core.ests, times.critical_s, utils, strict=True):
         path = path + lower
-        one = expected_from(row.cost, chip, looked, est, util, cuda_graphs=graphs,
+        library = nccl and graphs and bool(row.cost.link_calls or row.cost.link_steps)
+        one = expected_from(row.cost, chip, looked, est, util,
+                            cuda_graphs=graphs and not library, in_graph=library,
                             kernel=attention_kernel if isinstance(row.cost.op, Attention)
                             else None,
                             dequant=weight_only(row.cost),
@@ -202,7 +210,6 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
     for resource, pairs in by_resource.items():  # weighted by each op's share of the path
         weight = sum(w for w, _ in pairs)
         efficiency[resource] = unwrap(ratio(sum(w * e for w, e in pairs), weight, pairs[0][1]))
-    name = engine(framework) if framework else None
     key, factor = lookup_framework(figs, kind, name, moe=moe)
     sources[key] = source(factor)
     efficiency["framework"] = factor.value
@@ -212,6 +219,26 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
     t = maximum(maximum(streamed + (total - streamed) / factor.value, link_floor),
                 a.t_lower_s)  # never below the bound
     return ExpectedStep(a, unwrap(t), unwrap(overhead), efficiency, sources, name)
+
+
+def graph_split(a: ModelAnalysis, cuda_graphs: bool | None = None) -> bool:
+    """Whether `expected_step` times `a` as a dense model's graph-replayed step: each kernel
+    (a collective's too) costs `step_kernel_s` on its own, not a graph launch (decode and
+    continuous-batching steps replay CUDA graphs unless `cuda_graphs` says otherwise)."""
+    graphs = a.phase.kind in ("decode", "mixed") if cuda_graphs is None else cuda_graphs
+    return bool(graphs) and a.params_active >= a.params_total
+
+
+def collective_kernel_s(a: ModelAnalysis, chip: Chip) -> float:
+    """What `expected_step` already charges each collective call of `a` on `chip` beyond a
+    graph launch: step_kernel_s - graph_launch_s in a dense graph-replayed step (the kernel
+    boundary of the custom all-reduce), else 0. A serving engine's per-collective cost
+    (serve.runtime.IterationCost.collective_s, fitted beside a graph launch) is that much
+    smaller there."""
+    if not graph_split(a):
+        return 0.0
+    figs = figure_lookups(chip)
+    return max(figs["step_kernel_s", None][1] - figs["graph_launch_s", None][1], 0.0)
 
 
 def on_hbm_roof(times: Mapping[str, Num]) -> Num:

@@ -117,11 +117,15 @@ class Engine:
         t = step_time(a, self.expect, self.chip, self.framework, self.imbalance)
         if not self.expect:
             return t
+        from ..expect.step import collective_kernel_s
         from .runtime import iteration_cost
 
         per_rank = np.asarray(a.phase.batch, dtype=float) * self.par.pp / self.par.dp
+        # a dense graph-replayed step already charges each collective its kernel boundary
+        # (step_kernel_s), which holds what the per-collective cost adds to a graph launch
         return iteration_cost(self.framework).seconds(t, a.t_lower_s, per_rank,
-                                                      collective_calls(a))
+                                                      collective_calls(a),
+                                                      collective_kernel_s(a, self.chip))
 
     @property
     def chips(self) -> int:

@@ -175,7 +175,9 @@ class IterationCost:
     the bound's latency and the graph launch it already pays (`collective_s`: a TP8 step of
     160 all-reduces pays it 160 times, a TP1 step never; sglang#2904 measured one-shot
     all-reduces of 4-32 KiB on 8xH100 at 5.7-7.8 us in all, some 4 us above the bound's
-    latency and a graph launch). With these charged apart, the kernels run at
+    latency and a graph launch; a dense step charging each kernel its boundary,
+    expect.step's step_kernel_s of 5 us, already holds those 4 us: `seconds`' charged_s).
+    With these charged apart, the kernels run at
     `kernel_scale` of the time the engine's decode factor gives them (that factor, fitted
     on whole steps, had absorbed them)."""
 
@@ -185,12 +187,16 @@ class IterationCost:
     kernel_scale: float
     source: str
 
-    def seconds(self, kernels_s: Any, bound_s: Any, sequences: Any, collectives: Any) -> Any:
+    def seconds(self, kernels_s: Any, bound_s: Any, sequences: Any, collectives: Any,
+                charged_s: float = 0.0) -> Any:
         """The iteration: its kernels' expected time rescaled (never below the bound), the
-        host's time for `sequences` per scheduler and each of `collectives` calls."""
+        host's time for `sequences` per scheduler and each of `collectives` calls, less the
+        `charged_s` per call the kernels' time already holds beyond a graph launch (a dense
+        step's kernel boundary, expect.step.collective_kernel_s): never below 0."""
         kernels = np.maximum(np.asarray(kernels_s) * self.kernel_scale, bound_s)
+        per_call = max(self.collective_s - charged_s, 0.0)
         return kernels + self.host_s + self.sequence_s * np.asarray(sequences) + \
-            self.collective_s * np.asarray(collectives)
+            per_call * np.asarray(collectives)
 
 
 _ITER = ("fitted to the fit half of benchmarks/validation/silicon.py (NVIDIA's silicon_sample "
