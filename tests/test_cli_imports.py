@@ -146,3 +146,19 @@ def test_every_alias_finds_the_chip_the_whole_catalog_names():
     for alias, chip_id in table.items():
         assert catalog._by_alias(alias).id == chip_id
     assert catalog._by_alias("h100-sxm-typo") is None  # the full catalog names the error
+
+
+def test_only_the_processs_own_command_line_freezes_the_collector():
+    """main() on sys.argv (the `roofline` command) moves what is loaded to the collector's
+    permanent generation (gc.freeze); a caller passing argv keeps its collector as it was."""
+    code = ("import gc, sys\n"
+            "from roofline.cli import main\n"
+            "main(['hw', 'list'])\n"
+            "given = gc.get_freeze_count()\n"
+            "sys.argv = ['roofline', 'hw', 'list']\n"
+            "main()\n"
+            "sys.stderr.write(f'FROZEN {given} {gc.get_freeze_count()}')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    given, own = map(int, proc.stderr.split("FROZEN ")[1].split())
+    assert given == 0 and own > 10_000

@@ -8,10 +8,10 @@ import json
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .errors import RooflineError
+from .records import record
 from .units import parse_bytes, parse_count, parse_duration
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ def duration_arg(flag: str) -> Callable[[str], float]:
     return typed(parse_duration, flag)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Range:
     """An option's documented floor and ceiling (`above`: the floor itself excluded)."""
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -24,6 +23,7 @@ from .derivation import Num, Sym, Term, add_all
 from .errors import RooflineError, brief
 from .lazy import cached_property
 from .opid import OpId, summed
+from .records import record
 
 MEMORY_LEVELS = ("hbm", "l2", "sram")  # outermost first; `hbm` is the chip's main memory
 LINKS = ("scale-up", "scale-out")
@@ -65,7 +65,7 @@ def _scale(a: Mapping[str, Num], factor: Num) -> dict[str, Num]:
     return {key: value * factor for key, value in a.items()}
 
 
-@dataclass(frozen=True, eq=False, init=False)
+@record(frozen=True, eq=False, init=False)
 class Cost:
     """FLOPs per compute dtype; bytes per memory level; per-direction bytes and steps per link.
 

@@ -16,10 +16,11 @@ import math
 import operator
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 import numpy as np
+
+from .records import record
 
 if TYPE_CHECKING:
     from .cost import Cost
@@ -412,7 +413,7 @@ def _lift(x: Operand) -> Expr:
     return x if isinstance(x, Expr) else Const(float(x))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Term:
     """One named step of an op's derivation (rendered only when asked for).
 

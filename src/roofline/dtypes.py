@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from .errors import RooflineError, unknown
 from .lazy import cached_property
+from .records import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DType:
     """A number format: its storage bits per element and the peak it computes at."""
 

@@ -22,7 +22,7 @@ Everything broadcasts: array-valued Costs give array-valued Estimates.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import Any
 
@@ -32,6 +32,7 @@ from .cost import Cost
 from .derivation import Num, add_all, all_one_point, one_point, unwrap, where
 from .hardware import Chip, System, load_chip
 from .lazy import cached_property
+from .records import record
 from .serialize import jsonable
 from .units import format_time
 
@@ -50,7 +51,7 @@ OP_TIMES = {
 
 
 
-@dataclass(frozen=True, eq=False, init=False)
+@record(frozen=True, eq=False, init=False)
 class Estimate:
     """A roofline bound for one Cost on one Chip. Times in seconds; a bound, not a forecast.
 

@@ -11,9 +11,10 @@ Cost (`sum(costs, Cost())`) keeps the other's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
+
+from .records import record
 
 
 class OpKind(StrEnum):
@@ -25,7 +26,7 @@ class OpKind(StrEnum):
     OPTIMIZER = "optimizer"  # a parameter update
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Gemm:
     """One product X[M,K] x W[K,N] (`groups`: products in one call, e.g. a batched matmul's
     batch; a grouped MoE GEMM's M is the routed tokens over all its experts)."""
@@ -40,7 +41,7 @@ class Gemm:
     kind = OpKind.GEMM
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Attention:
     """One attention call over `batch` sequences of `heads` query heads: `q_len` new queries
     against `kv_len` keys. `passes`: "forward", "backward" or "forward + backward"; `impl`:
@@ -64,7 +65,7 @@ class Attention:
         return self.passes != "forward"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class LinearAttention:
     """A chunked linear-attention mixer (`mixer`: gated_deltanet, mamba2, ...)."""
 
@@ -78,7 +79,7 @@ class LinearAttention:
     kind = OpKind.LINEAR_ATTENTION
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Plain:
     """A kernel the forecast times by its roofs alone: elementwise, embedding, optimizer."""
 

@@ -10,6 +10,7 @@ must never pull in matplotlib, torch, jax or pandas at start-up.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import signal
 import sys
@@ -120,6 +121,12 @@ def _flag_given(value: str, name: str, given: Sequence[str]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command: its exit status (a signal: 128 + its number, one line)."""
+    if argv is None:  # the process's own command line: it ends when the command does
+        # What is loaded by now (numpy, the core) lives until then: the garbage collector's
+        # full passes, which later imports trigger, skip it from here (`roofline model`:
+        # 698M -> 669M instructions, docs/speed.md); a caller passing argv keeps its
+        # collector as it was
+        gc.freeze()
     with signals_raise():
         try:
             return _main(argv)

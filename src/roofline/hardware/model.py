@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import field, fields, replace
 from typing import Any
 
 from ..cost import LINKS, MEMORY_LEVELS
@@ -13,9 +13,10 @@ from ..dtypes import dtype as lookup_dtype
 from ..dtypes import dtype_names
 from ..errors import ParameterError, RooflineError
 from ..lazy import cached_property
+from ..records import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Peak:
     """Dense (no 2:4 sparsity) peak throughput for one compute dtype."""
 
@@ -25,7 +26,7 @@ class Peak:
     estimated: bool = False
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class MemoryLevel:
     """One level of the memory hierarchy (hbm = main memory, l2, sram = on-chip scratchpad)."""
 
@@ -42,7 +43,7 @@ class MemoryLevel:
     warm_capacity_bytes: float | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Link:
     """A chip-to-chip link; bandwidth is per direction, latency is alpha per message step."""
 
@@ -99,7 +100,7 @@ EFFICIENCY_KINDS = {
 }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Efficiency:
     """One figure of the expected-time model: a fraction of a roof (or, for `_s` kinds, an
     overhead in seconds), with its source; `fitted` names the rows it was fitted to."""
@@ -109,7 +110,7 @@ class Efficiency:
     fitted: str = ""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Chip:
     """One accelerator SKU (or an empirical, measured machine)."""
 

@@ -6,17 +6,17 @@ Costs stay per chip; the System says where a group of ranks sits: inside one sca
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
 
 from ..errors import RooflineError
+from ..records import record
 from .catalog import load_chip
 from .model import Chip
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class System:
     """Chips joined into scale-up domains (a domain's chips share its scale-up link)."""
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, field, fields
 from functools import partial
 from typing import Any
 
@@ -27,6 +27,7 @@ from ..derivation import Num, floats, in_shape, one_point, ratio, scaled_sum, un
 from ..errors import RooflineError
 from ..hardware import Chip, System
 from ..lazy import cached_property
+from ..records import record
 from ..serialize import jsonable
 from ..solve import decode_critical_batch
 from ..units import format_si, format_time
@@ -59,7 +60,7 @@ STEP_TIMES = {
 }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class StepOp:
     """One op of the step on one chip, all its occurrences (pipeline slots included).
     Numbers are arrays when the phase's sizes are."""
@@ -79,7 +80,7 @@ class StepOp:
     cost: Cost = field(default_factory=Cost, repr=False)  # ONE occurrence (its derivation)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class StepLayer:
     """One kind of layer: per-layer figures, and its share of the step."""
 
@@ -94,7 +95,7 @@ class StepLayer:
     share: Num  # all layers of this kind, of the step's t_lower
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ModelAnalysis:
     """One step of a model on one chip (per-chip figures; arrays when the phase's sizes are).
 
@@ -370,7 +371,7 @@ def _summarise(spec: ModelSpec, chip: Chip, phase: Phase, par: Parallel, prec: P
     )
 
 
-@dataclass(eq=False)  # a step record: not frozen (roofline.models)
+@record(eq=False)  # a step record: not frozen (roofline.models)
 class StepParts:
     """A step's op rows and their times (models/summary.py), kept for its tables."""
 

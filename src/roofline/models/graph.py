@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -42,6 +42,7 @@ from ..hardware import Chip, System, make_system
 from ..opid import OpKind, Plain
 from ..ops.collectives import collective
 from ..ops.elementwise import KINDS
+from ..records import record
 from .layers import (
     BACKWARD,
     LAYER_STREAMS,
@@ -64,7 +65,7 @@ from .step import (
 )
 
 
-@dataclass(frozen=True, init=False)
+@record(frozen=True, init=False)
 class OpCost:
     """One row of a step: an op's per-chip Cost and how often it runs."""
 

@@ -6,7 +6,7 @@ the TP / CP / EP collectives between them, and the embedding, final norm and LM 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from ..cost import Cost
@@ -18,6 +18,7 @@ from ..ops.elementwise import elementwise
 from ..ops.embedding import embedding_lookup
 from ..ops.linear_attention import linear_attention
 from ..ops.matmul import matmul
+from ..records import record
 from .spec import ModelSpec
 from .step import Parallel, Phase, Placement, Precision, kv_bytes_per_token_per_layer
 
@@ -45,7 +46,7 @@ TP_REPLICATED = frozenset({*SPLIT_NORMS, "router", "q down projection", "kv down
                            FINAL_NORM})
 
 
-@dataclass(eq=False)  # a step record: not frozen (roofline.models)
+@record(eq=False)  # a step record: not frozen (roofline.models)
 class Ctx:
     """Everything a layer needs, computed once."""
 

@@ -23,7 +23,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cache
 from typing import Any, NamedTuple
 
@@ -33,6 +33,7 @@ from ..derivation import Num, add_all, floats, in_shape, unwrap
 from ..dtypes import dtype as lookup_dtype
 from ..lazy import cached_property
 from ..ops.linear_attention import recurrent_state_bytes
+from ..records import record
 from .params import param_counts
 from .spec import ModelSpec
 from .step import Parallel, Phase, Precision, kv_bytes_per_token_per_layer
@@ -160,7 +161,7 @@ def state_bytes_per_sequence(spec: ModelSpec, par: Parallel, prec: Precision) ->
     return float(layers / par.pp * per_layer)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class MemoryFootprint:
     """Bytes per chip; fields are arrays when the phase's sizes are (broadcastable to the
     phase's shape; `total_bytes`, `fits` and `to_dict` in it)."""
@@ -300,7 +301,7 @@ def chip_share(spec: ModelSpec, par: Parallel, prec: Precision) -> ChipShare:
                      state_bytes_per_sequence(spec, par, prec))
 
 
-@dataclass(eq=False)  # a step record: not frozen (roofline.models)
+@record(eq=False)  # a step record: not frozen (roofline.models)
 class Sizing:
     """One step's per-sequence memory on one chip: the KV cache, recurrent state and
     activations that grow with the batch (and the context)."""

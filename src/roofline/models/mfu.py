@@ -21,10 +21,10 @@ the inputs are inconsistent (3.5e18 FLOP in 7 s on 512 chips of 989 TFLOP/s is
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from ..errors import ParameterError, RooflineError
 from ..hardware import Chip, load_chip
+from ..records import record
 from .catalog import load_model
 from .params import param_counts
 from .spec import ModelSpec
@@ -32,7 +32,7 @@ from .spec import ModelSpec
 PLAUSIBLE_MFU = 0.75
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class MFUResult:
     model_flops: float  # per step, all chips
     hardware_flops: float

@@ -7,13 +7,13 @@ published 671B is the main model).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 
+from ..records import record
 from .spec import ModelSpec
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LayerParams:
     """One layer's parameters by part (attention, dense MLP, routed experts)."""
 
@@ -33,7 +33,7 @@ class LayerParams:
         return self.attention + self.mlp_dense + self.expert_active + self.router + self.norms
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ParamCount:
     """A model's parameters: total, active per token, and by part."""
 

@@ -35,13 +35,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 from ..cost import LINKS
 from ..derivation import Num, add_all, any_true, maximum, times_n, where
 from ..errors import ParameterError, RooflineError
 from ..evaluate import LATENCY, Estimate
+from ..records import record
 from .step import Parallel
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero-bubble")
@@ -50,7 +50,7 @@ SERIAL_UNLESS_FLAGGED = {"tp": "tp_overlap", "ep": "ep_overlap"}
 HIDDEN = ("dp", "fsdp", "pp", "cp")  # collectives the standard schedules overlap
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Schedule:
     """What overlaps with what in a step."""
 
@@ -190,7 +190,7 @@ class Op(Protocol):
     def per_step(self) -> bool: ...
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Row:
     """An op row with only what the schedule reads (an Op)."""
 
@@ -199,7 +199,7 @@ class Row:
     per_step: bool
 
 
-@dataclass(eq=False)  # a step record: not frozen (roofline.models)
+@record(eq=False)  # a step record: not frozen (roofline.models)
 class StepTimes:
     """A step's lower bound and what each row adds to its critical path."""
 

@@ -3,12 +3,13 @@ that set FLOPs and bytes. `models.hf_config` reads it from a Hugging Face config
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 
 from ..lazy import cached_property
+from ..records import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class MoE:
     """Routed experts (plus always-on shared experts) replacing the dense MLP in some layers."""
 
@@ -26,7 +27,7 @@ class MoE:
     topk_groups: int = 1
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class MLA:
     """DeepSeek multi-head latent attention: low-rank K/V (and optionally Q) projections."""
 
@@ -37,7 +38,7 @@ class MLA:
     q_lora_rank: int | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LinearAttention:
     """Linear-attention / state-space mixers (ops.linear_attention) in place of attention in
     some layers: a fixed-size recurrent state per sequence instead of a KV cache."""
@@ -54,7 +55,7 @@ class LinearAttention:
         return 2 * self.key_heads * self.key_dim + self.heads * self.value_dim
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ModelSpec:
     """A transformer's shape, read from its config.json (parse_config)."""
 

@@ -5,7 +5,7 @@ the KV cache bytes one token adds to one layer on one chip."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import cache
 from typing import Any
 
@@ -18,6 +18,7 @@ from ..errors import ParameterError
 from ..hardware import Chip, System
 from ..ops.attention import kv_cache_bytes
 from ..ops.collectives import collective
+from ..records import record
 from .spec import ModelSpec
 
 PHASES = ("prefill", "decode", "train")
@@ -33,7 +34,7 @@ def _real(x: Any) -> bool:
     return not isinstance(x, bool) and isinstance(x, (int, float, np.integer, np.floating))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Phase:
     """One step. The sizes may be numpy arrays: a whole batch x context grid is one analysis."""
 
@@ -105,7 +106,7 @@ def train(batch: Any, seq_len: Any, recompute: bool = False) -> Phase:
     return Phase("train", batch, seq_len, seq_len, recompute)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Parallel:
     """How a step is split across chips: tensor, pipeline, data, expert and context
     parallel degrees, micro-batches and ZeRO / FSDP sharding."""
@@ -151,7 +152,7 @@ class Parallel:
         return 3 if self.fsdp else self.zero
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Precision:
     """The dtypes a step uses: weights, activations, KV cache, gradients, GEMM compute."""
 
@@ -231,7 +232,7 @@ def model_precision(spec: ModelSpec, weights: str | None = None, activations: st
                      weights_from=why)
 
 
-@dataclass(eq=False)  # a step record: not frozen (roofline.models)
+@record(eq=False)  # a step record: not frozen (roofline.models)
 class Placement:
     """Which link each parallel group sits on, for a given chip's scale-up domain."""
 
@@ -314,7 +315,7 @@ def kv_bytes_per_token_per_layer(spec: ModelSpec, par: Parallel, prec: Precision
                                 kv_dtype=prec.kv))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class MemoryBudget:
     """How much of the device's memory a deployment may use: a fraction of what the device
     exposes (as vLLM's gpu_memory_utilization) minus a reserve for the runtime and workspace

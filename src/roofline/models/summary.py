@@ -9,7 +9,6 @@ never reads. Same numbers as `analyze` to the last bit: the same code computes t
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,6 +20,7 @@ from ..hardware import Chip, System, load_chip
 from ..lazy import cached_property
 from ..opid import Gemm
 from ..ops.attention import flash_tiling
+from ..records import record
 from ..solve import decode_critical_batch
 from .catalog import load_model
 from .graph import OpCost, build, gemm_dtype
@@ -70,7 +70,7 @@ def occurrences(row: OpCost, slots: float) -> float:
     return row.count * (1 if row.per_step else slots)
 
 
-@dataclass(eq=False)  # a step record: not frozen (roofline.models)
+@record(eq=False)  # a step record: not frozen (roofline.models)
 class StepCore:
     """A step's times from its op rows; the floor on demand (`t_floor_s`)."""
 
@@ -181,7 +181,7 @@ def dominant_index(times: dict[str, Any]) -> tuple[tuple[str, ...], Any]:
     return tuple(times), index
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class StepSummary:
     """What a sweep keeps per point: `analyze`'s numbers of the same names."""
 

@@ -12,8 +12,6 @@ we count the single-pass (fused-row) lower bound. Norm weights (one vector) are 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..cost import Cost
@@ -22,10 +20,11 @@ from ..dtypes import DType
 from ..dtypes import dtype as lookup_dtype
 from ..errors import unknown
 from ..opid import OpKind, Plain
+from ..records import record
 from ._common import size
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ElementwiseKind:
     """An elementwise op's operations per element, inputs and transcendentals."""
 

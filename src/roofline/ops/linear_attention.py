@@ -29,7 +29,6 @@ batching does not share them (each sequence has its own state), as with a KV cac
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,10 +39,11 @@ from ..dtypes import DType
 from ..dtypes import dtype as lookup_dtype
 from ..errors import RooflineError, unknown
 from ..opid import LinearAttention
+from ..records import record
 from ._common import size
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class MixerKind:
     """A linear-attention mixer's state and intra-chunk products per token."""
 

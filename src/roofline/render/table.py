@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
 
+from ..records import record
 from ..units import format_bytes, format_si, format_time
 
 
@@ -20,7 +21,7 @@ def _plain(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Column:
     """One column: `key` names the raw value (CSV header, with its unit: `t_lower_s`),
     `header` is what people read, `fmt` turns a raw value into a cell."""
@@ -35,7 +36,7 @@ class Column:
         return self.header or self.key
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Table:
     """Columns and rows, rendered as text, Markdown, CSV or HTML."""
 
