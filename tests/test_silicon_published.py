@@ -116,3 +116,21 @@ def test_a_run_faster_than_its_ops_in_sequence_holds_the_step_floor():
     assert float(e.step_time(step)[0]) == float(step.t_floor_s[0])
     r = silicon.evaluate(c)
     assert r.beats <= 1 and OVERLAPPED not in silicon.BEATEN
+
+
+def test_the_burst_share_a_row_implies():
+    """silicon_report.implied_share: (measured - the expected TTFT without its wait) over the
+    whole burst queue (the expected wait over the engine's share). A vLLM row (share 0.1)
+    expected at 300 ms with a 50 ms wait, measured 350 ms: (350 - 250) / (50 / 0.1) = 0.2;
+    measured at the expected time it implies the engine's own share; no wait: nan."""
+    import dataclasses
+    import math
+
+    import silicon_report
+
+    case = dataclasses.replace(BY_ID[REMAPPED], engine="vllm", ttft_ms=350.0)
+    r = silicon.Result(case, 1.0, 1.0, 1.0, 1.0, 300.0, 1.0, exp_queue_ms=50.0)
+    assert silicon_report.implied_share(r) == pytest.approx(0.2)
+    at = dataclasses.replace(r, case=dataclasses.replace(case, ttft_ms=300.0))
+    assert silicon_report.implied_share(at) == pytest.approx(0.1)
+    assert math.isnan(silicon_report.implied_share(dataclasses.replace(r, exp_queue_ms=0.0)))

@@ -54,6 +54,7 @@ class Result:
     exp_tpot_ms: float
     exp_ttft_ms: float
     measured_tokens_per_s: float
+    exp_queue_ms: float = 0.0  # the expected TTFT's wait (a slot, the burst's queue share)
 
     @property
     def beats(self) -> float:
@@ -169,7 +170,8 @@ def evaluate(c: Case) -> Result:
     i = int(np.argmax(eo)) if eo.any() else 0
     return Result(c, 1e3 * tpot, 1e3 * prefill, tokens,
                   1e3 * float(np.asarray(e["tpot_s"])[i]),
-                  1e3 * float(np.asarray(e["ttft_s"])[i]), _measured_tps(c))
+                  1e3 * float(np.asarray(e["ttft_s"])[i]), _measured_tps(c),
+                  1e3 * float(np.asarray(e["queue_s"])[i]))
 
 
 def _measured_tps(c: Case) -> float:

@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from check import held_out
-from silicon import Result, med
+from silicon import Result, decoding, med
 
 
 def bound_section(res: list[Result], skipped: dict[str, int], limit: float = 1.0) -> str:
@@ -72,7 +72,47 @@ def diagnoses(res: list[Result]) -> str:
         by(res, lambda r: f"{moe(r)} {'disagg' if r.case.disagg else 'agg'}", "kind"),
         "### engine x system",
         by(res, lambda r: f"{r.case.engine} {r.case.system}", "engine, system"),
+        "### the burst's queue and the per-request time, per engine and model (aggregated)",
+        burst_table(res),
     ])
+
+
+def implied_share(r: Result) -> float:
+    """The share of the in-step burst's queue (serve.burst) the row's measured TTFT implies:
+    (measured - the expected TTFT without its wait) / the whole burst's queue (the expected
+    wait over the engine's share); nan where the forecast has no burst wait."""
+    from roofline.serve.burst import burst_share
+
+    share = burst_share(r.case.engine)
+    if not (r.exp_queue_ms > 0 and share > 0):
+        return math.nan
+    return (r.case.ttft_ms - (r.exp_ttft_ms - r.exp_queue_ms)) / (r.exp_queue_ms / share)
+
+
+def burst_table(res: list[Result]) -> str:
+    """Per engine and model, on the fit half's aggregated rows: the burst-queue share the
+    rows imply (median `implied_share` over those of >= 16 clients per attention-DP rank
+    that were not waiting for a running slot: Little's-law decoding >= 85% of the clients)
+    beside the engine's fitted share, and measured - expected TTFT at <= 8 clients (the
+    per-request time the fitted request_s / first_token_steps stand for). Fitted per
+    engine, these figures are compromises where an engine's models disagree."""
+    from roofline.serve.burst import burst_share
+
+    groups: dict[tuple[str, str], list[Result]] = defaultdict(list)
+    for r in res:
+        if not (r.case.disagg or held_out(r.case.id)):
+            groups[(r.case.engine, r.case.model)].append(r)
+    lines = ["| engine, model | fit rows | implied share (rows) | engine's share | "
+             "measured - expected TTFT, <= 8 clients (rows) |", "|---|---:|---:|---:|---:|"]
+    for (eng, model), rs in sorted(groups.items()):
+        steady = [implied_share(r) for r in rs if _rank_clients(r) >= 16
+                  and decoding(r.case) >= 0.85 * r.case.clients]
+        few = [r.case.ttft_ms - r.exp_ttft_ms for r in rs if r.case.clients <= 8]
+        lines.append(f"| {eng} {model} | {len(rs)} | "
+                     f"{med(steady):.2f} ({sum(map(math.isfinite, steady))}) | "
+                     f"{burst_share(eng):.2f} | "
+                     f"{f'{med(few):+.0f} ms' if few else '-'} ({len(few)}) |")
+    return "\n".join(lines)
 
 
 # --- prototyped corrections (fit half only) ------------------------------------------------

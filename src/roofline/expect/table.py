@@ -177,7 +177,13 @@ DEFAULTS: dict[str, Efficiency] = {
     #   (SchedulerConfig.max_num_partial_prefills 1, the chunk budget 8192) and TensorRT-LLM's
     #   in-flight batching puts context requests in every iteration's max_num_tokens: the
     #   burst drains beside decoding (0.1); SGLang runs prefill batches on their own, decode
-    #   paused (enable_mixed_chunk off by default), and its clients stay closer in step (0.8)
+    #   paused (enable_mixed_chunk off by default), and its clients stay closer in step (0.8).
+    #   0.1 is also one round in ten: NVIDIA's serving benchmark (ai-dynamo/dynamo
+    #   benchmarks/llm/perf.sh) runs aiperf with --request-count 10 x --concurrency after a
+    #   warmup, so the measured clients start together once in ten rounds. Per model the fit
+    #   half disagrees (silicon.py's burst table): DeepSeek rows imply more (SGLang 1.2-1.9,
+    #   TensorRT-LLM 0.35-0.45), the other models 0-0.2 under vLLM / TensorRT-LLM (Qwen3-235B
+    #   0.3 under vLLM) and 0.2-0.6 under SGLang: SGLang's 0.8 is set by its DeepSeek rows
     # - first_token_steps: iterations of the running batch a request's first token waits
     #   beyond its prefill: admission at the next iteration, the overlap scheduler returning
     #   an iteration's tokens one iteration late (SGLang, TensorRT-LLM's PyTorch executor),
