@@ -1,6 +1,7 @@
 """A dense graph-replayed step (decode, continuous batching): each kernel's fixed cost on its
 own (step_kernel_s), the ops streaming off HBM at their HBM figure outside the engine's
-factor, the factor over the rest; an MoE step keeps the factor over the whole step."""
+factor, the factor over the rest (an engine's own figure over its tensor-core-bound share,
+framework.compute.<engine>); an MoE step keeps the factor over the whole step."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 from roofline.expect import expected_step
-from roofline.expect.step import on_hbm_roof
+from roofline.expect.step import on_hbm_roof, on_link_roof
 from roofline.expect.table import DEFAULTS, figures
 from roofline.hardware import load_chip
 from roofline.models import Parallel, analyze, decode, prefill
@@ -21,6 +22,39 @@ def test_on_hbm_roof_by_hand() -> None:
     assert on_hbm_roof({"compute": 1e-6}) == 0.0  # no HBM traffic
     swept = on_hbm_roof({"hbm": np.array([1.0, 3.0]), "compute": np.array([2.0, 2.0])})
     assert np.array_equal(swept, [0.0, 1.0])
+
+
+def test_on_link_roof_by_hand() -> None:
+    assert on_link_roof({"scale-up": 2e-6, "hbm": 1e-6}) == 1.0
+    assert on_link_roof({"latency": 3e-6, "scale-up": 1e-6, "hbm": 2e-6}) == 1.0
+    assert on_link_roof({"scale-out": 1e-6, "compute": 2e-6}) == 0.0
+    assert on_link_roof({"compute": 1e-6, "hbm": 2e-6}) == 0.0  # no link
+    swept = on_link_roof({"scale-up": np.array([1.0, 3.0]), "hbm": np.array([2.0, 2.0])})
+    assert np.array_equal(swept, [0.0, 1.0])
+
+
+def test_tensorrt_llm_compute_bound_share_takes_its_own_figure() -> None:
+    # one H100, batch 1024 at context 128: the bf16 GEMMs (M = 1024 over a ridge of ~300 FLOP/B) are
+    # tensor-core-bound, no collectives. Each engine's step is the same streamed part S plus
+    # the same compute-bound work C over its figure: vLLM's and SGLang's decode factors,
+    # TensorRT-LLM's framework.compute figure (not its decode factor)
+    a = analyze("llama-3-8b", "h100", decode(1024, 128), Parallel())
+    figs = figures(load_chip("h100"))
+    f = {"vllm": figs["framework.decode.vllm"].value,
+         "sglang": figs["framework.decode.sglang"].value,
+         "tensorrt-llm": figs["framework.compute.tensorrt-llm"].value}
+    assert f["tensorrt-llm"] != figs["framework.decode.tensorrt-llm"].value
+    t = {fw: float(expected_step(a, "h100", framework=fw).t_s) for fw in f}
+    work = (t["vllm"] - t["tensorrt-llm"]) / (1 / f["vllm"] - 1 / f["tensorrt-llm"])
+    streamed = t["vllm"] - work / f["vllm"]
+    assert work > 0.5 * float(a.t_lower_s) and streamed > 0  # mostly tensor-core-bound
+    assert t["sglang"] == pytest.approx(streamed + work / f["sglang"], rel=1e-9)
+    assert "framework.compute.tensorrt-llm" in expected_step(a, "h100",
+                                                             framework="tensorrt-llm").sources
+    # an MoE step (no split) never takes it
+    moe = analyze("mixtral-8x7b", "h100", decode(1024, 1024), Parallel())
+    assert "framework.compute.tensorrt-llm" not in expected_step(
+        moe, "h100", framework="tensorrt-llm").sources
 
 
 def test_dense_batch_1_decode_is_outside_the_engine_factor() -> None:

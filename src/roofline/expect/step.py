@@ -157,6 +157,7 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
     attention_kernel = framework_attention(framework, chip) if kind == "train" else None
     name = engine(framework) if framework else None
     nccl = name in NCCL_ONLY  # its collectives: the library's pick, in the graph
+    computed: Any = 0.0  # of it, the ops on neither HBM nor a link: tensor-core-bound work
     for row, est, lower, util in zip(rows, core.ests, times.critical_s, utils, strict=True):
         path = path + lower
         library = nccl and graphs and bool(row.cost.link_calls or row.cost.link_steps)
@@ -184,7 +185,10 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
         if split:
             work = lower * ratio(np.asarray(one.t_s) - np.asarray(one.overhead_s), bound_one,
                                  0.0)
-            streamed = streamed + launches + work * on_hbm_roof(one.derated.time_s)
+            on_hbm = on_hbm_roof(one.derated.time_s)
+            streamed = streamed + launches + work * on_hbm
+            computed = computed + work * (1.0 - on_hbm) * (1.0 - on_link_roof(
+                one.derated.time_s))
         for resource, eff in one.efficiency.items():
             by_resource.setdefault(resource, []).append((lower, eff))
     link_floor: Any = 0.0
@@ -215,8 +219,16 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
     efficiency["framework"] = factor.value
     # the framework factor: the share of the step the engine keeps the chip on its kernels.
     # In a dense graph-replayed step it times only what is not `streamed`: tensor-core-bound
-    # GEMMs and attention (prefill chunks) and collectives
-    t = maximum(maximum(streamed + (total - streamed) / factor.value, link_floor),
+    # GEMMs and attention (prefill chunks) and collectives; where the engine has its own
+    # figure for the tensor-core-bound share (framework.compute.<engine>), that share takes
+    # it, its collectives keep the decode factor
+    compute = factor
+    if split and f"framework.compute.{name}" in figs:
+        compute = figs[f"framework.compute.{name}"]
+        sources[f"framework.compute.{name}"] = source(compute)
+        efficiency["framework_compute"] = compute.value
+    t = maximum(maximum(streamed + computed / compute.value
+                        + (total - streamed - computed) / factor.value, link_floor),
                 a.t_lower_s)  # never below the bound
     return ExpectedStep(a, unwrap(t), unwrap(overhead), efficiency, sources, name)
 
@@ -250,6 +262,18 @@ def on_hbm_roof(times: Mapping[str, Num]) -> Num:
     others = [np.asarray(v, dtype=float) for k, v in times.items() if k != "hbm"]
     longest = np.maximum.reduce(others) if others else np.zeros_like(hbm)
     return unwrap((hbm >= longest) * 1.0)
+
+
+def on_link_roof(times: Mapping[str, Num]) -> Num:
+    """1.0 where an op's derated time is longest on a link or its call latency (a
+    collective), else 0.0 (elementwise over a sweep)."""
+    comm = ("latency", *LINKS)
+    links = [np.asarray(v, dtype=float) for k, v in times.items() if k in comm]
+    if not links:
+        return 0.0
+    others = [np.asarray(v, dtype=float) for k, v in times.items() if k not in comm]
+    longest = np.maximum.reduce(others) if others else np.zeros_like(links[0])
+    return unwrap((np.maximum.reduce(links) > longest) * 1.0)
 
 
 def weight_only(cost: Cost) -> str | None:
