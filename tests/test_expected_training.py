@@ -13,7 +13,7 @@ from roofline.cost import Cost
 from roofline.dtypes import dtype
 from roofline.expect import expected_step
 from roofline.expect.kernels import framework_attention
-from roofline.expect.step import cast_s
+from roofline.expect.step import cast_s, routed_rows
 from roofline.expect.table import figures
 from roofline.hardware import load_chip
 from roofline.models import Parallel, analyze, load_model, model_precision, train
@@ -69,9 +69,30 @@ def test_cast_s_by_hand() -> None:
     assert cast_s(_gemm(1024, 4096, 8192, "bf16"), "bf16", chip, 0.8) == 0.0
     assert cast_s(_gemm(64, 128, 128, "fp8", groups=32), "bf16", chip, 1.0) == pytest.approx(
         32 * 64 * 256 * 4 / bw, rel=1e-12)
-    # a grouped (MoE) GEMM's M already counts every expert's tokens: no x groups
-    assert cast_s(_gemm(4096, 2048, 1536, "fp8", grouped=True, groups=128), "bf16", chip,
-                  1.0) == pytest.approx(4096 * 3584 * 4 / bw, rel=1e-12)
+    # a grouped (MoE) GEMM's record holds the mean expert's M over its touched experts: the
+    # rows are every routed row, its FLOPs over 2·N·K (32 experts x 128 rows here)
+    grouped = _gemm(128, 2048, 1536, "fp8", grouped=True, groups=32)
+    assert routed_rows(grouped) == pytest.approx(4096, rel=1e-12)
+    assert cast_s(grouped, "bf16", chip, 1.0) == pytest.approx(4096 * 3584 * 4 / bw, rel=1e-12)
+    # an EP rank's share (its Cost a quarter of the group's FLOPs) and a training step's 3
+    # passes of FLOPs: the same rows per pass
+    rank = Cost(flops={"fp8": 3 * 2.0 * 1024 * 2048 * 1536}, op=grouped.op)
+    assert routed_rows(rank, 3.0) == pytest.approx(1024, rel=1e-12)
+    assert cast_s(rank, "bf16", chip, 1.0, routed_rows(rank, 3.0)) == pytest.approx(
+        1024 * 3584 * 4 / bw, rel=1e-12)
+
+
+def test_grouped_gemm_casts_every_routed_row_of_the_rank() -> None:
+    # Qwen3-30B-A3B fp8, EP8 on 8 H100s: each rank's expert GEMMs multiply T·top_k/8 routed
+    # rows, 16x the mean expert's M that the typed record holds (128 experts, 16 a rank)
+    spec = load_model("qwen3-30b-a3b")
+    prec = replace(model_precision(spec, "bf16"), matmul="fp8")
+    a = analyze(spec, "h100", train(8, 4096), Parallel(dp=8, ep=8), prec)
+    up = next(r for r in a.parts.rows if r.name == "experts up/gate")
+    assert isinstance(up.cost.op, Gemm) and up.cost.op.grouped
+    tokens = 4096  # one sequence a rank per micro-batch
+    assert routed_rows(up.cost, a.phase.work_factor) == pytest.approx(tokens * 8, rel=1e-9)
+    assert float(up.cost.op.m) == pytest.approx(tokens * 8 * 8 / 128, rel=0.01)
 
 
 def test_fp8_training_gains_less_than_its_peak() -> None:

@@ -29,7 +29,8 @@ class OpKind(StrEnum):
 @record(frozen=True, slots=True)
 class Gemm:
     """One product X[M,K] x W[K,N] (`groups`: products in one call, e.g. a batched matmul's
-    batch; a grouped MoE GEMM's M is the routed tokens over all its experts)."""
+    batch; a grouped MoE GEMM's touched experts over the whole EP group, M tokens each on
+    average: the rank's routed rows are its FLOPs over 2·N·K, expect.step.routed_rows)."""
 
     m: Any
     n: Any

@@ -178,8 +178,9 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
             hot = 1.0 + (hot - 1.0) * (1.0 - on_hbm_roof(one.derated.time_s))
         total = total + lower * ratio(one.t_s, bound_one, 1.0) * hot
         if kind == "train" and isinstance(row.cost.op, Gemm):  # its operands cast to fp8
+            rows_each = routed_rows(row.cost, a.phase.work_factor)
             total = total + lower * ratio(cast_s(row.cost, a.precision.activations, chip,
-                                                 hbm_eff), bound_one, 0.0)
+                                                 hbm_eff, rows_each), bound_one, 0.0)
         launches = lower * ratio(one.overhead_s, bound_one, 0.0)
         overhead = overhead + launches
         if split:
@@ -290,7 +291,23 @@ def weight_only(cost: Cost) -> str | None:
 CAST_COPIES = 2
 
 
-def cast_s(cost: Cost, activations: str, chip: Chip, hbm_eff: float) -> Num:
+def routed_rows(cost: Cost, work_factor: float = 1.0) -> Num:
+    """The rows of X (and of dY) one GEMM call of `cost` multiplies on this chip: a dense
+    GEMM's M (each product's, times a batched one's products); a grouped (MoE) GEMM's routed
+    (token, expert) rows on this rank, its FLOPs over 2·N·K (its record's M is the mean
+    expert's, and the rank holds a share of its touched experts), `work_factor` the training
+    step's passes its FLOPs count (forward + backward: 3)."""
+    op = cost.op
+    if not isinstance(op, Gemm):
+        return 0.0
+    if not op.grouped:
+        return unwrap(np.asarray(op.m) * np.asarray(op.groups))
+    per_pass = np.asarray(cost.total_flops) / work_factor
+    return unwrap(per_pass / (2.0 * np.asarray(op.n) * np.asarray(op.k)))
+
+
+def cast_s(cost: Cost, activations: str, chip: Chip, hbm_eff: float,
+           rows: Num | None = None) -> Num:
     """The HBM time a training step spends casting one GEMM's operands to its narrow float
     compute dtype (fp8, fp6, fp4), forward and backward: 0 for any other GEMM.
 
@@ -307,8 +324,8 @@ def cast_s(cost: Cost, activations: str, chip: Chip, hbm_eff: float) -> Num:
     if not isinstance(op, Gemm) or not narrow:
         return 0.0
     element = lookup_dtype(activations).bits / 8 + CAST_COPIES * lookup_dtype(narrow[0]).bits / 8
-    # rows of X and dY: a grouped (MoE) GEMM's M already counts every expert's tokens, a
-    # batched one's is per product
-    rows = np.asarray(op.m) * (1.0 if op.grouped else np.asarray(op.groups))
-    nbytes = rows * (np.asarray(op.k) + np.asarray(op.n))
+    # rows of X and dY (`routed_rows`; a grouped GEMM's from its FLOPs: one pass's unless given)
+    n_rows = routed_rows(cost) if rows is None else rows
+    nbytes = np.asarray(n_rows) * (np.asarray(op.k) + np.asarray(op.n))
     return unwrap(nbytes * element / (chip.bandwidth_Bps("hbm") * hbm_eff))
+

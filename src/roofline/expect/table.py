@@ -117,13 +117,14 @@ DEFAULTS: dict[str, Efficiency] = {
     # an MoE model's training step keeps the chip off its kernels' roofs for longer: token
     # permutation and un-permutation, the router and its losses, many small expert kernels
     # and their launches, which the ops' figures do not charge
-    # (refitted with fp8 training's expert GEMMs at the fp8 peak and their operand casts,
-    # expect.step.cast_s: the fit half's median measured/expected 0.875 at the previous 0.57)
-    "framework.train.moe": Efficiency(0.50, "fitted", _ENGINE + "MoE training rows (58 of "
-                                      "117: Megatron-Bridge / NeMo, MaxText, Primus, "
-                                      "HAI-LLM; DeepSeek-V3, Qwen3 MoE, gpt-oss, Kimi K2, "
-                                      "Llama 4, Mixtral): 0.665 at the default 0.75, so "
-                                      "0.75 x 0.665; the dense training rows keep 0.75"),
+    # (refitted with fp8 training's expert GEMMs at the fp8 peak and their operand casts over
+    # every routed row of the rank, expect.step.cast_s / routed_rows: the fit half's median
+    # measured/expected 1.014 at the previous 0.50)
+    "framework.train.moe": Efficiency(0.51, "fitted", _ENGINE + "MoE training rows (59 of "
+                                      "119: Megatron-Bridge / NeMo, MaxText, Primus, "
+                                      "HAI-LLM, torchtitan; DeepSeek-V3, Qwen3 MoE, gpt-oss, "
+                                      "Kimi K2, Llama 4, Mixtral): 1.014 at 0.50, so "
+                                      "0.50 x 1.014; the dense training rows keep 0.75"),
     # per training framework (the framework a row names, table.engine): torchtitan's
     # FSDP2 steps (per-layer all-gathers and reduce-scatters at one or two sequences a GPU,
     # selective activation checkpointing, eager or torch.compile kernels) keep the chips
