@@ -148,10 +148,9 @@ def tile_utilization(cost: Cost, chip: Chip) -> Any:
 
 # Kernels that cut a long sequence into segments run side by side when its (sequence, head)
 # chains are too few to fill the machine: FlashQLA's gate-driven intra-card context
-# parallelism (QwenLM/FlashQLA flash_qla/ops/gated_delta_rule/chunk/cp_context.py),
-# FlashInfer's context-parallel chunk kernels (flashinfer-ai/flashinfer PRs #3659 SM120, #3866
-# SM90 "tuned for low B*H", #4078 SM100; its own planner not retrieved: FlashQLA's stands for
-# it), TileOPs' CP-split Gated DeltaNet prefill (tile-ai/TileOPs PR #1596).
+# parallelism (QwenLM/FlashQLA flash_qla/ops/gated_delta_rule/chunk/cp_context.py), TileOPs'
+# CP-split Gated DeltaNet prefill (tile-ai/TileOPs PR #1596); FlashInfer's own planner below
+# (`flashinfer_segments`).
 CONTEXT_PARALLEL = ("flashqla", "flashinfer", "tileops")
 # Kernels whose recurrence is a kernel of its own, run between the parallel ones (its walk adds
 # to their time instead of overlapping it), its CTAs splitting the state's d_v columns in
@@ -160,23 +159,62 @@ CONTEXT_PARALLEL = ("flashqla", "flashinfer", "tileops")
 # half of benchmarks/validation best (5.4% median error against 7.6% at 32, 8.0% unsplit).
 SEPARATE_RECURRENCE = {"fla": 64}
 
+# FlashInfer's context-parallel Gated DeltaNet prefill (SM90 / SM100 / SM120; flashinfer-ai/
+# flashinfer flashinfer/gdn_kernels/delta_rule_dsl/varlen_helper.py at 7dce283, PR #4078):
+# `should_use_cp_host` splits when B·H·d < SMs, d = 4 on SM100, 3 on GDDR cards (names with
+# "geforce", "rtx", "workstation"), else 2; `choose_cp_chunk_len_host` cuts segments of C
+# tokens: C = sqrt(S·64·F/P) rounded up to 64 where ceil(B·S/512)·H·d' < SMs (d' = 3 GDDR,
+# else 2; F/P = 1, on SM120 1/2 and only for H <= 16), else the least multiple of 512 whose
+# segments of all sequences fill one wave of SMs // H. Each segment's chunks are walked twice
+# (MN precompute: its local state and transfer; then the prefill from its fixed initial
+# state) and the fixup walks the segments once, F/P of a chunk step each.
+FLASHINFER_CP_GRANULE = 512
+GDDR_NAMES = ("geforce", "rtx", "workstation")
+
+
+def flashinfer_segments(b: Any, h: Any, length: Any, chunk: Any, n_units: int,
+                        sm100: bool = False, gddr: bool = False) -> tuple[Any, Any]:
+    """FlashInfer's context-parallel plan of `b` sequences of `length` tokens over `h` value
+    heads: (chains, steps) of its walk, in chunks of `chunk` tokens (the unsplit walk where
+    its planner does not split)."""
+    n = np.maximum(np.ceil(length / chunk), 1.0)
+    split = b * h * (4.0 if sm100 else 3.0 if gddr else 2.0) < n_units
+    ratio = 0.5 if gddr else 1.0
+    short = (np.ceil(b * length / FLASHINFER_CP_GRANULE) * h * (3.0 if gddr else 2.0)
+             < n_units) & ((h <= 16) | (not gddr))
+    c_short = np.maximum(np.ceil(np.ceil(np.sqrt(length * chunk * ratio)) / chunk) * chunk,
+                         chunk)
+    per_sequence = np.maximum(np.floor(np.maximum(np.floor(n_units / h), 1.0) / b), 1.0)
+    c_long = np.ceil(np.ceil(length / per_sequence) / FLASHINFER_CP_GRANULE) \
+        * FLASHINFER_CP_GRANULE
+    c = np.where(short, c_short, c_long)
+    segments = np.ceil(length / c)
+    steps = 2.0 * np.ceil(c / chunk) + ratio * segments
+    return (np.where(split, b * h * segments, b * h), np.where(split, steps, n))
+
 
 def recurrence_chain(op: LinearAttention, n_units: int, kernel: str | None = None,
-                     blackwell: bool = False) -> tuple[Any, Any]:
+                     blackwell: bool = False, gddr: bool = False) -> tuple[Any, Any]:
     """The sequential part of a chunked linear-attention kernel: (chains, steps). Each
     (sequence, value head)'s state passes from chunk to chunk in order, one CTA walking its
     ceil(q_len / chunk) chunks (FlashInfer's and FlashQLA's fused chunk kernels; FLA's
     state kernel splits d_v too: SEPARATE_RECURRENCE); the chains run in waves over the SMs,
-    so the walk takes waves(chains) · steps chunk times at the least.
-    A context-parallel kernel (CONTEXT_PARALLEL) splits the sequences into segments of L_cp
-    chunks when B·H is small, by FlashQLA's planner (cp_context.py `_calc_cp_seqs`: L_cp =
+    so the walk takes waves(chains) · steps chunk times at the least. FlashInfer's
+    context-parallel plan: `flashinfer_segments` (`blackwell`: SM100; `gddr`: a GDDR card);
+    `flashinfer-fused` is its kernel before that (releases up to 0.6.13 on SM90, 0.6.16 on
+    SM100: PRs #3481 and #4078 added the split).
+    Other context-parallel kernels (CONTEXT_PARALLEL) split the sequences into segments of
+    L_cp chunks when B·H is small, by FlashQLA's planner (cp_context.py `_calc_cp_seqs`: L_cp =
     2^round(log2(3·sqrt(H·B·n/P))), at least 4; on SM90 / SM120 when B·H <= 40, or <= 56 with
-    n >= 128 chunks; on SM100 when B·H <= 56 with n >= 256, or <= 32 with n >= 192), and walks
+    n >= 128 chunks; on SM100 when B·H <= 56 with n >= 256, or <= 32 with n >= 192), and walk
     each segment twice: a pre-pass for its final state (fused_gdr_h), then the main pass from
     the corrected initial state."""
     b, h = np.asarray(op.batch, dtype=float), np.asarray(op.heads, dtype=float)
-    n = np.maximum(np.ceil(np.asarray(op.q_len, dtype=float) / np.asarray(op.chunk, dtype=float)),
-                   1.0)
+    chunk = np.asarray(op.chunk, dtype=float)
+    n = np.maximum(np.ceil(np.asarray(op.q_len, dtype=float) / chunk), 1.0)
+    if kernel == "flashinfer":
+        return flashinfer_segments(b, h, np.asarray(op.q_len, dtype=float), chunk, n_units,
+                                   blackwell, gddr)
     chains = b * h
     if kernel in SEPARATE_RECURRENCE:
         chains = chains * np.ceil(np.asarray(op.value_dim, dtype=float)
@@ -200,7 +238,9 @@ def recurrence_waves(op: LinearAttention, chip: Chip, kernel: str | None = None)
     n_units = units(chip)
     if not n_units:
         return 0.0
-    chains, steps = recurrence_chain(op, n_units, kernel, architecture(chip) == "blackwell")
+    gddr = any(mark in chip.name.lower() for mark in GDDR_NAMES)
+    chains, steps = recurrence_chain(op, n_units, kernel, architecture(chip) == "blackwell",
+                                     gddr)
     return waves(chains, n_units) * steps
 
 
