@@ -35,6 +35,7 @@ from .kernels import linear_kind
 from .physics import (
     SEPARATE_RECURRENCE,
     attention_kernel,
+    attention_waves,
     decode_attention,
     kernel_launches,
     recurrence_waves,
@@ -345,6 +346,9 @@ def expected_from(cost: Cost, chip: Chip, found: FigureLookups, base_est: Estima
         times = derated.time_s
         softmax = maximum(times.get(SFU, 0.0), times.get(VECTOR, 0.0))
         t = t + take("softmax_exposed") * minimum(times.get(COMPUTE, 0.0), softmax)
+        # each wave of query-block tiles fills and drains the kernel's pipeline: the Q tile
+        # and first K / V tiles loaded before any MMA, the output rescaled and stored after
+        t = t + take("attention_tile_s", kernel) * attention_waves(bound, chip)
     return Expected(unwrap(t), base_est, derated, unwrap(overhead), applied, used)
 
 

@@ -101,6 +101,18 @@ def decode_attention(cost: Cost) -> bool:
         np.all(np.asarray(op.q_len, dtype=float) <= ATTENTION_BLOCK_Q))
 
 
+def attention_waves(cost: Cost, chip: Chip) -> Any:
+    """Waves of query-block tiles a prefill attention forward runs on the chip's SMs: one
+    tile per (sequence, head, 128-query block), ceil(tiles / SMs) (0 for decode, where
+    the split-KV path runs, a backward pass, or a chip that does not count its units)."""
+    op, n_units = cost.op, units(chip)
+    if not isinstance(op, Attention) or op.backward or not n_units:
+        return 0.0
+    q = np.asarray(op.q_len, dtype=float)
+    tiles = np.asarray(op.batch) * np.asarray(op.heads) * np.ceil(q / ATTENTION_BLOCK_Q)
+    return np.where(q > ATTENTION_BLOCK_Q, waves(tiles, n_units), 0.0)
+
+
 def tile_utilization(cost: Cost, chip: Chip) -> Any:
     """Wave utilization of the op's tiles on the chip's SMs (1 where it has no tile shape:
     not a GEMM or attention, a grouped MoE GEMM, or a chip that does not count its units)."""
