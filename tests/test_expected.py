@@ -84,10 +84,17 @@ def test_efficiency_table_is_validated() -> None:
                                                                 "rows a, b"}}}}, "x.toml")
     assert ok.efficiency["matmul.bf16"].value == 0.8
     assert expected(matmul(64, 64, 64), ok).sources["matmul.bf16"] == "fitted to rows a, b"
+    # a kind's own figure beside a named kernel's (the chip's default attention and FA2)
+    both = parse_chip({**base, "efficiency": {"attention": {"value": 0.87, "source": "s",
+                                                            "fa2": {"value": 0.62,
+                                                                    "fitted": "r"}}}}, "x.toml")
+    assert both.efficiency["attention"].value == 0.87
+    assert both.efficiency["attention.fa2"].value == 0.62
     bad = [({"hbm": {"value": 1.2, "source": "s"}}, "a fraction in"),
            ({"hbm": {"value": 0.9}}, "source"),
            ({"speed": {"value": 0.9, "source": "s"}}, "unknown field"),
-           ({"matmul": {"bf17": {"value": 0.9, "source": "s"}}}, "needs a dtype")]
+           ({"matmul": {"bf17": {"value": 0.9, "source": "s"}}}, "needs a dtype"),
+           ({"attention": {"value": 0.9, "fa2": {"value": 2.0, "source": "s"}}}, "source")]
     for table, why in bad:
         with pytest.raises(RooflineError, match=why.replace("(", r"\(").replace(")", r"\)")):
             parse_chip({**base, "efficiency": table}, "x.toml")

@@ -41,6 +41,10 @@ KERNELS: dict[str, dict[str, Efficiency]] = {
         "attention.fa2": Efficiency(0.38, "fitted", _FIT + "FlashAttention-2 forward on H100 "
                                     "(5 fit rows: 29.4% -> 6.4% median error; held-out 6 rows "
                                     "31.8% -> 25.7%); the FA3 paper's 35% of peak"),
+        # cuDNN's fused flash attention (cudnn-frontend SDPA) runs faster than FA3 on Hopper
+        "attention.cudnn": Efficiency(0.82, "fitted", _FIT + "cuDNN attention forward on "
+                                      "H100 / H200 (5 fit rows: 21% -> 1% median error; "
+                                      "held-out 5 rows 16% -> 12%)"),
         # decode (one query block per head, split KV): the kernel's share of the streaming
         # HBM fraction, fitted where the cache's bytes outweigh the launches (the value that
         # minimises the fit half's median error of the kernel's attention_decode rows)
@@ -60,6 +64,11 @@ KERNELS: dict[str, dict[str, Efficiency]] = {
                                                           "(2 fit rows: 15% -> 7%)"),
     },
     "blackwell": {
+        # FlashAttention-2 issues Ampere mma.sync on Blackwell, no tcgen05: a small share of
+        # the new tensor cores (as on Hopper, FA3 paper arXiv:2407.08608 §4.1)
+        "attention.fa2": Efficiency(0.21, "fitted", _FIT + "FlashAttention-2 forward on B200 "
+                                    "(2 fit rows: 56% -> 10% median error; held-out 2 rows "
+                                    "60% -> 10%)"),
         # MoE grouped GEMMs in FP4 (the experts of one layer in one call) reach about a third
         # of the dense FP4 peak, against ~0.75 for dense GEMMs: DeepGEMM's SM100 MXFP4 grouped
         # GEMMs at 2.8-4.3 of B200's 9 PFLOP/s (a DeepGEMM commit message), FlashInfer's NVFP4
