@@ -79,6 +79,11 @@ def test_a_split_kv_decode_runs_a_merge_kernel_too():
     # too few keys to split (one 256-key chunk), a prefill, a backward: one kernel
     assert kernel_launches(attention(1, 1, 256, 64, 8, 128, impl="decode"), chip) == 1.0
     assert kernel_launches(attention(1, 4096, 4096, 64, 8, 128, block_q=128), chip) == 1.0
+    # FA3's kvcache decode runs its scheduler kernel first (prepare_varlen_num_blocks): one
+    # more launch for a decode, none for its prefill
+    assert kernel_launches(one, chip, "fa3") == 3.0
+    assert kernel_launches(attention(64, 1, 8192, 64, 8, 128, impl="decode"), chip, "fa3") == 2.0
+    assert kernel_launches(attention(1, 4096, 4096, 64, 8, 128, block_q=128), chip, "fa3") == 1.0
     # per point over a sweep of batches
     swept = attention(np.array([1.0, 64.0]), 1, 8192, 64, 8, 128, impl="decode")
     assert list(kernel_launches(swept, chip)) == [2.0, 1.0]

@@ -48,11 +48,12 @@ KERNELS: dict[str, dict[str, Efficiency]] = {
         # decode (one query block per head, split KV): the kernel's share of the streaming
         # HBM fraction, fitted where the cache's bytes outweigh the launches (the value that
         # minimises the fit half's median error of the kernel's attention_decode rows)
-        "decode_hbm.fa3": Efficiency(0.52, "fitted", _FIT + "FlashAttention-3's "
+        "decode_hbm.fa3": Efficiency(0.57, "fitted", _FIT + "FlashAttention-3's "
                                      "flash_attn_with_kvcache decode on H100 / H200 (6 fit "
-                                     "rows: 49% -> 29% median error; held-out 6: 45% -> 25%): "
-                                     "its prefill kernel run with one query per head streams "
-                                     "the cache at about half the roof"),
+                                     "rows: 49% -> 15% median error with its scheduler "
+                                     "kernel's launch, physics.SCHEDULED_DECODE; held-out 6: "
+                                     "45% -> 17%): its prefill kernel run with one query per "
+                                     "head streams the cache at about half the roof"),
         "decode_hbm.fa2": Efficiency(0.58, "fitted", _FIT + "FlashAttention-2 decode on H100 "
                                      "(2 fit rows, ONNX Runtime's GQA: 41% -> 8%)"),
         "decode_hbm.tileops-fp8-decode": Efficiency(0.60, "fitted", _FIT + "TileOps' fp8 "

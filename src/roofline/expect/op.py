@@ -308,7 +308,7 @@ def expected_from(cost: Cost, chip: Chip, found: FigureLookups, base_est: Estima
     overhead: Any = 0.0
     if cost.flops or cost.bytes or cost.has_arithmetic:
         overhead = take(graph_kernel if cuda_graphs else "launch_s") * kernel_launches(
-            bound, chip)
+            bound, chip, kernel)
     # one collective is one call, whatever links it crosses and whether the bound charges a
     # NCCL base latency (a one-shot all-reduce is the engine's own kernel: still one launch)
     if cost.link_calls or cost.link_steps:

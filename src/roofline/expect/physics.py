@@ -272,19 +272,28 @@ def split_kv_utilization(heads: Any, keys: Any, units: int) -> Any:
     return best
 
 
-def kernel_launches(cost: Cost, chip: Chip) -> Any:
+# Decode kernels that launch a scheduler kernel of their own before the attention: FA3's
+# flash_attn_with_kvcache (cache_seqlens make it varlen, and with dynamic splits
+# prepare_varlen_num_blocks runs first: Dao-AILab/flash-attention hopper/
+# flash_fwd_launch_template.h, `if (Varlen && params.num_splits_dynamic_ptr && ...)`)
+SCHEDULED_DECODE = ("fa3",)
+
+
+def kernel_launches(cost: Cost, chip: Chip, kernel: str | None = None) -> Any:
     """Kernels one op runs: 2 for a split-KV attention forward (the partial attention over
     key chunks, then the merge of their partial softmax states: FlashDecoding's reduction,
     FlashInfer's merge_states, FlashAttention's combine kernel, FlashMLA's combine), else 1.
     A kernel splits the keys where its CTAs, one per sequence and K/V head (the query heads
     of a GQA group share one), do not fill the machine and there are keys to split: a query
-    block per head (decode, short chunks) over more than DECODE_KV_CHUNK keys."""
+    block per head (decode, short chunks) over more than DECODE_KV_CHUNK keys. A named
+    decode kernel in SCHEDULED_DECODE runs its scheduler kernel first: one more."""
     op = cost.op
     n_units = units(chip)
     if not isinstance(op, Attention) or op.backward or not n_units:
         return 1.0
     kv_heads = op.heads if op.kv_heads is None else op.kv_heads
-    split = ((np.asarray(op.q_len, dtype=float) <= ATTENTION_BLOCK_Q)
-             & (np.asarray(op.batch) * np.asarray(kv_heads) < n_units)
+    decode = np.asarray(op.q_len, dtype=float) <= ATTENTION_BLOCK_Q
+    split = (decode & (np.asarray(op.batch) * np.asarray(kv_heads) < n_units)
              & (np.asarray(op.kv_len, dtype=float) > DECODE_KV_CHUNK))
-    return np.where(split, 2.0, 1.0) if np.ndim(split) else 2.0 if split else 1.0
+    launches = 1.0 + split + (decode if kernel in SCHEDULED_DECODE else 0.0)
+    return launches if np.ndim(launches) else float(launches)
