@@ -99,8 +99,18 @@ def test_each_wave_of_prefill_tiles_pays_its_pipeline_fill_by_hand():
     chip = load_chip("h100")  # 132 SMs
     # 2 x 16 heads x ceil(1000 / 128) = 8 query blocks: 256 tiles, two waves
     assert attention_waves(attention(2, 1000, 1000, 16, 16, 128, block_q=128), chip) == 2.0
-    # decode (one query block, the split-KV path) and a backward pass: none
+    # decode (one query block, the split-KV path): none; a TPU's two TensorCores run no CTAs
     assert attention_waves(attention(64, 1, 8192, 64, 8, 128, impl="decode"), chip) == 0.0
+    assert attention_waves(attention(2, 1000, 1000, 16, 16, 128, block_q=128),
+                           load_chip("tpu-v5p")) == 0.0
+    # the backward's tiles are key blocks: 2 x 16 heads x ceil(3000 / 128) = 24 -> 768 tiles,
+    # 6 waves, each at the backward's own fill
+    from roofline.ops.attention_backward import attention_backward
+
+    bwd = attention_backward(2, 1000, 3000, 16, 16, 128, block_kv=128)
+    assert attention_waves(bwd, chip) == 6.0
+    e = expected(bwd, chip)
+    assert "attention_bwd_tile_s" in e.sources and e.t_s >= e.bound.t_lower_s
     # over a sweep of lengths, per point
     sweep = attention(1, np.array([512.0, 16384.0]), np.array([512.0, 16384.0]), 132, 132, 64,
                       block_q=128)

@@ -101,15 +101,21 @@ def decode_attention(cost: Cost) -> bool:
         np.all(np.asarray(op.q_len, dtype=float) <= ATTENTION_BLOCK_Q))
 
 
+GPU_VENDORS = ("NVIDIA", "AMD")  # chips whose `units` are SMs / CUs running CTAs
+
+
 def attention_waves(cost: Cost, chip: Chip) -> Any:
-    """Waves of query-block tiles a prefill attention forward runs on the chip's SMs: one
-    tile per (sequence, head, 128-query block), ceil(tiles / SMs) (0 for decode, where
-    the split-KV path runs, a backward pass, or a chip that does not count its units)."""
+    """Waves of tiles a prefill attention runs on the chip's SMs, ceil(tiles / SMs): the
+    forward one per (sequence, head, 128-query block), the backward one per (sequence, head,
+    128-key block), as FlashAttention-2 / 3 parallelise it (0 for decode, where the split-KV
+    path runs, or a chip whose units are not a GPU's SMs / CUs: a TPU's few TensorCores run
+    no such tiles)."""
     op, n_units = cost.op, units(chip)
-    if not isinstance(op, Attention) or op.backward or not n_units:
+    if not isinstance(op, Attention) or not n_units or chip.vendor not in GPU_VENDORS:
         return 0.0
     q = np.asarray(op.q_len, dtype=float)
-    tiles = np.asarray(op.batch) * np.asarray(op.heads) * np.ceil(q / ATTENTION_BLOCK_Q)
+    rows = np.asarray(op.kv_len, dtype=float) if op.backward else q
+    tiles = np.asarray(op.batch) * np.asarray(op.heads) * np.ceil(rows / ATTENTION_BLOCK_Q)
     return np.where(q > ATTENTION_BLOCK_Q, waves(tiles, n_units), 0.0)
 
 

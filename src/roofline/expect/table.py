@@ -56,6 +56,15 @@ DEFAULTS: dict[str, Efficiency] = {
                                    "the attention_fwd rows' median error (11.0% -> 10.2%, "
                                    "within 25%: 80% -> 83%; 1.5 us ties on the median, 2 us "
                                    "has the smaller mean |log| error)"),
+    # the backward's, per wave of key-block tiles: each tile loads its K / V block and walks
+    # the query blocks, then stores dK / dV; its preprocess (dO·O) and dQ-conversion passes
+    # scale with the tiles too (FlashAttention-2's flash_bwd_dot_do_o and convert_dq kernels)
+    "attention_bwd_tile_s": Efficiency(8e-6, "fitted", "fitted to the fit half of "
+                                       "benchmarks/validation: the value that minimises the "
+                                       "attention_bwd rows' median error at the attention_bwd "
+                                       "figure (13.7% -> 7.6%; 512-token rows ran 0.5-0.6x "
+                                       "the expected speed without it; refitting both, 15 us "
+                                       "and 0.65, moved the training steps, fitted with 0.55)"),
     # chunked linear attention (Gated DeltaNet): the kernel's fraction of whichever roof
     # binds (tensor cores, HBM), and the time one chunk step of its recurrence takes on one
     # SM (`_chain_s`: the walk of physics.recurrence_chain, its chains in waves over the SMs,
