@@ -405,8 +405,8 @@ def test_the_kernel_option_picks_its_figure_or_says_which_exist(run_cli) -> None
     _, five, _ = run_cli(*ssd, "--kernel", "mamba-ssm")  # 0.072 of its roofs against 0.12
     assert json.loads(five)["expected"]["t_s"] > 1.5 * json.loads(out)["expected"]["t_s"]
     code, _, err = run_cli(*base, "--kernel", "nosuch")
-    assert code == 2 and "(it has: fa2, fa3, fla, flashinfer, flashinfer-fused, flashqla, " \
-        "mamba-ssm, tileops)" in err
+    assert code == 2 and "(it has: cudnn, fa2, fa3, fla, flashinfer, flashinfer-fused, " \
+        "flashqla, mamba-ssm, tileops)" in err
 
 
 def test_kernels_are_named_per_architecture(run_cli) -> None:
