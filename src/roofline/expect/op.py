@@ -346,10 +346,8 @@ def expected_from(cost: Cost, chip: Chip, found: FigureLookups, base_est: Estima
         times = derated.time_s
         softmax = maximum(times.get(SFU, 0.0), times.get(VECTOR, 0.0))
         t = t + take("softmax_exposed") * minimum(times.get(COMPUTE, 0.0), softmax)
-        # each wave of query-block tiles fills and drains the kernel's pipeline: the Q tile
-        # and first K / V tiles loaded before any MMA, the output rescaled and stored after
-        t = t + take("attention_bwd_tile_s" if kind == "attention_bwd" else "attention_tile_s",
-                     kernel) * attention_waves(bound, chip)
+        # each wave of tiles fills and drains the kernel's pipeline (physics.attention_waves)
+        t = t + take(f"{kind}_tile_s", kernel) * attention_waves(bound, chip)
     return Expected(unwrap(t), base_est, derated, unwrap(overhead), applied, used)
 
 
