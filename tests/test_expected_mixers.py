@@ -35,6 +35,11 @@ def test_the_recurrence_walks_its_chunks_in_waves_of_chains_by_hand():
     assert recurrence_waves(_gdn(4, 4096, 64).op, chip) == 2 * 64  # 256 chains: two waves
     # FLA's state kernel splits d_v = 128 in blocks of 64: twice the chains
     assert recurrence_chain(_gdn(1, 4096, 16).op, 132, "fla") == (32, 64)
+    # ... and runs one dot per 64 rows of d_k a step: d_k = 64 steps at half the time
+    d64 = linear_attention(2, 32768, 32768, heads=4, key_heads=4, key_dim=64, value_dim=64,
+                           kind="gated_deltanet", conv_dim=1, conv_kernel=1).op
+    assert recurrence_chain(d64, 132, "fla") == (8, 512 / 2)
+    assert recurrence_chain(d64, 132, "flashinfer-fused") == (8, 512)
     # FlashQLA's planner: 8 heads x 512 chunks on 132 SMs -> segments of
     # 2^round(log2(3·sqrt(8·512/132))) = 16 chunks, 32 a sequence, each walked twice
     few = _gdn(1, 32768, 8).op

@@ -175,7 +175,10 @@ CONTEXT_PARALLEL = ("flashqla", "flashinfer", "tileops")
 # blocks: FLA's chunk_gated_delta_rule_fwd_h, grid (cdiv(V, BV), N·H), BV autotuned over
 # {32, 64} (fla-org/flash-linear-attention fla/ops/common/chunk_delta_h.py); 64 fits the fit
 # half of benchmarks/validation best (5.4% median error against 7.6% at 32, 8.0% unsplit).
+# Each chunk step runs one dot per 64 rows of d_k (its b_h1 ... b_h4 blocks): a step's time
+# is the fitted one (d_k = 128, two blocks) times ceil(d_k / 64) / 2.
 SEPARATE_RECURRENCE = {"fla": 64}
+STATE_ROW_BLOCK = 64
 
 # FlashInfer's context-parallel Gated DeltaNet prefill (SM90 / SM100 / SM120; flashinfer-ai/
 # flashinfer flashinfer/gdn_kernels/delta_rule_dsl/varlen_helper.py at 7dce283, PR #4078):
@@ -216,8 +219,9 @@ def recurrence_chain(op: LinearAttention, n_units: int, kernel: str | None = Non
     """The sequential part of a chunked linear-attention kernel: (chains, steps). Each
     (sequence, value head)'s state passes from chunk to chunk in order, one CTA walking its
     ceil(q_len / chunk) chunks (FlashInfer's and FlashQLA's fused chunk kernels; FLA's
-    state kernel splits d_v too: SEPARATE_RECURRENCE); the chains run in waves over the SMs,
-    so the walk takes waves(chains) · steps chunk times at the least. FlashInfer's
+    state kernel splits d_v too, its steps scaled by d_k: SEPARATE_RECURRENCE); the chains run
+    in waves over the SMs, so the walk takes waves(chains) · steps chunk times at the least.
+    FlashInfer's
     context-parallel plan: `flashinfer_segments` (`blackwell`: SM100; `gddr`: a GDDR card);
     `flashinfer-fused` is its kernel before that (releases up to 0.6.13 on SM90, 0.6.16 on
     SM100: PRs #3481 and #4078 added the split).
@@ -237,6 +241,7 @@ def recurrence_chain(op: LinearAttention, n_units: int, kernel: str | None = Non
     if kernel in SEPARATE_RECURRENCE:
         chains = chains * np.ceil(np.asarray(op.value_dim, dtype=float)
                                   / SEPARATE_RECURRENCE[kernel])
+        n = n * np.ceil(np.asarray(op.key_dim, dtype=float) / STATE_ROW_BLOCK) / 2.0
     if kernel not in CONTEXT_PARALLEL:
         return chains, n
     with np.errstate(divide="ignore"):
