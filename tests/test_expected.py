@@ -84,10 +84,17 @@ def test_efficiency_table_is_validated() -> None:
                                                                 "rows a, b"}}}}, "x.toml")
     assert ok.efficiency["matmul.bf16"].value == 0.8
     assert expected(matmul(64, 64, 64), ok).sources["matmul.bf16"] == "fitted to rows a, b"
+    # a kind's own figure beside a named kernel's (the chip's default attention and FA2)
+    both = parse_chip({**base, "efficiency": {"attention": {"value": 0.87, "source": "s",
+                                                            "fa2": {"value": 0.62,
+                                                                    "fitted": "r"}}}}, "x.toml")
+    assert both.efficiency["attention"].value == 0.87
+    assert both.efficiency["attention.fa2"].value == 0.62
     bad = [({"hbm": {"value": 1.2, "source": "s"}}, "a fraction in"),
            ({"hbm": {"value": 0.9}}, "source"),
            ({"speed": {"value": 0.9, "source": "s"}}, "unknown field"),
-           ({"matmul": {"bf17": {"value": 0.9, "source": "s"}}}, "needs a dtype")]
+           ({"matmul": {"bf17": {"value": 0.9, "source": "s"}}}, "needs a dtype"),
+           ({"attention": {"value": 0.9, "fa2": {"value": 2.0, "source": "s"}}}, "source")]
     for table, why in bad:
         with pytest.raises(RooflineError, match=why.replace("(", r"\(").replace(")", r"\)")):
             parse_chip({**base, "efficiency": table}, "x.toml")
@@ -398,8 +405,8 @@ def test_the_kernel_option_picks_its_figure_or_says_which_exist(run_cli) -> None
     _, five, _ = run_cli(*ssd, "--kernel", "mamba-ssm")  # 0.072 of its roofs against 0.12
     assert json.loads(five)["expected"]["t_s"] > 1.5 * json.loads(out)["expected"]["t_s"]
     code, _, err = run_cli(*base, "--kernel", "nosuch")
-    assert code == 2 and "(it has: fa2, fa3, fla, flashinfer, flashqla, mamba-ssm, " \
-        "tileops)" in err
+    assert code == 2 and "(it has: cudnn, fa2, fa3, fla, flashinfer, flashinfer-fused, " \
+        "flashqla, mamba-ssm, tileops)" in err
 
 
 def test_kernels_are_named_per_architecture(run_cli) -> None:

@@ -11,6 +11,7 @@ from roofline import load_chip
 from roofline.expect import expected
 from roofline.expect.kernels import linear_kind
 from roofline.expect.physics import (
+    flashinfer_segments,
     gemm_utilization,
     recurrence_chain,
     recurrence_waves,
@@ -34,6 +35,11 @@ def test_the_recurrence_walks_its_chunks_in_waves_of_chains_by_hand():
     assert recurrence_waves(_gdn(4, 4096, 64).op, chip) == 2 * 64  # 256 chains: two waves
     # FLA's state kernel splits d_v = 128 in blocks of 64: twice the chains
     assert recurrence_chain(_gdn(1, 4096, 16).op, 132, "fla") == (32, 64)
+    # ... and runs one dot per 64 rows of d_k a step: d_k = 64 steps at half the time
+    d64 = linear_attention(2, 32768, 32768, heads=4, key_heads=4, key_dim=64, value_dim=64,
+                           kind="gated_deltanet", conv_dim=1, conv_kernel=1).op
+    assert recurrence_chain(d64, 132, "fla") == (8, 512 / 2)
+    assert recurrence_chain(d64, 132, "flashinfer-fused") == (8, 512)
     # FlashQLA's planner: 8 heads x 512 chunks on 132 SMs -> segments of
     # 2^round(log2(3·sqrt(8·512/132))) = 16 chunks, 32 a sequence, each walked twice
     few = _gdn(1, 32768, 8).op
@@ -43,6 +49,28 @@ def test_the_recurrence_walks_its_chunks_in_waves_of_chains_by_hand():
     assert recurrence_chain(_gdn(1, 32768, 64).op, 132, "flashqla") == (64, 512)
     assert recurrence_chain(_gdn(1, 8192, 8).op, 148, "flashqla", blackwell=True) == (8, 128)
     assert recurrence_chain(_gdn(1, 8192, 8).op, 132, "flashqla")[0] > 8
+
+
+def test_flashinfers_context_parallel_plan_by_hand():
+    # H100, 132 SMs, h_v = 8: B·H·2 = 16 < 132 splits. 2048 tokens: ceil(2048/512)·8·2 = 64
+    # < 132, the short plan: C = sqrt(2048·64) = 362.04 -> 384 (6 chunks), 6 segments; its
+    # walk: 2·6 (MN precompute, prefill) + 6 (fixup) = 18 chunk steps over 8·6 = 48 CTAs
+    assert flashinfer_segments(1.0, 8.0, 2048.0, 64.0, 132) == (48.0, 18.0)
+    # 16384 tokens: 32·8·2 = 512 >= 132, one wave of 132 // 8 = 16 segments: C = 1024
+    assert flashinfer_segments(1.0, 8.0, 16384.0, 64.0, 132) == (128.0, 2 * 16 + 16)
+    # two sequences of 4096 share the 16 segments: 8 each of 512 tokens
+    assert flashinfer_segments(2.0, 8.0, 4096.0, 64.0, 132) == (128.0, 2 * 8 + 8)
+    # SM100 splits only below SMs / 4 (148 / 4 = 37): h_v = 40 walks whole; SM90 splits
+    # (80 < 132) into 132 // 40 = 3 segments: C = 1366 -> 1536 (24 chunks), 2·24 + 3 steps
+    assert flashinfer_segments(1.0, 40.0, 4096.0, 64.0, 148, sm100=True) == (40.0, 64.0)
+    assert flashinfer_segments(1.0, 40.0, 4096.0, 64.0, 132) == (120.0, 2 * 24 + 3)
+    # a GDDR card: SMs / 3, and a fixup step costs half a chunk step (F/P = 1/2, H <= 16):
+    # 8 heads, 2048 tokens on 188 SMs: C = sqrt(2048·64/2) = 256, 8 segments -> 2·4 + 4
+    assert flashinfer_segments(1.0, 8.0, 2048.0, 64.0, 188, gddr=True) == (64.0, 12.0)
+    # the kernel before the split (flashinfer-fused) walks each (sequence, head) whole
+    few = _gdn(1, 32768, 8).op
+    assert recurrence_chain(few, 132, "flashinfer-fused") == (8, 512)
+    assert recurrence_chain(few, 132, "flashinfer")[1] < 512
 
 
 def test_a_walk_bounds_a_fused_kernel_and_adds_to_a_separate_one_by_hand():

@@ -76,6 +76,7 @@ class LinearAttention:
     mixer: str
     chunk: Any = 64  # tokens per chunk of the chunkwise-parallel form
     value_dim: Any = 128  # d_v: the state's columns (a kernel may split them over CTAs)
+    key_dim: Any = 128  # d_k: the state's rows
 
     kind = OpKind.LINEAR_ATTENTION
 

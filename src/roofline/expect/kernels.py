@@ -47,14 +47,19 @@ KERNELS: dict[str, dict[str, Efficiency]] = {
                                         "2407.08608) Figure 6b: FlashAttention-2 backward "
                                         "322 TFLOP/s on H100 SXM5 (head dim 128, seqlen 16K, "
                                         "non-causal) = 0.33 of the dense fp16 peak"),
+        # cuDNN's fused flash attention (cudnn-frontend SDPA) runs faster than FA3 on Hopper
+        "attention.cudnn": Efficiency(0.82, "fitted", _FIT + "cuDNN attention forward on "
+                                      "H100 / H200 (5 fit rows: 21% -> 1% median error; "
+                                      "held-out 5 rows 16% -> 12%)"),
         # decode (one query block per head, split KV): the kernel's share of the streaming
         # HBM fraction, fitted where the cache's bytes outweigh the launches (the value that
         # minimises the fit half's median error of the kernel's attention_decode rows)
-        "decode_hbm.fa3": Efficiency(0.52, "fitted", _FIT + "FlashAttention-3's "
+        "decode_hbm.fa3": Efficiency(0.57, "fitted", _FIT + "FlashAttention-3's "
                                      "flash_attn_with_kvcache decode on H100 / H200 (6 fit "
-                                     "rows: 49% -> 29% median error; held-out 6: 45% -> 25%): "
-                                     "its prefill kernel run with one query per head streams "
-                                     "the cache at about half the roof"),
+                                     "rows: 49% -> 15% median error with its scheduler "
+                                     "kernel's launch, physics.SCHEDULED_DECODE; held-out 6: "
+                                     "45% -> 17%): its prefill kernel run with one query per "
+                                     "head streams the cache at about half the roof"),
         "decode_hbm.fa2": Efficiency(0.58, "fitted", _FIT + "FlashAttention-2 decode on H100 "
                                      "(2 fit rows, ONNX Runtime's GQA: 41% -> 8%)"),
         "decode_hbm.tileops-fp8-decode": Efficiency(0.60, "fitted", _FIT + "TileOps' fp8 "
@@ -66,6 +71,11 @@ KERNELS: dict[str, dict[str, Efficiency]] = {
                                                           "(2 fit rows: 15% -> 7%)"),
     },
     "blackwell": {
+        # FlashAttention-2 issues Ampere mma.sync on Blackwell, no tcgen05: a small share of
+        # the new tensor cores (as on Hopper, FA3 paper arXiv:2407.08608 §4.1)
+        "attention.fa2": Efficiency(0.21, "fitted", _FIT + "FlashAttention-2 forward on B200 "
+                                    "(2 fit rows: 56% -> 10% median error; held-out 2 rows "
+                                    "60% -> 10%)"),
         # MoE grouped GEMMs in FP4 (the experts of one layer in one call) reach about a third
         # of the dense FP4 peak, against ~0.75 for dense GEMMs: DeepGEMM's SM100 MXFP4 grouped
         # GEMMs at 2.8-4.3 of B200's 9 PFLOP/s (a DeepGEMM commit message), FlashInfer's NVFP4

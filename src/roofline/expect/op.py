@@ -35,6 +35,7 @@ from .kernels import linear_kind
 from .physics import (
     SEPARATE_RECURRENCE,
     attention_kernel,
+    attention_waves,
     decode_attention,
     kernel_launches,
     recurrence_waves,
@@ -307,7 +308,7 @@ def expected_from(cost: Cost, chip: Chip, found: FigureLookups, base_est: Estima
     overhead: Any = 0.0
     if cost.flops or cost.bytes or cost.has_arithmetic:
         overhead = take(graph_kernel if cuda_graphs else "launch_s") * kernel_launches(
-            bound, chip)
+            bound, chip, kernel)
     # one collective is one call, whatever links it crosses and whether the bound charges a
     # NCCL base latency (a one-shot all-reduce is the engine's own kernel: still one launch)
     if cost.link_calls or cost.link_steps:
@@ -345,6 +346,8 @@ def expected_from(cost: Cost, chip: Chip, found: FigureLookups, base_est: Estima
         times = derated.time_s
         softmax = maximum(times.get(SFU, 0.0), times.get(VECTOR, 0.0))
         t = t + take("softmax_exposed") * minimum(times.get(COMPUTE, 0.0), softmax)
+        # each wave of tiles fills and drains the kernel's pipeline (physics.attention_waves)
+        t = t + take(f"{kind}_tile_s", kernel) * attention_waves(bound, chip)
     return Expected(unwrap(t), base_est, derated, unwrap(overhead), applied, used)
 
 

@@ -101,6 +101,24 @@ def decode_attention(cost: Cost) -> bool:
         np.all(np.asarray(op.q_len, dtype=float) <= ATTENTION_BLOCK_Q))
 
 
+GPU_VENDORS = ("NVIDIA", "AMD")  # chips whose `units` are SMs / CUs running CTAs
+
+
+def attention_waves(cost: Cost, chip: Chip) -> Any:
+    """Waves of tiles a prefill attention runs on the chip's SMs, ceil(tiles / SMs): the
+    forward one per (sequence, head, 128-query block), the backward one per (sequence, head,
+    128-key block), as FlashAttention-2 / 3 parallelise it (0 for decode, where the split-KV
+    path runs, or a chip whose units are not a GPU's SMs / CUs: a TPU's few TensorCores run
+    no such tiles)."""
+    op, n_units = cost.op, units(chip)
+    if not isinstance(op, Attention) or not n_units or chip.vendor not in GPU_VENDORS:
+        return 0.0
+    q = np.asarray(op.q_len, dtype=float)
+    rows = np.asarray(op.kv_len, dtype=float) if op.backward else q
+    tiles = np.asarray(op.batch) * np.asarray(op.heads) * np.ceil(rows / ATTENTION_BLOCK_Q)
+    return np.where(q > ATTENTION_BLOCK_Q, waves(tiles, n_units), 0.0)
+
+
 def tile_utilization(cost: Cost, chip: Chip) -> Any:
     """Wave utilization of the op's tiles on the chip's SMs (1 where it has no tile shape:
     not a GEMM or attention, a grouped MoE GEMM, or a chip that does not count its units)."""
@@ -148,39 +166,82 @@ def tile_utilization(cost: Cost, chip: Chip) -> Any:
 
 # Kernels that cut a long sequence into segments run side by side when its (sequence, head)
 # chains are too few to fill the machine: FlashQLA's gate-driven intra-card context
-# parallelism (QwenLM/FlashQLA flash_qla/ops/gated_delta_rule/chunk/cp_context.py),
-# FlashInfer's context-parallel chunk kernels (flashinfer-ai/flashinfer PRs #3659 SM120, #3866
-# SM90 "tuned for low B*H", #4078 SM100; its own planner not retrieved: FlashQLA's stands for
-# it), TileOPs' CP-split Gated DeltaNet prefill (tile-ai/TileOPs PR #1596).
+# parallelism (QwenLM/FlashQLA flash_qla/ops/gated_delta_rule/chunk/cp_context.py), TileOPs'
+# CP-split Gated DeltaNet prefill (tile-ai/TileOPs PR #1596); FlashInfer's own planner below
+# (`flashinfer_segments`).
 CONTEXT_PARALLEL = ("flashqla", "flashinfer", "tileops")
 # Kernels whose recurrence is a kernel of its own, run between the parallel ones (its walk adds
 # to their time instead of overlapping it), its CTAs splitting the state's d_v columns in
 # blocks: FLA's chunk_gated_delta_rule_fwd_h, grid (cdiv(V, BV), N·H), BV autotuned over
 # {32, 64} (fla-org/flash-linear-attention fla/ops/common/chunk_delta_h.py); 64 fits the fit
 # half of benchmarks/validation best (5.4% median error against 7.6% at 32, 8.0% unsplit).
+# Each chunk step runs one dot per 64 rows of d_k (its b_h1 ... b_h4 blocks): a step's time
+# is the fitted one (d_k = 128, two blocks) times ceil(d_k / 64) / 2.
 SEPARATE_RECURRENCE = {"fla": 64}
+STATE_ROW_BLOCK = 64
+
+# FlashInfer's context-parallel Gated DeltaNet prefill (SM90 / SM100 / SM120; flashinfer-ai/
+# flashinfer flashinfer/gdn_kernels/delta_rule_dsl/varlen_helper.py at 7dce283, PR #4078):
+# `should_use_cp_host` splits when B·H·d < SMs, d = 4 on SM100, 3 on GDDR cards (names with
+# "geforce", "rtx", "workstation"), else 2; `choose_cp_chunk_len_host` cuts segments of C
+# tokens: C = sqrt(S·64·F/P) rounded up to 64 where ceil(B·S/512)·H·d' < SMs (d' = 3 GDDR,
+# else 2; F/P = 1, on SM120 1/2 and only for H <= 16), else the least multiple of 512 whose
+# segments of all sequences fill one wave of SMs // H. Each segment's chunks are walked twice
+# (MN precompute: its local state and transfer; then the prefill from its fixed initial
+# state) and the fixup walks the segments once, F/P of a chunk step each.
+FLASHINFER_CP_GRANULE = 512
+GDDR_NAMES = ("geforce", "rtx", "workstation")
+
+
+def flashinfer_segments(b: Any, h: Any, length: Any, chunk: Any, n_units: int,
+                        sm100: bool = False, gddr: bool = False) -> tuple[Any, Any]:
+    """FlashInfer's context-parallel plan of `b` sequences of `length` tokens over `h` value
+    heads: (chains, steps) of its walk, in chunks of `chunk` tokens (the unsplit walk where
+    its planner does not split)."""
+    n = np.maximum(np.ceil(length / chunk), 1.0)
+    split = b * h * (4.0 if sm100 else 3.0 if gddr else 2.0) < n_units
+    ratio = 0.5 if gddr else 1.0
+    short = (np.ceil(b * length / FLASHINFER_CP_GRANULE) * h * (3.0 if gddr else 2.0)
+             < n_units) & ((h <= 16) | (not gddr))
+    c_short = np.maximum(np.ceil(np.ceil(np.sqrt(length * chunk * ratio)) / chunk) * chunk,
+                         chunk)
+    per_sequence = np.maximum(np.floor(np.maximum(np.floor(n_units / h), 1.0) / b), 1.0)
+    c_long = np.ceil(np.ceil(length / per_sequence) / FLASHINFER_CP_GRANULE) \
+        * FLASHINFER_CP_GRANULE
+    c = np.where(short, c_short, c_long)
+    segments = np.ceil(length / c)
+    steps = 2.0 * np.ceil(c / chunk) + ratio * segments
+    return (np.where(split, b * h * segments, b * h), np.where(split, steps, n))
 
 
 def recurrence_chain(op: LinearAttention, n_units: int, kernel: str | None = None,
-                     blackwell: bool = False) -> tuple[Any, Any]:
+                     blackwell: bool = False, gddr: bool = False) -> tuple[Any, Any]:
     """The sequential part of a chunked linear-attention kernel: (chains, steps). Each
     (sequence, value head)'s state passes from chunk to chunk in order, one CTA walking its
     ceil(q_len / chunk) chunks (FlashInfer's and FlashQLA's fused chunk kernels; FLA's
-    state kernel splits d_v too: SEPARATE_RECURRENCE); the chains run in waves over the SMs,
-    so the walk takes waves(chains) · steps chunk times at the least.
-    A context-parallel kernel (CONTEXT_PARALLEL) splits the sequences into segments of L_cp
-    chunks when B·H is small, by FlashQLA's planner (cp_context.py `_calc_cp_seqs`: L_cp =
+    state kernel splits d_v too, its steps scaled by d_k: SEPARATE_RECURRENCE); the chains run
+    in waves over the SMs, so the walk takes waves(chains) · steps chunk times at the least.
+    FlashInfer's
+    context-parallel plan: `flashinfer_segments` (`blackwell`: SM100; `gddr`: a GDDR card);
+    `flashinfer-fused` is its kernel before that (releases up to 0.6.13 on SM90, 0.6.16 on
+    SM100: PRs #3481 and #4078 added the split).
+    Other context-parallel kernels (CONTEXT_PARALLEL) split the sequences into segments of
+    L_cp chunks when B·H is small, by FlashQLA's planner (cp_context.py `_calc_cp_seqs`: L_cp =
     2^round(log2(3·sqrt(H·B·n/P))), at least 4; on SM90 / SM120 when B·H <= 40, or <= 56 with
-    n >= 128 chunks; on SM100 when B·H <= 56 with n >= 256, or <= 32 with n >= 192), and walks
+    n >= 128 chunks; on SM100 when B·H <= 56 with n >= 256, or <= 32 with n >= 192), and walk
     each segment twice: a pre-pass for its final state (fused_gdr_h), then the main pass from
     the corrected initial state."""
     b, h = np.asarray(op.batch, dtype=float), np.asarray(op.heads, dtype=float)
-    n = np.maximum(np.ceil(np.asarray(op.q_len, dtype=float) / np.asarray(op.chunk, dtype=float)),
-                   1.0)
+    chunk = np.asarray(op.chunk, dtype=float)
+    n = np.maximum(np.ceil(np.asarray(op.q_len, dtype=float) / chunk), 1.0)
+    if kernel == "flashinfer":
+        return flashinfer_segments(b, h, np.asarray(op.q_len, dtype=float), chunk, n_units,
+                                   blackwell, gddr)
     chains = b * h
     if kernel in SEPARATE_RECURRENCE:
         chains = chains * np.ceil(np.asarray(op.value_dim, dtype=float)
                                   / SEPARATE_RECURRENCE[kernel])
+        n = n * np.ceil(np.asarray(op.key_dim, dtype=float) / STATE_ROW_BLOCK) / 2.0
     if kernel not in CONTEXT_PARALLEL:
         return chains, n
     with np.errstate(divide="ignore"):
@@ -200,7 +261,9 @@ def recurrence_waves(op: LinearAttention, chip: Chip, kernel: str | None = None)
     n_units = units(chip)
     if not n_units:
         return 0.0
-    chains, steps = recurrence_chain(op, n_units, kernel, architecture(chip) == "blackwell")
+    gddr = any(mark in chip.name.lower() for mark in GDDR_NAMES)
+    chains, steps = recurrence_chain(op, n_units, kernel, architecture(chip) == "blackwell",
+                                     gddr)
     return waves(chains, n_units) * steps
 
 
@@ -220,19 +283,28 @@ def split_kv_utilization(heads: Any, keys: Any, units: int) -> Any:
     return best
 
 
-def kernel_launches(cost: Cost, chip: Chip) -> Any:
+# Decode kernels that launch a scheduler kernel of their own before the attention: FA3's
+# flash_attn_with_kvcache (cache_seqlens make it varlen, and with dynamic splits
+# prepare_varlen_num_blocks runs first: Dao-AILab/flash-attention hopper/
+# flash_fwd_launch_template.h, `if (Varlen && params.num_splits_dynamic_ptr && ...)`)
+SCHEDULED_DECODE = ("fa3",)
+
+
+def kernel_launches(cost: Cost, chip: Chip, kernel: str | None = None) -> Any:
     """Kernels one op runs: 2 for a split-KV attention forward (the partial attention over
     key chunks, then the merge of their partial softmax states: FlashDecoding's reduction,
     FlashInfer's merge_states, FlashAttention's combine kernel, FlashMLA's combine), else 1.
     A kernel splits the keys where its CTAs, one per sequence and K/V head (the query heads
     of a GQA group share one), do not fill the machine and there are keys to split: a query
-    block per head (decode, short chunks) over more than DECODE_KV_CHUNK keys."""
+    block per head (decode, short chunks) over more than DECODE_KV_CHUNK keys. A named
+    decode kernel in SCHEDULED_DECODE runs its scheduler kernel first: one more."""
     op = cost.op
     n_units = units(chip)
     if not isinstance(op, Attention) or op.backward or not n_units:
         return 1.0
     kv_heads = op.heads if op.kv_heads is None else op.kv_heads
-    split = ((np.asarray(op.q_len, dtype=float) <= ATTENTION_BLOCK_Q)
-             & (np.asarray(op.batch) * np.asarray(kv_heads) < n_units)
+    decode = np.asarray(op.q_len, dtype=float) <= ATTENTION_BLOCK_Q
+    split = (decode & (np.asarray(op.batch) * np.asarray(kv_heads) < n_units)
              & (np.asarray(op.kv_len, dtype=float) > DECODE_KV_CHUNK))
-    return np.where(split, 2.0, 1.0) if np.ndim(split) else 2.0 if split else 1.0
+    launches = 1.0 + split + (decode if kernel in SCHEDULED_DECODE else 0.0)
+    return launches if np.ndim(launches) else float(launches)

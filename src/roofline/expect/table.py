@@ -40,11 +40,31 @@ DEFAULTS: dict[str, Efficiency] = {
     "attention_bwd": Efficiency(0.55, "fitted", _FIT + "the attention_bwd rows"),
     # an attention kernel's time: its derated roofs' max plus this share of the shorter of
     # its tensor-core and softmax (exp, vector) times, which overlap only in part
-    "softmax_exposed": Efficiency(0.5, "fitted", "fitted to the fit half of "
+    "softmax_exposed": Efficiency(0.4, "fitted", "fitted to the fit half of "
                                   "benchmarks/validation: the share that minimises the "
-                                  "attention_fwd rows' median error (13.5% against 18.1% "
-                                  "fully overlapped; 0.3-0.7 all do better; head dim 64 and "
-                                  "fp8 / int8 kernels ran 0.52-0.83x the expected speed)"),
+                                  "attention_fwd rows' median error with attention_tile_s "
+                                  "(0.5 before that figure: 13.5% against 18.1% fully "
+                                  "overlapped; head dim 64 and fp8 / int8 kernels ran "
+                                  "0.52-0.83x the expected speed)"),
+    # a prefill attention forward's fixed time per wave of query-block tiles (physics.
+    # attention_waves): each tile loads its Q block and first K / V blocks before its first
+    # MMA and rescales and stores its output after the last (FlashAttention-3, arXiv:2407.08608
+    # Fig. 5-7: the same kernel at 512 tokens runs 0.6-0.8x its throughput at 16k); fitted
+    # together with softmax_exposed
+    "attention_tile_s": Efficiency(2e-6, "fitted", "fitted to the fit half of benchmarks/"
+                                   "validation: with softmax_exposed, the pair that minimises "
+                                   "the attention_fwd rows' median error (11.0% -> 10.2%, "
+                                   "within 25%: 80% -> 83%; 1.5 us ties on the median, 2 us "
+                                   "has the smaller mean |log| error)"),
+    # the backward's, per wave of key-block tiles: each tile loads its K / V block and walks
+    # the query blocks, then stores dK / dV; its preprocess (dO·O) and dQ-conversion passes
+    # scale with the tiles too (FlashAttention-2's flash_bwd_dot_do_o and convert_dq kernels)
+    "attention_bwd_tile_s": Efficiency(8e-6, "fitted", "fitted to the fit half of "
+                                       "benchmarks/validation: the value that minimises the "
+                                       "attention_bwd rows' median error at the attention_bwd "
+                                       "figure (13.7% -> 7.6%; 512-token rows ran 0.5-0.6x "
+                                       "the expected speed without it; refitting both, 15 us "
+                                       "and 0.65, moved the training steps, fitted with 0.55)"),
     # chunked linear attention (Gated DeltaNet): the kernel's fraction of whichever roof
     # binds (tensor cores, HBM), and the time one chunk step of its recurrence takes on one
     # SM (`_chain_s`: the walk of physics.recurrence_chain, its chains in waves over the SMs,
@@ -65,6 +85,15 @@ DEFAULTS: dict[str, Efficiency] = {
                                               "chunk-kernel rows (10: 4.2%)"),
     "linear_attention_chain_s.flashinfer": Efficiency(3.1e-6, "fitted", _LA + "FlashInfer's "
                                                       "CuTe-DSL chunk-kernel rows (10)"),
+    # FlashInfer's fully fused chunk kernel before its context-parallel split (releases up to
+    # 0.6.13 on SM90, 0.6.16 on SM100): the same kernel family and chunk step, each (sequence,
+    # head) walked by one CTA (flashinfer-ai/flashinfer PR #3477: 1x8192 with h_v = 8 in
+    # 0.371 ms on H100, 128 chunk steps of 2.9 us)
+    "linear_attention.flashinfer-fused": Efficiency(0.65, "fitted", _LA + "FlashInfer's "
+                                                    "CuTe-DSL rows (its family's figure)"),
+    "linear_attention_chain_s.flashinfer-fused": Efficiency(3.1e-6, "fitted", _LA +
+                                                            "FlashInfer's CuTe-DSL rows (its "
+                                                            "family's figure)"),
     "linear_attention.flashqla": Efficiency(0.21, "fitted", _LA + "FlashQLA's rows (9: 5.5%)"),
     "linear_attention_chain_s.flashqla": Efficiency(2.4e-6, "fitted", _LA + "FlashQLA's rows "
                                                     "(9)"),

@@ -283,15 +283,19 @@ def parse_chip(data: dict[str, Any], path: str) -> Chip:
 
 
 def _efficiencies(path: str, table: Any) -> dict[str, Efficiency]:
-    """[efficiency.<kind>] or [efficiency.<kind>.<variant>] tables: a value with its source
+    """[efficiency.<kind>] and [efficiency.<kind>.<variant>] tables: a value with its source
     (or `fitted`: the rows it was fitted to); kinds in EFFICIENCY_KINDS."""
     top = _Reader(path, "efficiency", table, set(EFFICIENCY_KINDS))
     leaves: list[tuple[str, Any]] = []
     for kind, entry in top.table.items():
-        if isinstance(entry, dict) and "value" not in entry:  # variants: matmul.bf16, ...
-            leaves += [(f"{kind}.{sub}", leaf) for sub, leaf in entry.items()]
-        else:
+        if not isinstance(entry, dict):
             leaves.append((kind, entry))
+            continue
+        # the kind's own figure (its fields) beside its variants (tables: matmul.bf16, ...)
+        own = {k: v for k, v in entry.items() if not isinstance(v, dict)}
+        if own:
+            leaves.append((kind, own))
+        leaves += [(f"{kind}.{sub}", leaf) for sub, leaf in entry.items() if isinstance(leaf, dict)]
     out: dict[str, Efficiency] = {}
     for key, entry in leaves:
         r = _Reader(path, f"efficiency.{key}", entry, _EFFICIENCY_KEYS)

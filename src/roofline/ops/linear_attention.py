@@ -143,7 +143,7 @@ def linear_attention(
     return Cost(flops={x.peak: _value(flops)}, bytes={"hbm": _value(hbm)}, steps=tuple(terms),
                 name=name if name != "linear attention" else f"linear attention ({kind})",
                 op=LinearAttention(value(B), value(H), value(Lq), kind, value(C),
-                                   value(dv)))
+                                   value(dv), value(dk)))
 
 
 def _value(e: Quantity) -> Num:
