@@ -89,11 +89,11 @@ def library_time(cost: Cost, chip: Chip, efficiency: Mapping[str, Any]) -> Any:
             for k in links:
                 lk = chip.links[k]
                 klass = hardware_class(chip, k)
-                step = lk.latency_s * _STEP_US[klass][name][p] / _STEP_US[klass]["ring"][0]
+                step: Any = lk.latency_s * _STEP_US[klass][name][p] / _STEP_US[klass]["ring"][0]
                 if k != "scale-out":  # across nodes: at least the network post overhead
                     step = np.where(nodes, np.maximum(step, _NET_OVERHEAD_S[p]), step)
                 base = lk.base_latency_s * _BASE_US[name][p] / _BASE_US["ring"][0]
-                rate = lk.bandwidth_Bps * efficiency.get(k, 1.0) * _BANDWIDTH[name][p]
+                rate: Any = lk.bandwidth_Bps * efficiency.get(k, 1.0) * _BANDWIDTH[name][p]
                 if protocol == "LL":
                     rate = np.where(nodes, np.minimum(rate, LL_MAX_BUSBW), rate)
                 lat = (np.asarray(cost.link_steps.get(k, 0.0)) * step
