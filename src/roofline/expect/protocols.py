@@ -55,7 +55,7 @@ LL_MAX_BUSBW = 39e9
 
 def hardware_class(chip: Chip, link: str) -> str:
     """tuning.cc's hardware class of a link: the network between nodes (scale-out, unless it
-    is PCIe), PCIe, or NVLink (and the other vendors' GPU fabrics: xGMI, ICI)."""
+    is PCIe), PCIe, or NVLink (AMD's xGMI taken as NVLink)."""
     technology = chip.links[link].technology
     if technology.lower().startswith("pcie"):
         return "pci"
@@ -94,6 +94,8 @@ def library_time(cost: Cost, chip: Chip, efficiency: Mapping[str, Any]) -> Any:
                     step = np.where(nodes, np.maximum(step, _NET_OVERHEAD_S[p]), step)
                 base = lk.base_latency_s * _BASE_US[name][p] / _BASE_US["ring"][0]
                 rate: Any = lk.bandwidth_Bps * efficiency.get(k, 1.0) * _BANDWIDTH[name][p]
+                if name == "tree" and protocol == "LL128":  # 120/128 across nodes
+                    rate = np.where(nodes, rate * (120 / 128) / (7 / 9), rate)
                 if protocol == "LL":
                     rate = np.where(nodes, np.minimum(rate, LL_MAX_BUSBW), rate)
                 lat = (np.asarray(cost.link_steps.get(k, 0.0)) * step
