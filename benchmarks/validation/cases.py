@@ -411,6 +411,12 @@ GRAPH_TIMED = ("graph", "device")
 # RDMA, then forward it over NVLink (deepseek-ai/DeepEP README, "normal kernels":
 # asymmetric-domain forwarding; csrc/kernels/internode.cu)
 OWN_KERNELS = ("deepep-normal",)
+# a row's `impl` whose buffers are symmetric (registered in every peer's address space), so
+# the library runs a kernel that loads and stores its peers' buffers directly, the bound's
+# one- or two-shot schedule, not a ring: NCCL 2.27+'s symmetric-memory kernels (NVIDIA
+# blog "Enabling Fast Inference and Resilient Training with NCCL 2.27": symmetric kernels for
+# all-reduce, all-gather and reduce-scatter within an NVLink domain)
+DIRECT_KERNELS = ("nccl-symmetric",)
 COLLECTIVE_OP = {"allreduce": "all-reduce", "allgather": "all-gather",
                  "reducescatter": "reduce-scatter", "alltoall": "all-to-all",
                  "sendrecv": "send-recv", "broadcast": "broadcast", "dispatch": "all-to-all",
@@ -479,8 +485,9 @@ def collective_case(row: Row) -> Collective:
     first_cost, first_chip = readings[0][1], readings[0][2]
     # an engine's custom all-reduce (SGLang, vLLM / aiter, PCIe one-shot) timed on its own:
     # its kernel, no NCCL call
-    t_expected = float(expected(first_cost, first_chip, engine_kernels="custom-allreduce" in
-                                p.get("impl", "") or p.get("kernel") in OWN_KERNELS,
+    t_expected = float(expected(first_cost, first_chip, engine_kernels=p.get("impl", "").startswith(
+                                DIRECT_KERNELS) or "custom-allreduce" in p.get("impl", "")
+                                or p.get("kernel") in OWN_KERNELS,
                                 in_graph=p.get("timing") in GRAPH_TIMED).t_s)
     ratio, cost, _ = min(readings, key=lambda r: r[0])
     return replace(base, nbytes=nbytes, algo=algo, ratio=ratio,

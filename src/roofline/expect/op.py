@@ -41,6 +41,7 @@ from .physics import (
     recurrence_waves,
     tile_utilization,
 )
+from .protocols import with_protocols
 from .table import figures, lookup
 
 if TYPE_CHECKING:
@@ -329,7 +330,7 @@ def expected_from(cost: Cost, chip: Chip, found: FigureLookups, base_est: Estima
         overhead = overhead + calls * per_call
     # (the kernels it expects leave every exp on the special-function units: `evaluate`'s
     # shared_special, which only the bound allows)
-    t = derated.t_lower_s + overhead
+    t = with_protocols(derated.t_lower_s, cost, chip, derate) + overhead
     if isinstance(cost.op, LinearAttention) and cost.flops and kind == "linear_attention":
         # the recurrence's walk over the chunks (physics.recurrence_chain): its chunk steps
         # at the kernel's time per step; a kernel of its own adds to the others' time, a
