@@ -138,17 +138,20 @@ class FigureLookups(dict[tuple[str, str | None], tuple[str, float, str]]):
         return found
 
 
-def figure_lookups(chip: Chip, calibration: Calibration | None = None) -> FigureLookups:
-    """The figures of `chip` (and `calibration`) to take: without a calibration, kept on the
-    chip for as long as `table.figures` keeps its own there (a fit that drops those, to read
-    changed figures, drops these too)."""
+def figure_lookups(chip: Chip, calibration: Calibration | None = None,
+                   step: bool = False) -> FigureLookups:
+    """The figures of `chip` (and `calibration`) to take (`step`: a whole step's, no
+    power-limited GEMM fraction: table.figures): without a calibration, kept on the chip for
+    as long as `table.figures` keeps its own there (a fit that drops those, to read changed
+    figures, drops these too)."""
     if calibration is not None:
-        return FigureLookups(figures(chip, calibration))
-    kept = chip.memo.get("expect.figures")  # table.figures' own
-    found = chip.memo.get("expect.lookups")
+        return FigureLookups(figures(chip, calibration, step))
+    lookups = "expect.lookups.step" if step else "expect.lookups"
+    kept = chip.memo.get("expect.figures", {}).get(step)  # table.figures' own
+    found = chip.memo.get(lookups)
     if found is None or kept is None or found.kept is not kept:
-        figs = figures(chip)
-        found = chip.memo["expect.lookups"] = FigureLookups(figs, chip.memo["expect.figures"])
+        figs = figures(chip, step=step)
+        found = chip.memo[lookups] = FigureLookups(figs, chip.memo["expect.figures"][step])
     return cast(FigureLookups, found)
 
 

@@ -134,7 +134,7 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
     # bound; the forecast times what the frameworks run (schedule.RUN), as it was fitted
     run = a.under(RUN) if kind == "train" and not a.schedule_named else a
     graphs = kind in ("decode", "mixed") if cuda_graphs is None else cuda_graphs
-    looked = figure_lookups(chip, calibration)
+    looked = figure_lookups(chip, calibration, step=True)
     figs = looked.figs
     sources: dict[str, str] = {}
     total: Any = 0.0
@@ -250,7 +250,7 @@ def collective_kernel_s(a: ModelAnalysis, chip: Chip) -> float:
     smaller there."""
     if not graph_split(a):
         return 0.0
-    figs = figure_lookups(chip)
+    figs = figure_lookups(chip, step=True)
     return max(figs["step_kernel_s", None][1] - figs["graph_launch_s", None][1], 0.0)
 
 

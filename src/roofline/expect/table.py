@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, cast
 
 from ..hardware.model import Chip, Efficiency
 from .kernels import default_kernel, kernel_figures
+from .power import power_figures
 
 if TYPE_CHECKING:
     from ..measure.calibration import Calibration
@@ -328,15 +329,24 @@ def check_engine(name: str) -> str:
     return key
 
 
-def figures(chip: Chip, calibration: Calibration | None = None) -> dict[str, Efficiency]:
-    """Every figure the model may use on `chip`: defaults < its architecture's named kernels
-    (kernels.py) < chip file < calibration."""
-    if calibration is None and "expect.figures" in chip.memo:  # read per op of a step
-        return dict(cast(dict[str, Efficiency], chip.memo["expect.figures"]))
-    out = {**DEFAULTS, **kernel_figures(chip), **chip.efficiency}
+def figures(chip: Chip, calibration: Calibration | None = None, step: bool = False
+            ) -> dict[str, Efficiency]:
+    """Every figure the model may use on `chip`: defaults < its power-limited GEMM fractions
+    (power.py) < its architecture's named kernels (kernels.py) < chip file < calibration.
+
+    `step`: the figures of a whole step's ops (expect.step), without the power-limited
+    fractions: a GEMM timed alone, back to back, spends the board's power on GEMMs only,
+    where a step's attention, norms, collectives and launches between its GEMMs draw less
+    and leave the clock higher; its framework factors were fitted on the generic fraction."""
+    kept = cast(dict[bool, dict[str, Efficiency]], chip.memo.get("expect.figures", {}))
+    if calibration is None and step in kept:  # read per op of a step
+        return dict(kept[step])
+    # a chip's power-limited GEMM fraction (power.py) where no default names its dtype
+    power = {} if step else {k: v for k, v in power_figures(chip).items() if k not in DEFAULTS}
+    out = {**DEFAULTS, **power, **kernel_figures(chip), **chip.efficiency}
     out.update(default_kernel(chip, out))
-    if calibration is None:
-        chip.memo["expect.figures"] = dict(out)
+    if calibration is None:  # both tables dropped at once (fit_kernels.py pops the key)
+        chip.memo.setdefault("expect.figures", {})[step] = dict(out)
     else:
         what = f"measured: {calibration.description}"
         for dt, eff in calibration.compute.items():
