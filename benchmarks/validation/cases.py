@@ -834,7 +834,10 @@ def prefill_case(row: Row) -> Prefill:
     tight = analyze(spec, chip, phase, par, _prefill_precision(spec, weights, chip, kv or "fp8"))
     plain = analyze(spec, chip, phase, par, _prefill_precision(
         spec, weights, chip, kv or model_precision(spec).activations))
-    forecast = expected_step(plain, chip, framework=engine(fw))
+    chunk = p.get("prefill_chunk")
+    forecast = expected_step(plain, chip, framework=engine(fw), prefill_chunk=(
+        _int(row, "prompt_len") if chunk == "none" else float(chunk) if chunk else None),
+        dynamic_chunks=p.get("dynamic_chunking") == "1")
     return replace(base, ratio=float(tight.t_lower_s) / measured_s,
                    expected_ratio=float(forecast.t_s) / measured_s)
 
