@@ -839,9 +839,16 @@ def prefill_case(row: Row) -> Prefill:
     phase = prefill_phase(_pint(p, "batch", 1), _int(row, "prompt_len"))
     measured_s = row.value * 1e-3
     tight = analyze(spec, chip, phase, par, _prefill_precision(spec, weights, chip, kv or "fp8"))
+    # the forecast reads an unstated KV cache as the engine's recipe keeps it: TensorRT-LLM's
+    # fp8 checkpoints quantize it too (quantize.py --qformat fp8 --kv_cache_dtype fp8,
+    # NVIDIA/TensorRT-LLM examples/quantization/README.md), the others at the model's dtype
+    recipe = "fp8" if engine(fw) == "tensorrt-llm" and dtype(weights).peak == "fp8" else None
     plain = analyze(spec, chip, phase, par, _prefill_precision(
-        spec, weights, chip, kv or model_precision(spec).activations))
-    forecast = expected_step(plain, chip, framework=engine(fw))
+        spec, weights, chip, kv or recipe or model_precision(spec).activations))
+    chunk = p.get("prefill_chunk")
+    forecast = expected_step(plain, chip, framework=engine(fw), prefill_chunk=(
+        _int(row, "prompt_len") if chunk == "none" else float(chunk) if chunk else None),
+        dynamic_chunks=p.get("dynamic_chunking") == "1")
     return replace(base, ratio=float(tight.t_lower_s) / measured_s,
                    expected_ratio=float(forecast.t_s) / measured_s)
 

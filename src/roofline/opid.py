@@ -47,7 +47,8 @@ class Attention:
     """One attention call over `batch` sequences of `heads` query heads: `q_len` new queries
     against `kv_len` keys. `passes`: "forward", "backward" or "forward + backward"; `impl`:
     flash, naive or decode; `mla`: multi-head latent attention (DeepSeek); `kv_heads`: the
-    K/V heads the query heads share (GQA; None: as many as query heads)."""
+    K/V heads the query heads share (GQA; None: as many as query heads); `kv_dtype`: the
+    K/V operands' dtype (the cache's; None: the queries' own)."""
 
     batch: Any
     heads: Any
@@ -58,6 +59,7 @@ class Attention:
     passes: str = "forward"
     mla: bool = False
     kv_heads: Any = None
+    kv_dtype: str | None = None
 
     kind = OpKind.ATTENTION
 
@@ -101,5 +103,5 @@ def summed(a: OpId | None, b: OpId | None) -> OpId | None:
         return None
     if isinstance(a, Attention) and isinstance(b, Attention) and a.passes != b.passes:
         return Attention(a.batch, a.heads, a.q_len, a.kv_len, a.head_dim, a.impl,
-                         f"{a.passes} + {b.passes}", a.mla, a.kv_heads)
+                         f"{a.passes} + {b.passes}", a.mla, a.kv_heads, a.kv_dtype)
     return a

@@ -35,6 +35,7 @@ from .kernels import linear_kind
 from .physics import (
     SEPARATE_RECURRENCE,
     attention_kernel,
+    attention_operands,
     attention_waves,
     decode_attention,
     kernel_launches,
@@ -242,6 +243,7 @@ def expected_from(cost: Cost, chip: Chip, found: FigureLookups, base_est: Estima
     if cost.runs is not None and not engine_kernels and not (
             cuda_graphs and np.isin(cost.algorithm, GRAPH_KERNELS).any()):
         cost = cost.runs
+    cost = attention_operands(cost)
 
     def take(kind: str, variant: str | None = None) -> float:
         key, value, said = found[kind, variant]

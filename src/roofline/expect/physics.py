@@ -9,11 +9,13 @@ A FlashAttention forward runs one tile per (batch, head, 128-query block), alike
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ..cost import Cost
+from ..dtypes import dtype as lookup_dtype
 from ..hardware import Chip
 from ..opid import Attention, Gemm, LinearAttention
 from .kernels import architecture
@@ -91,6 +93,26 @@ def attention_kernel(cost: Cost) -> bool:
     """An attention kernel (flash / naive / decode, MHA or MLA, forward or backward), not the
     output projection beside it (a weight GEMM)."""
     return isinstance(cost.op, Attention)
+
+
+def attention_operands(cost: Cost) -> Cost:
+    """An attention kernel's GEMMs at the dtype its kernel runs them in: the K/V cache's
+    where that is wider than the queries' compute dtype. A fused attention kernel takes Q, K
+    and V in one dtype: FlashAttention-3's fp8 forward takes e4m3 Q, K and V
+    (Dao-AILab/flash-attention hopper/flash_attn_interface.py, q / k / v descales),
+    TensorRT-LLM's context kernels are named by it (fmhaSm100fKernel_QkvE4m3OBfloat16...,
+    lmsys.org/blog/2026-02-19-gb300-longctx), and none runs below 8 bits. So fp8 or fp4 weight
+    GEMMs beside a bf16 cache leave attention in bf16, and nvfp4 GEMMs beside an fp8 cache
+    leave it in fp8. The bound keeps the narrower dtype (a kernel quantizing K / V itself
+    could run there); the expected time never runs faster than it."""
+    op = cost.op
+    if not isinstance(op, Attention) or op.kv_dtype is None or len(cost.flops) != 1:
+        return cost
+    (dt, flops), = cost.flops.items()
+    kv = lookup_dtype(op.kv_dtype)
+    if kv.bits <= lookup_dtype(dt).bits:
+        return cost
+    return replace(cost, flops={kv.name: flops})
 
 
 def decode_attention(cost: Cost) -> bool:

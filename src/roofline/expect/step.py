@@ -111,7 +111,9 @@ class ExpectedStep:
 
 def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
                   calibration: Calibration | None = None, cuda_graphs: bool | None = None,
-                  framework: str | None = None, imbalance: float = 1.0) -> ExpectedStep:
+                  framework: str | None = None, imbalance: float = 1.0,
+                  prefill_chunk: Num | None = None, dynamic_chunks: bool = False
+                  ) -> ExpectedStep:
     """The expected time of the analysed step (`hw`: the chip it was analysed on, needed
     when that is a chip file rather than a catalog chip). `cuda_graphs` (default: for decode
     steps, as vLLM, SGLang and TensorRT-LLM capture them) sets the per-kernel launch cost;
@@ -122,6 +124,10 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
     GEMMs wait for that rank, so their expected time is that much longer (never the bound's:
     an even routing is possible); only where a GEMM is not on the HBM roof (a weight-streaming
     GEMM reads each resident expert once, whatever its token count).
+    `prefill_chunk` (a pipelined prefill: pp > 1): the tokens of each chunk one prompt
+    passes through the stages in (its whole length: no chunking), `dynamic_chunks` whether
+    the engine shrinks later chunks to hold the first one's time (`pipeline_fill`); None
+    times the pipeline as full, as the bound does.
 
     >>> from roofline.models import analyze, decode
     >>> e = expected_step(analyze("llama-3-8b", "h100", decode(batch=1, context=1024)))
@@ -141,6 +147,7 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
     overhead: Any = 0.0
     by_resource: dict[str, list[Any]] = {}
     path: Any = 0.0  # the bound's critical path, without the line below
+    quadratic: Any = 0.0  # what attention adds to `total`: it grows with the prefix
     core = run.parts.core  # the bound's rows, their estimates and their share of the path
     times = core.times
     rows = run.parts.rows
@@ -176,7 +183,10 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
             row.cost.op.grouped else 1.0
         if hot != 1.0:
             hot = 1.0 + (hot - 1.0) * (1.0 - on_hbm_roof(one.derated.time_s))
-        total = total + lower * ratio(one.t_s, bound_one, 1.0) * hot
+        share = lower * ratio(one.t_s, bound_one, 1.0) * hot
+        total = total + share
+        if isinstance(row.cost.op, Attention):
+            quadratic = quadratic + share
         if kind == "train" and isinstance(row.cost.op, Gemm):  # its operands cast to fp8
             rows_each = routed_rows(row.cost, a.phase.work_factor)
             total = total + lower * ratio(cast_s(row.cost, a.precision.activations, chip,
@@ -228,10 +238,36 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
         compute = figs[f"framework.compute.{name}"]
         sources[f"framework.compute.{name}"] = source(compute)
         efficiency["framework_compute"] = compute.value
-    t = maximum(maximum(streamed + computed / compute.value
-                        + (total - streamed - computed) / factor.value, link_floor),
-                a.t_lower_s)  # never below the bound
+    t = maximum(streamed + computed / compute.value
+                + (total - streamed - computed) / factor.value, link_floor)
+    if prefill_chunk is not None and kind == "prefill" and a.parallel.pp > 1:
+        t = t * pipeline_fill(a.phase.q_len, prefill_chunk, a.parallel.pp,
+                              ratio(quadratic, total, 0.0), dynamic_chunks)
+    t = maximum(t, a.t_lower_s)  # never below the bound
     return ExpectedStep(a, unwrap(t), unwrap(overhead), efficiency, sources, name)
+
+
+def pipeline_fill(prompt: Num, chunk: Num, pp: int, attention_share: Num,
+                  dynamic: bool = False) -> Num:
+    """How much longer one prompt's prefill through `pp` pipeline stages takes than the
+    full pipeline the bound assumes: its chunks follow one another through the stages, so
+    the last stage finishes (pp - 1) slowest-chunk stage times after the first stage's
+    whole work (a flow shop of equal stages), 1 + (pp - 1) · t_max / T.
+    A chunk of c = x·L tokens costs (1 - a)·x of the pass's time T in the token-wise ops and
+    a·(its causal score pairs' share) in attention (`attention_share` a): the last chunk
+    of a fixed size a·(1 - (1 - x)²); a whole prompt (x = 1) runs the stages in series.
+    SGLang's dynamic chunking shrinks each next chunk to the first chunk's time, down to a
+    quarter of its size, which leaves the blog's bubble (pp - 1)/(pp - 1 + M) of M equal
+    chunks (lmsys.org/blog/2026-01-15-chunked-pipeline, "Dynamic chunking"): t_max is the
+    first chunk's time or the last quarter-size chunk's, the longer."""
+    x = np.minimum(np.asarray(chunk, dtype=float) / np.asarray(prompt, dtype=float), 1.0)
+    a = np.asarray(attention_share, dtype=float)
+
+    def last(x: Any) -> Any:  # a chunk of x·L tokens at the end of the prompt
+        return (1.0 - a) * x + a * (1.0 - (1.0 - x) ** 2)
+
+    slowest = np.maximum((1.0 - a) * x + a * x * x, last(x / 4.0)) if dynamic else last(x)
+    return unwrap(1.0 + (pp - 1) * slowest)
 
 
 def graph_split(a: ModelAnalysis, cuda_graphs: bool | None = None) -> bool:

@@ -230,7 +230,7 @@ def attention(
                 name=name, vector_flops={"fp32": value(softmax_flops - exps)},
                 special_ops={"exp": value(exps)},
                 op=Attention(value(B), value(H), value(Lq), value(Lkv), value(d), impl, mla=mla,
-                             kv_heads=value(Hkv)))
+                             kv_heads=value(Hkv), kv_dtype=kv.name))
     return _spilled(cost, spill)
 
 
