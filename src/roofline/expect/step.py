@@ -27,8 +27,9 @@ from ..opid import Attention, Gemm
 from ..serialize import jsonable
 from .interval import STEP_KINDS, spread
 from .kernels import framework_attention
-from .op import dequant_family, expected_from, figure_lookups, source, utilizations
+from .op import dequant_family, expected_from, figure_lookups, source
 from .table import engine, lookup, lookup_framework
+from .utilization import utilizations
 
 if TYPE_CHECKING:
     from ..measure.calibration import Calibration
