@@ -286,7 +286,7 @@ def test_unstated_eplb_is_unbalanced_only_where_attention_dp_feeds_ep() -> None:
     over EP runs balanced."""
     from roofline.serve.iteration import UNBALANCED_EXPERTS
 
-    assert UNBALANCED_EXPERTS == pytest.approx(2.564)
+    assert abs(UNBALANCED_EXPERTS - 2.564) < 1e-12
     spec = load_model("mixtral-8x7b")
 
     def tpot(eplb: float | None, **par: tuple[int, ...]) -> np.ndarray:
@@ -326,7 +326,7 @@ def test_attention_dp_straggle_slows_mixed_steps_only() -> None:
     from roofline.models.step import MemoryBudget, mixed
     from roofline.serve.iteration import ADP_STRAGGLE, Engine, attention_dp_straggle
 
-    assert ADP_STRAGGLE == pytest.approx(1.541, abs=1e-3)
+    assert abs(ADP_STRAGGLE - 1.541) < 1e-3
     spec = load_model("mixtral-8x7b")
     par = Parallel(tp=1, dp=8, ep=8)
     a = analyze(spec, "h100", mixed(64, 1024, 8 * 2048, 2048), par)
