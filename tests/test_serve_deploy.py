@@ -316,8 +316,8 @@ def test_hottest_rank_stretches_token_work_not_the_weight_stream() -> None:
 
 
 def test_attention_dp_straggle_slows_mixed_steps_only() -> None:
-    """ADP_STRAGGLE (TensorRT-LLM's measured 39,552 / 25,664 tokens/s) stretches the token
-    work of every op but the routed experts in an aggregated step of attention-DP replicas
+    """ADP_STRAGGLE (1 / TensorRT-LLM's measured mean / max tokens per rank, 54.11%) stretches
+    the token work of every op but the routed experts in an aggregated step of attention-DP replicas
     over EP that carries prompt chunks; a decode-only step, the bound and replicas without
     EP are untouched."""
     from roofline import load_chip
@@ -326,7 +326,7 @@ def test_attention_dp_straggle_slows_mixed_steps_only() -> None:
     from roofline.models.step import MemoryBudget, mixed
     from roofline.serve.iteration import ADP_STRAGGLE, Engine, attention_dp_straggle
 
-    assert abs(ADP_STRAGGLE - 1.541) < 1e-3
+    assert abs(ADP_STRAGGLE - 1.848) < 1e-3
     spec = load_model("mixtral-8x7b")
     par = Parallel(tp=1, dp=8, ep=8)
     a = analyze(spec, "h100", mixed(64, 1024, 8 * 2048, 2048), par)

@@ -78,11 +78,11 @@ def activation_dtype(weights: str, chip: Chip) -> str:
 UNBALANCED_EXPERTS = 2.564
 # The attention-DP rank with the most tokens over the mean, where an in-flight-batching
 # engine mixes one rank's prompt chunk into the others' decode steps: DeepSeek-V3 with
-# attention DP 8 and EP 8 on 8 GB200 ran at 25,664 tokens/s where its per-iteration balance
-# ratio (mean / max tokens, 54% on average) puts the balanced run at 39,552: 1.54x
-# (TensorRT-LLM tech blog 10, "ADP Balance Strategy", baseline round-robin: github.com/NVIDIA/
+# attention DP 8 and EP 8 on 8 GB200 ran at an average per-iteration balance ratio (mean /
+# max tokens over the ranks) of 54.11% with round-robin scheduling, 25,664 tokens/s against
+# 34,140 once balanced (TensorRT-LLM tech blog 10, "ADP Balance Strategy": github.com/NVIDIA/
 # TensorRT-LLM docs/source/blogs/tech_blog/blog10_ADP_Balance_Strategy.md)
-ADP_STRAGGLE = 39552 / 25664
+ADP_STRAGGLE = 1 / 0.5411
 
 
 def expert_imbalance(stated: float | None, par: Parallel) -> float:
