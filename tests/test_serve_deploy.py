@@ -281,10 +281,12 @@ def test_eplb_slows_the_expected_expert_gemms_never_the_bound() -> None:
 
 
 def test_unstated_eplb_is_unbalanced_only_where_attention_dp_feeds_ep() -> None:
-    """No balancer stated: attention-DP replicas feeding one EP group run the fitted
-    UNBALANCED_ADP_EP; tensor-parallel attention over EP runs balanced."""
-    from roofline.serve.iteration import UNBALANCED_ADP_EP
+    """No balancer stated: attention-DP replicas feeding one EP group run TensorRT-LLM's
+    measured unbalanced experts (UNBALANCED_EXPERTS = 1 + 1.564); tensor-parallel attention
+    over EP runs balanced."""
+    from roofline.serve.iteration import UNBALANCED_EXPERTS
 
+    assert abs(UNBALANCED_EXPERTS - 2.564) < 1e-12
     spec = load_model("mixtral-8x7b")
 
     def tpot(eplb: float | None, **par: tuple[int, ...]) -> np.ndarray:
@@ -292,10 +294,57 @@ def test_unstated_eplb_is_unbalanced_only_where_attention_dp_feeds_ep() -> None:
                                                    eplb=eplb), expect=True).columns["tpot_s"]
 
     adp = dict(tp=(1,), dp=(8,), ep=(8,))
-    assert np.array_equal(tpot(None, **adp), tpot(UNBALANCED_ADP_EP, **adp))
+    assert np.array_equal(tpot(None, **adp), tpot(UNBALANCED_EXPERTS, **adp))
     assert np.all(tpot(None, **adp) > tpot(1.0, **adp))
     tp_ep = dict(tp=(8,), dp=(1,), ep=(8,))
     assert np.array_equal(tpot(None, **tp_ep), tpot(1.0, **tp_ep))
+
+
+def test_hottest_rank_stretches_token_work_not_the_weight_stream() -> None:
+    """slowest_rank: a rank with F x the mean's tokens takes max(weight stream, F x math);
+    hand-worked: math 1 ms, HBM 2 ms -> F 3: 3 ms / 2 ms = 1.5; F 1.5: still 2 ms (1.0);
+    links are not token work (a collective's wait is its own)."""
+    from roofline.expect.step import slowest_rank
+
+    assert slowest_rank({"compute": 1e-3, "hbm": 2e-3}, 3.0) == pytest.approx(1.5)
+    assert slowest_rank({"compute": 1e-3, "hbm": 2e-3}, 1.5) == pytest.approx(1.0)
+    assert slowest_rank({"compute": 1e-3, "vector": 2e-3}, 2.0) == pytest.approx(2.0)
+    assert slowest_rank({"scale-up": 1e-3}, 4.0) == pytest.approx(1.0)
+    swept = np.asarray(slowest_rank({"compute": np.array([1.0, 3.0]), "hbm": np.array([2.0,
+                                                                                  2.0])}, 2.0))
+    assert swept == pytest.approx([1.0, 2.0])
+
+
+def test_attention_dp_straggle_slows_mixed_steps_only() -> None:
+    """ADP_STRAGGLE (1 / TensorRT-LLM's measured mean / max tokens per rank, 54.11%) stretches
+    the token work of every op but the routed experts in an aggregated step of attention-DP replicas
+    over EP that carries prompt chunks; a decode-only step, the bound and replicas without
+    EP are untouched."""
+    from roofline import load_chip
+    from roofline.expect import expected_step
+    from roofline.models import model_precision
+    from roofline.models.step import MemoryBudget, mixed
+    from roofline.serve.iteration import ADP_STRAGGLE, Engine, attention_dp_straggle
+
+    assert abs(ADP_STRAGGLE - 1.848) < 1e-3
+    spec = load_model("mixtral-8x7b")
+    par = Parallel(tp=1, dp=8, ep=8)
+    a = analyze(spec, "h100", mixed(64, 1024, 8 * 2048, 2048), par)
+    plain = float(expected_step(a).t_s)
+    slowed = float(expected_step(a, straggle=ADP_STRAGGLE).t_s)
+    assert plain < slowed < ADP_STRAGGLE * plain
+    dec = analyze(spec, "h100", decode(64, 1024), par)
+    assert attention_dp_straggle(par, dec.phase) == 1.0
+    assert attention_dp_straggle(par, a.phase) == ADP_STRAGGLE
+    assert attention_dp_straggle(Parallel(dp=8), a.phase) == 1.0
+    swept = mixed(64, 1024, np.array([0.0, 2048.0]), 2048)  # a sweep: one point decode-only
+    assert np.asarray(attention_dp_straggle(par, swept)).tolist() == [1.0, ADP_STRAGGLE]
+    budget = MemoryBudget(0.9)
+    bound = Engine(spec, load_chip("h100"), par, model_precision(spec), budget)
+    assert float(bound.step_time(a)) == float(a.t_floor_s)
+    expect = Engine(spec, load_chip("h100"), par, model_precision(spec), budget, expect=True)
+    assert float(expect.step_time(a)) == pytest.approx(slowed)
+    assert float(expect.step_time(dec)) == pytest.approx(float(expected_step(dec).t_s))
 
 
 # --- Dynamo ----------------------------------------------------------------------------------
@@ -381,3 +430,31 @@ def test_published_expert_tp_inside_ep_is_read_as_stated() -> None:
     assert (c.layout.tp, c.layout.dp, c.layout.ep, c.layout.moe_tp) == (64, 1, 8, 8)
     assert not c.layout.approx
     assert silicon.evaluate(c).beats <= 1
+
+
+# --- speculative decoding: drafting --------------------------------------------------------
+
+
+def test_drafting_costs_k_one_layer_passes_in_the_expected_step_only() -> None:
+    """A step verifying k drafts per sequence spends k passes of a one-layer draft module
+    (draft_module: an MoE layer for DeepSeek, its MTP module) on the expected time: linear in
+    k, nothing without drafts or in a prefill pass, a small share of DeepSeek-R1's 61-layer
+    step, never on the bound."""
+    from roofline import load_chip
+    from roofline.expect import expected_step
+    from roofline.models import model_precision, prefill
+    from roofline.models.step import MemoryBudget
+    from roofline.serve.iteration import Engine
+
+    spec = load_model("deepseek-r1")
+    par = Parallel(tp=8, ep=8)
+    args = (spec, load_chip("b200"), par, model_precision(spec), MemoryBudget(0.9))
+    e = Engine(*args, expect=True)
+    one, two, four = (analyze(spec, "b200", decode(64, 2048, k), par) for k in (1, 2, 4))
+    assert e.drafting_s(one) == 0.0 and e.drafting_s(analyze(spec, "b200", prefill(1, 512),
+                                                             par)) == 0.0
+    assert float(e.drafting_s(four)) == pytest.approx(3 * float(e.drafting_s(two)))
+    assert 0 < float(e.drafting_s(two)) < 0.1 * float(expected_step(one).t_s)
+    assert float(e.step_time(four)) == pytest.approx(float(expected_step(four).t_s) +
+                                                     float(e.drafting_s(four)))
+    assert float(Engine(*args).step_time(four)) == float(four.t_floor_s)

@@ -55,3 +55,29 @@ def test_known_rows_are_checked_or_skipped_as_expected(rid):
         assert case is None and "gpt-j-6b" in why
     else:
         assert 0.2 < cases.serving_ratio(case) <= 1
+
+
+def test_inferencemax_rows_take_the_recorded_expert_parallel_size():
+    """An InferenceMAX record names its EP size (`ep=1`: experts sharded by TP, the engines'
+    default): gpt-oss at TP 8 on B200 reads ep 1; a row that states nothing spreads an MoE's
+    experts over all its chips."""
+    found = {rid: case for rid, case, _ in CASES if case}
+    assert found["imax-b200-vllm-gptoss-fp4-1k1k-c4-intvty"]["ep"] == 1
+    assert found["trt-qwen3-235b-h200-tp8-128-128"]["ep"] == 8
+
+
+def test_unpublished_draft_acceptance_is_deepseeks_in_the_forecast_only():
+    """MTP rows: the bound takes every draft accepted; the expected time DeepSeek-V3's 85%
+    per draft, so fewer tokens per step and a slower forecast (3 drafts: 1 + .85 + .85^2 +
+    .85^3 = 3.19 tokens a step, not 4)."""
+    from roofline.serve import spec_tokens_per_step
+
+    assert cases.MTP_ACCEPT == 0.85
+    assert spec_tokens_per_step(3, cases.MTP_ACCEPT) == pytest.approx(3.186625)
+    case = next(c for rid, c, _ in CASES if rid == "imax-gb200-dynamo-trt-dsr1-fp4-1k1k-c4-"
+                "intvty-mtp")
+    key = {k: case[k] for k in ("model", "chip", "input_len", "output_len", "tp", "pp", "dp",
+                                "ep", "weights", "kv", "spec_k", "concurrency", "disagg")}
+    tpot = {a: cases.serve_plan(**key, expect=True, accept=a).columns["tpot_s"].min()
+            for a in (1.0, cases.MTP_ACCEPT)}
+    assert tpot[cases.MTP_ACCEPT] > tpot[1.0]

@@ -708,7 +708,11 @@ def serving_case(row: Row) -> tuple[dict[str, Any] | None, str]:
     # unstated data parallelism: the row's chips (MoE: attention DP with experts over all)
     dp = int(p.get("attention_dp", p.get("dp", max(1, row.n_chips // (tp * pp)))))
     spec = load_model(model)
-    ep = int(p["ep"]) if p.get("ep", "").isdigit() else (tp * dp if spec.moe else 1)
+    # an InferenceMAX record names its expert-parallel size (`ep=1`: the engine's default,
+    # experts sharded by TP); otherwise unstated: MoE experts over all the row's chips
+    recorded = re.search(r"\bep=(\d+)", row.source)
+    ep = int(p["ep"]) if p.get("ep", "").isdigit() else int(recorded.group(1)) if recorded \
+        else (tp * dp if spec.moe else 1)
     mtp = int(p.get("mtp", p.get("speculate_k", 0)) or 0)
     stated = _serve_dtype(p.get("weight_dtype", "")) or _serve_dtype(p.get("dtype", "")) \
         or "bf16"
@@ -735,16 +739,23 @@ def serving_case(row: Row) -> tuple[dict[str, Any] | None, str]:
                 in_step="length_spread" not in row.params), ""
 
 
+# A draft's chance of being accepted where a run does not publish it, for the expected time
+# (the bound takes every draft accepted): DeepSeek-V3's MTP module predicts the second token
+# with 85-90% acceptance (DeepSeek-V3 Technical Report, arXiv:2412.19437, section 5.4.3);
+# the lower edge, as TensorRT-LLM and SGLang chain that one module for every draft
+MTP_ACCEPT = 0.85
+
+
 @functools.cache
 def serve_plan(model: str, chip: str, input_len: float, output_len: float, tp: int, pp: int,
                dp: int, ep: int, weights: str, kv: str, spec_k: int, concurrency: int | None,
                disagg: bool, expect: bool = False, framework: str | None = None,
-               in_step: bool = True, eplb: float | None = None) -> Any:
+               in_step: bool = True, eplb: float | None = None, accept: float = 1.0) -> Any:
     from roofline.models.step import MemoryBudget
     from roofline.serve import Load, Space, Workload, plan
 
-    w = Workload.from_lengths(input_len, output_len, spec_k=spec_k, accept=1.0 if spec_k else 0,
-                              in_step=in_step)
+    w = Workload.from_lengths(input_len, output_len, spec_k=spec_k,
+                              accept=accept if spec_k else 0, in_step=in_step)
     space = Space(tp=(tp,), pp=(pp,), dp=(dp,), ep=(ep,), weight_dtypes=(weights,),
                   kv_dtypes=(kv,), chunks=(512, 2048, 8192, 32768), max_chips=4096,
                   modes=("disaggregated",) if disagg else ("aggregated",), eplb=eplb)
@@ -764,7 +775,8 @@ def serving_ratio(case: dict[str, Any], expect: bool = False) -> float:
                                 "ep", "weights", "kv", "spec_k", "concurrency", "disagg")}
     if expect:  # the engine's own KV dtype and fitted factor; whether its clients stay in step
         key.update(kv=case.get("expected_kv", key["kv"]), framework=case.get("framework"),
-                   in_step=case.get("in_step", True), eplb=case.get("eplb"))
+                   in_step=case.get("in_step", True), eplb=case.get("eplb"),
+                   accept=MTP_ACCEPT)
     c = serve_plan(**key, expect=expect).columns
     ok = c["fits"] & c["feasible"]
     if not ok.any():

@@ -274,7 +274,8 @@ def register(sub: Any) -> None:
                    "mean (EPLB's max/mean; vLLM's EPLB logs its inverse as balancedness), "
                    "applied to the expected expert GEMM time only, never the bound "
                    f"({IMBALANCE}; default: 1, or where attention-DP replicas feed the EP "
-                   "group the fitted unbalanced factor, serve.iteration.UNBALANCED_ADP_EP)")
+                   "group TensorRT-LLM's measured unbalanced 2.56, "
+                   "serve.iteration.UNBALANCED_EXPERTS)")
     s.add_argument("--gpus", type=count, help="GPUs of the whole deployment: whole instances "
                    "fill it (aggregated), or every split into whole decode and prefill workers "
                    "is searched (disaggregated); default: one instance's capacity")

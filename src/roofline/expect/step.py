@@ -113,8 +113,8 @@ class ExpectedStep:
 def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
                   calibration: Calibration | None = None, cuda_graphs: bool | None = None,
                   framework: str | None = None, imbalance: float = 1.0,
-                  prefill_chunk: Num | None = None, dynamic_chunks: bool = False
-                  ) -> ExpectedStep:
+                  prefill_chunk: Num | None = None, dynamic_chunks: bool = False,
+                  straggle: Any = 1.0) -> ExpectedStep:
     """The expected time of the analysed step (`hw`: the chip it was analysed on, needed
     when that is a chip file rather than a catalog chip). `cuda_graphs` (default: for decode
     steps, as vLLM, SGLang and TensorRT-LLM capture them) sets the per-kernel launch cost;
@@ -122,9 +122,11 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
     `framework.<phase>.<engine>` for a named serving engine (`table.engine`: vllm, sglang,
     tensorrt-llm, gpt-fast, ...) where one is fitted. `imbalance` (>= 1): the hottest
     expert-parallel rank's routed tokens over the mean (EPLB's max / mean): the routed-expert
-    GEMMs wait for that rank, so their expected time is that much longer (never the bound's:
-    an even routing is possible); only where a GEMM is not on the HBM roof (a weight-streaming
-    GEMM reads each resident expert once, whatever its token count).
+    GEMMs wait for that rank (never the bound's: an even routing is possible). `straggle`
+    (>= 1): the busiest attention-DP rank's own tokens over the mean, on every other op. Either
+    lengthens only an op's token work (math, vector, special functions), not its weight stream
+    (`slowest_rank`: a weight-streaming GEMM reads each resident expert once, whatever its
+    token count).
     `prefill_chunk` (a pipelined prefill: pp > 1): the tokens of each chunk one prompt
     passes through the stages in (its whole length: no chunking), `dynamic_chunks` whether
     the engine shrinks later chunks to hold the first one's time (`pipeline_fill`); None
@@ -177,13 +179,10 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
                             graph_kernel="step_kernel_s" if split else "graph_launch_s")
         sources.update(one.sources)
         bound_one = one.bound.t_lower_s
-        # the routed experts' GEMMs wait for the hottest EP rank (typed: a grouped GEMM); its
-        # extra tokens cost time where the GEMM runs on the math roof: a weight-streaming one
-        # reads each resident expert once whatever its token count
-        hot: Any = imbalance if imbalance != 1.0 and isinstance(row.cost.op, Gemm) and \
-            row.cost.op.grouped else 1.0
-        if hot != 1.0:
-            hot = 1.0 + (hot - 1.0) * (1.0 - on_hbm_roof(one.derated.time_s))
+        # the routed experts' GEMMs (typed: a grouped GEMM) wait for the hottest EP rank, the
+        # other ops for the attention-DP rank with the most tokens
+        routed = isinstance(row.cost.op, Gemm) and row.cost.op.grouped
+        hot = slowest_rank(one.derated.time_s, imbalance if routed else straggle)
         share = lower * ratio(one.t_s, bound_one, 1.0) * hot
         total = total + share
         if isinstance(row.cost.op, Attention):
@@ -289,6 +288,28 @@ def collective_kernel_s(a: ModelAnalysis, chip: Chip) -> float:
         return 0.0
     figs = figure_lookups(chip, step=True)
     return max(figs["step_kernel_s", None][1] - figs["graph_launch_s", None][1], 0.0)
+
+
+TOKEN_WORK = ("compute", "vector", "sfu")  # the resources an op's tokens load
+
+
+def slowest_rank(times: Mapping[str, Num], load: Any) -> Any:
+    """How much longer an op runs on a rank carrying `load` times the mean rank's tokens: its
+    token work (math, vector, special functions) scales, its weight stream and its links do
+    not; the op takes its longest resource either way (elementwise over a sweep, `load`
+    too).
+
+    >>> slowest_rank({"compute": 1.0, "hbm": 2.0}, 3.0), slowest_rank({"compute": 1.0}, 2.0)
+    (1.5, 2.0)
+    >>> slowest_rank({"compute": 1.0, "hbm": 4.0}, 3.0)
+    1.0
+    """
+    if np.ndim(load) == 0 and load == 1.0:
+        return 1.0
+    arrays = {k: np.asarray(v, dtype=float) for k, v in times.items()}
+    mean = np.maximum.reduce(list(arrays.values()))
+    hot = np.maximum.reduce([v * load if k in TOKEN_WORK else v for k, v in arrays.items()])
+    return unwrap(np.where(mean > 0, hot / np.where(mean > 0, mean, 1.0), 1.0))
 
 
 def on_hbm_roof(times: Mapping[str, Num]) -> Num:

@@ -12,7 +12,7 @@ chunked-prefill tokens through the same weight reads), a disaggregated decode po
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -29,12 +29,14 @@ from .workload import Workload
 
 
 def step_time(a: ModelAnalysis, expect: bool = False, chip: Chip | None = None,
-              framework: str | None = None, imbalance: float = 1.0) -> Any:
+              framework: str | None = None, imbalance: float = 1.0,
+              straggle: Any = 1.0) -> Any:
     """Seconds per step: the analysis' floor (every resource of the step overlapped), or
     its expected time (`chip`: the chip it was analysed on, where that is not a catalog
     chip; `framework`: the serving engine whose fitted factor applies,
     roofline.expect.table.engine; `imbalance`: the hottest EP rank's expert load over the
-    mean, on the expected expert GEMMs only).
+    mean, on the expected expert GEMMs only; `straggle`: the busiest attention-DP rank's
+    tokens over the mean, on the expected other ops).
 
     The bound is the floor, not the ops-one-after-another `t_lower_s`: a serving engine may
     run a step's compute-bound GEMMs (a prompt's chunk) beside its memory-bound decode
@@ -46,7 +48,8 @@ def step_time(a: ModelAnalysis, expect: bool = False, chip: Chip | None = None,
     if expect:
         from ..expect import expected_step
 
-        return expected_step(a, chip, framework=framework, imbalance=imbalance).t_s
+        return expected_step(a, chip, framework=framework, imbalance=imbalance,
+                             straggle=straggle).t_s
     return a.t_floor_s
 
 
@@ -66,22 +69,28 @@ def activation_dtype(weights: str, chip: Chip) -> str:
     return peak if peak in ("fp8", "fp6", "fp4") and peak in chip.peaks else "bf16"
 
 
-# The hottest EP rank's expert work over the mean where attention-DP replicas feed one EP
-# group and no load balancer is stated: each replica routes its own batch, so the routed
-# tokens per rank follow the experts' uneven popularity ("the load of different experts may
-# vary", github.com/deepseek-ai/EPLB README; "the iteration time is dominated by the slowest
-# rank", TensorRT-LLM tech blog 10, ADP Balance Strategy). Fitted on the fit half of
-# benchmarks/validation/check.py's serving and decode rows (DeepSeek-R1 / Kimi-K2 with attention
-# DP: MLPerf v5.1 / v6.0, InferenceX, GPUStack); it holds the replicas' straggling as well.
-UNBALANCED_ADP_EP = 3.5
+# The hottest EP rank's routed tokens over the mean with no load balancer: TensorRT-LLM's
+# DeepSeek-R1 run on 32 GB200 (EP 32, 256 experts, 8 per rank) measured an imbalance ratio
+# (max - mean) / mean of 1.564 averaged over layers and iterations, 0.11 with EPLB's 32
+# redundant experts (TensorRT-LLM tech blog 4, "Scaling Expert Parallelism in
+# TensorRT-LLM (Part 1)", Table 1: github.com/NVIDIA/TensorRT-LLM docs/source/blogs/tech_blog/
+# blog4_Scaling_Expert_Parallelism_in_TensorRT-LLM.md)
+UNBALANCED_EXPERTS = 2.564
+# The attention-DP rank with the most tokens over the mean, where an in-flight-batching
+# engine mixes one rank's prompt chunk into the others' decode steps: DeepSeek-V3 with
+# attention DP 8 and EP 8 on 8 GB200 ran at an average per-iteration balance ratio (mean /
+# max tokens over the ranks) of 54.11% with round-robin scheduling, 25,664 tokens/s against
+# 34,140 once balanced (TensorRT-LLM tech blog 10, "ADP Balance Strategy": github.com/NVIDIA/
+# TensorRT-LLM docs/source/blogs/tech_blog/blog10_ADP_Balance_Strategy.md)
+ADP_STRAGGLE = 1 / 0.5411
 
 
 def expert_imbalance(stated: float | None, par: Parallel) -> float:
     """The expected expert GEMMs' hottest-rank factor: 1 without EP, the stated one (EPLB's
-    max / mean), else UNBALANCED_ADP_EP where attention-DP replicas feed the EP group.
+    max / mean), else UNBALANCED_EXPERTS where attention-DP replicas feed the EP group.
 
     >>> expert_imbalance(None, Parallel(dp=8, ep=8)), expert_imbalance(1.2, Parallel(dp=8, ep=8))
-    (3.5, 1.2)
+    (2.564, 1.2)
     >>> expert_imbalance(None, Parallel(tp=8, ep=8)), expert_imbalance(2.0, Parallel(tp=8))
     (1.0, 1.0)
     """
@@ -89,7 +98,44 @@ def expert_imbalance(stated: float | None, par: Parallel) -> float:
         return 1.0
     if stated is not None:
         return stated
-    return UNBALANCED_ADP_EP if par.dp > 1 else 1.0
+    return UNBALANCED_EXPERTS if par.dp > 1 else 1.0
+
+
+def attention_dp_straggle(par: Parallel, phase: Phase) -> Any:
+    """The busiest attention-DP rank's tokens over the mean in a step: ADP_STRAGGLE where
+    attention-DP replicas feed one EP group (they wait for each other at every dispatch) and
+    the step carries prompt chunks (per point of a sweep); 1 for a decode-only step (a
+    disaggregated decode pool) or replicas that never meet.
+
+    >>> from roofline.models.step import mixed
+    >>> float(attention_dp_straggle(Parallel(dp=8, ep=8), mixed(8, 1024, 2048, 2048))) > 1.5
+    True
+    >>> float(attention_dp_straggle(Parallel(dp=8, ep=8), decode(8, 1024))), \\
+    ...     float(attention_dp_straggle(Parallel(tp=8, ep=8), mixed(8, 1024, 2048, 2048)))
+    (1.0, 1.0)
+    """
+    if par.dp <= 1 or par.ep <= 1:
+        return 1.0
+    chunks = np.asarray(phase.prefill_tokens, dtype=float) > 0
+    return np.where(chunks, ADP_STRAGGLE, 1.0) if chunks.ndim else \
+        (ADP_STRAGGLE if chunks else 1.0)
+
+
+def draft_module(spec: ModelSpec) -> ModelSpec:
+    """The one-layer draft a speculative step runs per draft token: a decoder layer of the
+    target's own shape (an MoE layer for an MoE model, as DeepSeek-V3's MTP module is), with
+    the target's embedding and LM head.
+
+    >>> from roofline.models import load_model
+    >>> d = draft_module(load_model("deepseek-r1"))
+    >>> d.layers, d.moe.first_dense_layers
+    (1, 0)
+    """
+    moe = replace(spec.moe, first_dense_layers=0, dense_layers=frozenset()) if spec.moe \
+        else None
+    return replace(spec, layers=1, moe=moe, sliding_layers=spec.sliding_layers[-1:],
+                   chunked_layers=spec.chunked_layers[-1:],
+                   linear_layers=spec.linear_layers[-1:])
 
 
 @dataclass(frozen=True)
@@ -114,10 +160,12 @@ class Engine:
         """The step's bound, or its expected time with the engine's per-iteration cost
         (runtime.IterationCost: host scheduling per iteration and per sequence of each
         replica's scheduler, each collective's call)."""
-        t = step_time(a, self.expect, self.chip, self.framework, self.imbalance)
+        t = step_time(a, self.expect, self.chip, self.framework, self.imbalance,
+                      attention_dp_straggle(self.par, a.phase))
         if not self.expect:
             return t
         from ..expect.step import collective_kernel_s
+        t = t + self.drafting_s(a)
         from .runtime import iteration_cost
 
         per_rank = np.asarray(a.phase.batch, dtype=float) * self.par.pp / self.par.dp
@@ -126,6 +174,22 @@ class Engine:
         return iteration_cost(self.framework).seconds(t, a.t_lower_s, per_rank,
                                                       collective_calls(a),
                                                       collective_kernel_s(a, self.chip))
+
+    def drafting_s(self, a: ModelAnalysis) -> Any:
+        """The expected time a speculative step spends drafting (0 without drafts): k passes
+        of a one-layer draft module over each sequence's newest token, each pass its layer,
+        the embedding and the shared LM head (DeepSeek's MTP module chained k times, as
+        TensorRT-LLM's MTP-Eagle and SGLang's NextN run it; an EAGLE head is one decoder
+        layer too: TensorRT-LLM tech blog 2, github.com/NVIDIA/TensorRT-LLM docs/source/
+        blogs/tech_blog/blog2_DeepSeek_R1_MTP_Implementation_and_Optimization.md). The
+        bound takes drafts as free."""
+        k = np.asarray(a.phase.q_len, dtype=float) - 1  # a decode step's drafts per sequence
+        if a.phase.kind != "decode" or not np.any(k > 0):
+            return 0.0
+        draft = analyze(draft_module(self.spec), self.chip,
+                        decode(a.phase.batch, np.asarray(a.phase.kv_len) - a.phase.q_len),
+                        self.par, self.prec, impl=self.impl, budget=self.budget)
+        return k * step_time(draft, True, self.chip, self.framework, self.imbalance)
 
     @property
     def chips(self) -> int:
