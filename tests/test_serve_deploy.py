@@ -16,7 +16,7 @@ from roofline import RooflineError
 from roofline.models import Parallel, analyze, decode, load_model
 from roofline.models.memory import local_param_split
 from roofline.serve import Load, Space, Targets, Workload, plan
-from roofline.serve.grid import splits
+from roofline.serve.disagg import splits
 
 W = Workload.from_lengths(2048, 256)
 

@@ -8,7 +8,7 @@ import pytest
 
 from roofline.models import Parallel, analyze, decode
 from roofline.serve import Load, Space, Workload, plan
-from roofline.serve.grid import burst_ttft_s
+from roofline.serve.burst import burst_ttft_s
 from roofline.serve.iteration import collective_calls
 from roofline.serve.runtime import ITERATION_COSTS, NO_COST, IterationCost, iteration_cost
 

@@ -124,7 +124,7 @@ def test_clients_in_step_queue_behind_each_others_prompts() -> None:
     many, prefill64, queue = ttft(64, True)
     # 64 prompts of 1024 tokens, 8 per 8192-token iteration: the mean client's first token
     # after 4.5 full iterations, each at least its own (1024-token) one and at most 8 of them
-    from roofline.serve.grid import IN_STEP
+    from roofline.serve.burst import IN_STEP
 
     assert 3.5 * prefill64 <= queue / IN_STEP <= (4.5 * 8 - 1) * prefill64
     assert many > lone and lone_queue == 0.0

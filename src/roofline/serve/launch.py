@@ -150,7 +150,7 @@ def _flags(engine: str, row: ServePoint, max_len: int, checkpoint_weights: str,
     prompts = max(1, chunk // max(1, prompt_len or chunk))  # a prefill pass's whole prompts
     running = prompts * dp if prefix else int(row.running)
     per_replica = max(1, running // dp)  # each data-parallel engine's own cap
-    if prefix:  # a prefill worker's pass holds its prompts whole (grid.pools)
+    if prefix:  # a prefill worker's pass holds its prompts whole (disagg.pools)
         chunk = max(chunk, prompts * prompt_len)
     elif row.mode != "aggregated":  # a decode worker's iteration: its running tokens
         chunk = max(chunk, per_replica)

@@ -19,7 +19,8 @@ from ..models import Parallel, Precision, load_model, model_precision
 from ..models.spec import ModelSpec
 from ..models.step import MemoryBudget
 from ..sweep import configurations, pareto_front
-from .grid import Pools, aggregated, disaggregated, pools, running_grid, splits
+from .disagg import Pools, disaggregated, pools, splits
+from .grid import aggregated, running_grid
 from .iteration import Engine, activation_dtype, expert_imbalance
 from .point import Column, Config, Mask, Scalar, ServePoint
 from .runtime import RUNTIMES, Runtime, check_runs_on, runtime
@@ -275,7 +276,7 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
          budget: MemoryBudget | None = None, prices: dict[str, float] | None = None,
          expect: bool = False, framework: str | None = None,
          engine_limits: bool = True) -> ServePlan:
-    """Every operating point of every configuration (see grid.py for the model); with
+    """Every operating point of every configuration (see grid.py and disagg.py for the model); with
     `expect`, step times are expected times (roofline.expect) instead of bounds, with the
     fitted factor of the serving engine `framework` names where one exists. The engine's
     defaults (runtime.py: its memory fraction where `budget` is None, its cap on running
