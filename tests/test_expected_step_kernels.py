@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from roofline.expect import expected_step
-from roofline.expect.step import on_hbm_roof, on_link_roof
+from roofline.expect.step import library_all_reduce, on_hbm_roof, on_link_roof
 from roofline.expect.table import DEFAULTS, figures
 from roofline.hardware import load_chip
 from roofline.models import Parallel, analyze, decode, prefill
@@ -120,3 +120,31 @@ def test_gpt_fast_runs_nccls_all_reduce_in_its_graph() -> None:
     factor = DEFAULTS["framework.decode.gpt-fast"].value / DEFAULTS["framework.decode.vllm"].value
     assert float(fast.t_s) * factor > float(engine.t_s)
     assert float(fast.t_s) >= float(a.t_lower_s)
+
+
+def test_pcie_only_chips_run_the_librarys_all_reduce() -> None:
+    # TensorRT-LLM falls back to NCCL without NVLink at any TP; vLLM / SGLang's custom
+    # all-reduce is off beyond two PCIe-only GPUs; NVLink chips keep the engines' kernels
+    l40s, h100 = load_chip("l40s"), load_chip("h100")
+    assert library_all_reduce(l40s, "tensorrt-llm", 2)
+    assert library_all_reduce(l40s, "vllm", 4) and library_all_reduce(l40s, "sglang", 8)
+    assert not library_all_reduce(l40s, "vllm", 2)
+    assert not library_all_reduce(h100, "tensorrt-llm", 8)
+    assert library_all_reduce(h100, "gpt-fast", 8)
+    a = analyze("llama-3.1-70b", "l40s", decode(256, 1100), Parallel(tp=8))
+    step = expected_step(a, "l40s", framework="tensorrt-llm")
+    assert "collective_call_s.graph" in step.sources
+    assert float(step.t_s) >= float(a.t_lower_s)
+
+
+def test_l40s_nccl_keeps_under_half_the_pcie_link() -> None:
+    # NCCL's defaults stage the ring's hops through host memory across the CPUs' root ports:
+    # the chip file's figure, below the generic share (fitted where NVLink dominates), is the
+    # one a TP8 step's all-reduces run at; the step stays above the bound
+    figs = figures(load_chip("l40s"), step=True)
+    assert figs["scale-up"].value == pytest.approx(0.48)
+    assert figs["scale-up"].value < DEFAULTS["scale-up"].value
+    a = analyze("llama-3.1-70b", "l40s", decode(256, 1100), Parallel(tp=8))
+    slow = expected_step(a, "l40s", framework="tensorrt-llm")
+    assert slow.efficiency["scale-up"] == pytest.approx(0.48)
+    assert float(slow.t_s) >= float(a.t_lower_s)

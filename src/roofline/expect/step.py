@@ -28,6 +28,7 @@ from ..serialize import jsonable
 from .interval import STEP_KINDS, spread
 from .kernels import framework_attention
 from .op import dequant_family, expected_from, figure_lookups, source
+from .protocols import hardware_class
 from .table import engine, lookup, lookup_framework
 from .utilization import utilizations
 
@@ -40,6 +41,24 @@ if TYPE_CHECKING:
 # torch.distributed._functional_collectives.all_reduce on an "nccl" process group
 # (pytorch-labs/gpt-fast tp.py), as torchao's copy of its generate.py does
 NCCL_ONLY = ("gpt-fast",)
+
+
+def library_all_reduce(chip: Chip, engine_name: str | None, tp: int) -> bool:
+    """Whether an engine's tensor-parallel all-reduce over `tp` ranks of `chip` is the
+    library's (NCCL's pick, captured in the graph) rather than its own one- / two-shot
+    kernel: gpt-fast's always; where the chip's GPUs talk over PCIe alone, TensorRT-LLM's at
+    any `tp` (it falls back to NCCL without NVLink between the ranks: NVIDIA/TensorRT-LLM
+    cpp/tensorrt_llm/thop/allreduceOp.cpp `ifFallbackToNCCL`, "NVLINK not supported"; the
+    TensorRT plugin cpp/tensorrt_llm/plugins/ncclPlugin/allreducePlugin.cpp likewise) and
+    the other engines' beyond 2 ranks (vLLM's custom all-reduce, which SGLang copies, is off
+    on "more than two PCIe-only GPUs": vllm/distributed/device_communicators/
+    custom_all_reduce.py)."""
+    if engine_name in NCCL_ONLY:
+        return True
+    link = chip.links.get("scale-up")
+    if link is None or hardware_class(chip, "scale-up") != "pci":
+        return False
+    return engine_name == "tensorrt-llm" or tp > 2
 
 
 @dataclass(frozen=True, eq=False)
@@ -166,7 +185,7 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
     # a training framework's own attention kernel where it is not the architecture's default
     attention_kernel = framework_attention(framework, chip) if kind == "train" else None
     name = engine(framework) if framework else None
-    nccl = name in NCCL_ONLY  # its collectives: the library's pick, in the graph
+    nccl = library_all_reduce(chip, name, a.parallel.tp)  # its collectives: the library's pick
     computed: Any = 0.0  # of it, the ops on neither HBM nor a link: tensor-core-bound work
     for row, est, lower, util in zip(rows, core.ests, times.critical_s, utils, strict=True):
         path = path + lower
