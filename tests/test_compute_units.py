@@ -9,6 +9,7 @@ import pytest
 
 import roofline as rl
 from roofline.errors import RooflineError
+from roofline.expect import expected
 from roofline.ops import attention, elementwise
 
 H100 = rl.load_chip("h100")
@@ -185,3 +186,21 @@ def test_blackwell_ultra_parts_share_the_doubled_exp_rate():
     # by hand: 2^30 exps alone on the special-function units take 2^30 / 10.7e12 s
     est = rl.evaluate(elementwise(2**30, "silu"), b300, shared_special=False)
     assert est.time_s["sfu"] == pytest.approx(2**30 / 10.7e12)
+
+
+@pytest.mark.parametrize(("chip_id", "cus", "ghz"), [("mi300x", 304, 2.1), ("mi325x", 304, 2.1),
+                                                     ("mi355x", 256, 2.4)])
+def test_cdna_exps_run_at_a_quarter_of_the_fp32_lanes(chip_id, cus, ghz):
+    # LLVM AMDGPU SISchedule.td: F32 transcendentals (v_exp_f32) are quarter rate, 16 a clock
+    # per CU of its 64 FP32 lanes; by hand 16 x CUs x clock
+    chip = rl.load_chip(chip_id)
+    assert chip.special_ops() == pytest.approx(16 * cus * ghz * 1e9, rel=0.002)
+    # MI355X, head dim 64: one exp per score against 4·64 bf16 FLOPs at 2516.6 TFLOP/s, so
+    # the exps take as long as the GEMMs (2516.6e12 / 256 = 9.83e12): never faster than
+    # either, and the bound never above what the expected time allows
+    cost = attention(4, 8192, 8192, 16, head_dim=64, impl="flash", causal=False, block_q=128)
+    alone = rl.evaluate(cost, chip, shared_special=False)
+    ratio = alone.time_s["sfu"] / alone.time_s["compute"]
+    assert ratio == pytest.approx(chip.peak_flops("bf16") / chip.special_ops() / 256, rel=1e-9)
+    assert rl.evaluate(cost, chip).t_lower_s <= alone.t_lower_s
+    assert expected(cost, chip).t_s >= alone.t_lower_s
