@@ -55,3 +55,16 @@ def test_known_rows_are_checked_or_skipped_as_expected(rid):
         assert case is None and "gpt-j-6b" in why
     else:
         assert 0.2 < cases.serving_ratio(case) <= 1
+
+
+def test_unstated_expert_parallelism_follows_the_engines_default():
+    # vLLM shards each expert over TP unless --enable-expert-parallel: ep 1 where the row
+    # states none; an EP it states is kept; SGLang rows keep EP = TP (see cases.py)
+    found = {rid: case for rid, case, _ in CASES if case}
+    vllm = found["imax-h100-sxm-vllm-gptoss-fp4-1k1k-c4-intvty"]
+    assert vllm["framework"] == "vllm" and vllm["tp"] == 8 and vllm["ep"] == 1
+    stated = found["vllm-dsr1-gb300-mixed-2k1k"]
+    assert stated["ep"] == 2
+    sglang = found["sglcb-dsr1-c1-610in421out-tpot"]
+    assert sglang["framework"] == "sglang" and sglang["ep"] == sglang["tp"] * sglang["dp"] == 8
+    assert found["gpustack-vllm-qwen3-8b-h100-c1-tpot"]["ep"] == 1  # dense: no experts
