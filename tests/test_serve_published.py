@@ -81,3 +81,14 @@ def test_unpublished_draft_acceptance_is_deepseeks_in_the_forecast_only():
     tpot = {a: cases.serve_plan(**key, expect=True, accept=a).columns["tpot_s"].min()
             for a in (1.0, cases.MTP_ACCEPT)}
     assert tpot[cases.MTP_ACCEPT] > tpot[1.0]
+def test_unstated_expert_parallelism_follows_the_engines_default():
+    # vLLM shards each expert over TP unless --enable-expert-parallel: ep 1 where the row
+    # states none; an EP it states is kept; SGLang rows keep EP = TP (see cases.py)
+    found = {rid: case for rid, case, _ in CASES if case}
+    vllm = found["imax-h100-sxm-vllm-gptoss-fp4-1k1k-c4-intvty"]
+    assert vllm["framework"] == "vllm" and vllm["tp"] == 8 and vllm["ep"] == 1
+    stated = found["vllm-dsr1-gb300-mixed-2k1k"]
+    assert stated["ep"] == 2
+    sglang = found["sglcb-dsr1-c1-610in421out-tpot"]
+    assert sglang["framework"] == "sglang" and sglang["ep"] == sglang["tp"] * sglang["dp"] == 8
+    assert found["gpustack-vllm-qwen3-8b-h100-c1-tpot"]["ep"] == 1  # dense: no experts
