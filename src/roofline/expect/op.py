@@ -332,8 +332,11 @@ def expected_from(cost: Cost, chip: Chip, found: FigureLookups, base_est: Estima
             per_call = per_algorithm("collective_call_s")
         overhead = overhead + calls * per_call
     # (the kernels it expects leave every exp on the special-function units: `evaluate`'s
-    # shared_special, which only the bound allows)
-    t = with_protocols(derated.t_lower_s, cost, chip, derate) + overhead
+    # shared_special, which only the bound allows). A library's ring or tree runs its fastest
+    # protocol; in a graph-replayed engine step the engine's own collective kernels run (as
+    # for `cost.runs` above), on the bound's chain
+    t = (derated.t_lower_s if cuda_graphs else
+         with_protocols(derated.t_lower_s, cost, chip, derate)) + overhead
     if isinstance(cost.op, LinearAttention) and cost.flops and kind == "linear_attention":
         # the recurrence's walk over the chunks (physics.recurrence_chain): its chunk steps
         # at the kernel's time per step; a kernel of its own adds to the others' time, a
