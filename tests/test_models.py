@@ -783,3 +783,15 @@ def test_ep_dispatch_goes_out_in_fp8_where_the_experts_take_fp8():
     assert replace(bf16, weights="int8").ep_dispatch == "bf16"  # W8A16: tokens stay bf16
     dispatch, combine = ep_bytes("deepseek-v3", bf16)
     assert dispatch == pytest.approx(combine, rel=1e-12)
+
+
+def test_qwen3_normalises_each_head_of_q_and_k():
+    # Qwen3-32B: 64 query and 8 KV heads of 128; a decode step of 8 tokens normalises
+    # 8 x 72 x 128 = 73,728 elements per layer, read and written in bf16 (4 B each) with
+    # rmsnorm's 4 operations, over 64 layers; Llama (no qk_norm) has no such op
+    a = analyze("qwen3-32b", "h100", decode(batch=8, context=1024))
+    op = next(o for o in a.ops if o.name == "q / k norm")
+    assert op.count == 64
+    assert op.hbm_bytes == 64 * 73_728 * 4 and op.flops == 64 * 73_728 * 4
+    assert not [o for o in analyze("llama-3-8b", "h100", decode(batch=8, context=1024)).ops
+                if o.name == "q / k norm"]

@@ -159,6 +159,11 @@ def _attention_ops(c: Ctx, window: int | None, kind: str = "window"
         gate = c.heads_local if s.attn_output_gate else 0  # Qwen3-Next: a gate per head
         ops.append(("qkv projection", c.mm(T, s.hidden, (c.heads_local + 2 * c.kv_heads_local
                                                          + gate) * d, "qkv projection")))
+        if s.qk_norm:  # Qwen3: an RMSNorm over each head of q and k before the rotary (one
+            # kernel: TensorRT-LLM's fused qk-norm + rope; vLLM's Qwen3Attention runs q_norm
+            # and k_norm on the projection's output, vllm/model_executor/models/qwen3.py)
+            ops.append(("q / k norm", elementwise(T * (c.heads_local + c.kv_heads_local) * d,
+                                                  "rmsnorm", c.prec.activations)))
         chunked = kind == "chunk"
         ops.append(("attention", _cp_share(c, attention(
             c.seqs, c.phase.q_len, kv_len, c.heads_local, c.kv_heads_local, d, impl=_impl(c),
