@@ -12,6 +12,7 @@ import pytest
 from roofline import load_chip
 from roofline.expect import expected, expected_step
 from roofline.expect import op as expect_op
+from roofline.expect import utilization as expect_utilization
 from roofline.expect.physics import tile_utilization
 from roofline.expect.step import weight_only
 from roofline.expect.table import DEFAULTS
@@ -33,26 +34,26 @@ def test_a_steps_utilizations_are_each_ops_own(step):
     chip = load_chip(chip_name)
     chip.memo.pop("expect.utilization", None)  # none kept: the per-kind array pass runs
     costs = [row.cost for row in analyze(model, chip, phase, par, prec).parts.rows]
-    found = expect_op.utilizations(costs, chip)
+    found = expect_utilization.utilizations(costs, chip)
     alone = [tile_utilization(c, chip) if c.flops else None for c in costs]
     assert found == alone  # the same bits: each op's figure is the one it gets alone
     assert sum(f is not None for f in found) >= 4  # GEMMs and attention, not a vacuous pass
-    assert expect_op.utilizations(costs, chip) == alone  # and kept, the same again
+    assert expect_utilization.utilizations(costs, chip) == alone  # and kept, the same again
 
 
 def test_kept_utilizations_stay_bounded(monkeypatch):
     chip = load_chip("h100")
-    monkeypatch.setattr(expect_op, "UTILIZATIONS", 8)
+    monkeypatch.setattr(expect_utilization, "UTILIZATIONS", 8)
     for m in range(1, 40):
         cost = matmul(m, 4096, 4096)
-        assert expect_op.utilizations([cost], chip) == [tile_utilization(cost, chip)]
+        assert expect_utilization.utilizations([cost], chip) == [tile_utilization(cost, chip)]
         assert len(chip.memo["expect.utilization"]) <= 8
 
 
 def test_an_array_valued_shape_is_found_not_kept():
     chip = load_chip("h100")
     cost = matmul(np.array([1.0, 100.0, 4096.0]), 8192, 8192)
-    (found,) = expect_op.utilizations([cost], chip)
+    (found,) = expect_utilization.utilizations([cost], chip)
     np.testing.assert_array_equal(found, tile_utilization(cost, chip))
 
 
@@ -90,7 +91,7 @@ def test_an_op_forecast_in_a_step_is_its_forecast_alone(step):
     chip = load_chip(chip_name)
     a = analyze(model, chip, phase, par, prec)
     costs = [row.cost for row in a.parts.rows]
-    utils = expect_op.utilizations(costs, chip)  # what the step holds for each op
+    utils = expect_utilization.utilizations(costs, chip)  # what the step holds for each op
     for cost, est, util in zip(costs, a.parts.core.ests, utils, strict=True):
         dequant = weight_only(cost)
         alone = expected(cost, chip, cuda_graphs=True, dequant=dequant)

@@ -87,8 +87,8 @@ class Ctx:
     def model_shares(self) -> dict[str, float]:
         """Per op name, the share of its FLOPs on this rank that is the model's own work, not
         a repeat of another TP rank's (1 for the ops not named): 1/tp for ops every rank runs
-        whole; for the QKV projection, past tp = kv_heads each rank's K/V heads are shared
-        with others."""
+        whole; for the QKV projection and the q / k norm, past tp = kv_heads each rank's K/V
+        heads are shared with others."""
         tp = self.par.tp
         shares = dict.fromkeys(TP_REPLICATED, 1 / tp)
         if self.norm_split > 1:  # sequence parallelism: each rank its own tokens (serving's
@@ -98,6 +98,8 @@ class Ctx:
             gate = self.heads_local if self.spec.attn_output_gate else 0
             shares["qkv projection"] = (self.heads_local + 2 * self.spec.kv_heads / tp + gate) / (
                 self.heads_local + 2 * self.kv_heads_local + gate)
+            shares["q / k norm"] = (self.heads_local + self.spec.kv_heads / tp) / (
+                self.heads_local + self.kv_heads_local)
         return shares
 
     @cached_property

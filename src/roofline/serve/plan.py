@@ -19,6 +19,7 @@ from ..models import Parallel, Precision, load_model, model_precision
 from ..models.spec import ModelSpec
 from ..models.step import MemoryBudget
 from ..sweep import configurations, pareto_front
+from .deployment import check_deployment, pinned
 from .disagg import Pools, disaggregated, pools, splits
 from .grid import aggregated, running_grid
 from .iteration import Engine, activation_dtype, expert_imbalance
@@ -297,7 +298,7 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
         raise ParameterError("batch", "pins the running batch, {rate} sets it (Little's law: "
                              "rate x decode time): give one, or a {batch} grid to pick from",
                              mentions=("rate", "batch"))
-    _check_deployment(space)
+    check_deployment(space)
     engines, skipped = _engines(spec, hardware, space, budget, expect, framework,
                                 engine_limits)
     groups: list[dict[str, Column]] = []
@@ -335,7 +336,7 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
                 # that share; under a budget (the split searched) the whole grid, each point
                 # marked where its split's share cannot fill it
                 share = load.concurrency
-                if share is not None and _pinned(space):
+                if share is not None and pinned(space):
                     share = max(1, round(share / space.decode_workers)) \
                         if space.decode_workers else None
                 running, most = running_grid(e, workload, batch, share)
@@ -349,7 +350,7 @@ def plan(model: str | ModelSpec, hardware: Sequence[str], workload: Workload,
             if not (_side(dconf, space, False) and _side(pconf, space, True)):
                 continue
             workers = None
-            if _pinned(space):
+            if pinned(space):
                 workers = splits(d.chips, p.chips, space.gpus, space.decode_workers,
                                  space.prefill_workers)
                 if not workers[0].size:
@@ -406,32 +407,6 @@ def _name(config: Config) -> str:
 
 def _prefill_config(config: Config) -> Config:
     return {f"prefill_{k}": config[k] for k in ("tp", "pp", "dp", "ep", "moe_tp")}
-
-
-def _check_deployment(space: Space) -> None:
-    """One-line errors for a budget, worker pins or an imbalance that cannot be planned."""
-    if space.eplb is not None and not space.eplb >= 1:
-        raise ParameterError("eplb", f": the hottest rank's expert load over the mean is >= 1, "
-                             f"got {space.eplb:g}")
-    if space.gpus is not None and space.gpus < 1:
-        raise ParameterError("gpus", f": a whole number of GPUs >= 1, got {space.gpus}")
-    one = [n for n, v in (("decode_workers", space.decode_workers),
-                          ("prefill_workers", space.prefill_workers)) if v]
-    if len(one) == 1 and space.gpus is None:
-        raise ParameterError(one[0], "pins one pool: give the other's workers too, or {gpus} "
-                             "to fill the budget with it", mentions=("gpus",))
-    disagg_only = [n for n, v in (("prefill_tp", space.prefill_tp),
-                                  ("prefill_dp", space.prefill_dp),
-                                  ("prefill_ep", space.prefill_ep), *((n, 1) for n in one))
-                   if v]
-    if disagg_only and "disaggregated" not in space.modes:
-        raise ParameterError(disagg_only[0], "sets a disaggregated deployment: add {modes} "
-                             "disaggregated", mentions=("modes",))
-
-
-def _pinned(space: Space) -> bool:
-    """Disaggregated workers are whole counts the budget or the user sets."""
-    return space.gpus is not None or bool(space.decode_workers and space.prefill_workers)
 
 
 def _derive(c: dict[str, Column], w: Workload, prices: dict[str, float],
