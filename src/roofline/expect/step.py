@@ -213,8 +213,7 @@ def expected_step(a: ModelAnalysis, hw: Chip | System | str | None = None,
         launches = lower * ratio(one.overhead_s, bound_one, 0.0)
         overhead = overhead + launches
         if split:
-            work = lower * ratio(np.asarray(one.t_s) - np.asarray(one.overhead_s), bound_one,
-                                 0.0)
+            work = lower * ratio(one.t_s - one.overhead_s, bound_one, 0.0)
             on_hbm = on_hbm_roof(one.derated.time_s)
             streamed = streamed + launches + work * on_hbm
             computed = computed + work * (1.0 - on_hbm) * (1.0 - on_link_roof(
