@@ -11,6 +11,7 @@ link's whole traffic at the link's efficiency.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -335,22 +336,19 @@ def on_hbm_roof(times: Mapping[str, Num]) -> Num:
     a batch-limited decode GEMM, decode attention), else 0.0 (elementwise over a sweep)."""
     if "hbm" not in times:
         return 0.0
-    hbm = np.asarray(times["hbm"], dtype=float)
-    others = [np.asarray(v, dtype=float) for k, v in times.items() if k != "hbm"]
-    longest = np.maximum.reduce(others) if others else np.zeros_like(hbm)
-    return unwrap((hbm >= longest) * 1.0)
+    longest = functools.reduce(maximum, (v for k, v in times.items() if k != "hbm"), 0.0)
+    return unwrap((times["hbm"] >= longest) * 1.0)
 
 
 def on_link_roof(times: Mapping[str, Num]) -> Num:
     """1.0 where an op's derated time is longest on a link or its call latency (a
     collective), else 0.0 (elementwise over a sweep)."""
     comm = ("latency", *LINKS)
-    links = [np.asarray(v, dtype=float) for k, v in times.items() if k in comm]
+    links = [v for k, v in times.items() if k in comm]
     if not links:
         return 0.0
-    others = [np.asarray(v, dtype=float) for k, v in times.items() if k not in comm]
-    longest = np.maximum.reduce(others) if others else np.zeros_like(links[0])
-    return unwrap((np.maximum.reduce(links) > longest) * 1.0)
+    longest = functools.reduce(maximum, (v for k, v in times.items() if k not in comm), 0.0)
+    return unwrap((functools.reduce(maximum, links) > longest) * 1.0)
 
 
 def weight_only(cost: Cost) -> str | None:
