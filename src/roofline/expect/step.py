@@ -325,10 +325,11 @@ def slowest_rank(times: Mapping[str, Num], load: Any) -> Any:
     """
     if np.ndim(load) == 0 and load == 1.0:
         return 1.0
-    arrays = {k: np.asarray(v, dtype=float) for k, v in times.items()}
-    mean = np.maximum.reduce(list(arrays.values()))
-    hot = np.maximum.reduce([v * load if k in TOKEN_WORK else v for k, v in arrays.items()])
-    return unwrap(np.where(mean > 0, hot / np.where(mean > 0, mean, 1.0), 1.0))
+    longest = functools.reduce(maximum, times.values(), 0.0)  # on the mean rank
+    hot = functools.reduce(maximum, (v * load if k in TOKEN_WORK else v
+                                     for k, v in times.items()), 0.0)
+    return unwrap(np.where(np.asarray(longest) > 0,
+                           hot / np.where(np.asarray(longest) > 0, longest, 1.0), 1.0))
 
 
 def on_hbm_roof(times: Mapping[str, Num]) -> Num:

@@ -86,15 +86,6 @@ DEFAULTS: dict[str, Efficiency] = {
                                               "chunk-kernel rows (10: 4.2%)"),
     "linear_attention_chain_s.flashinfer": Efficiency(3.1e-6, "fitted", _LA + "FlashInfer's "
                                                       "CuTe-DSL chunk-kernel rows (10)"),
-    # FlashInfer's fully fused chunk kernel before its context-parallel split (releases up to
-    # 0.6.13 on SM90, 0.6.16 on SM100): the same kernel family and chunk step, each (sequence,
-    # head) walked by one CTA (flashinfer-ai/flashinfer PR #3477: 1x8192 with h_v = 8 in
-    # 0.371 ms on H100, 128 chunk steps of 2.9 us)
-    "linear_attention.flashinfer-fused": Efficiency(0.65, "fitted", _LA + "FlashInfer's "
-                                                    "CuTe-DSL rows (its family's figure)"),
-    "linear_attention_chain_s.flashinfer-fused": Efficiency(3.1e-6, "fitted", _LA +
-                                                            "FlashInfer's CuTe-DSL rows (its "
-                                                            "family's figure)"),
     "linear_attention.flashqla": Efficiency(0.21, "fitted", _LA + "FlashQLA's rows (9: 5.5%)"),
     "linear_attention_chain_s.flashqla": Efficiency(2.4e-6, "fitted", _LA + "FlashQLA's rows "
                                                     "(9)"),
@@ -302,6 +293,13 @@ DEFAULTS: dict[str, Efficiency] = {
                                            "all-reduce kernels too (their own kernels, no "
                                            "NCCL call)"),
 }
+
+# FlashInfer's fully fused chunk kernel before its context-parallel split (releases up to
+# 0.6.13 on SM90, 0.6.16 on SM100): the same kernel family and chunk step as `flashinfer`,
+# each (sequence, head) walked by one CTA (flashinfer-ai/flashinfer PR #3477: 1x8192 with
+# h_v = 8 in 0.371 ms on H100, 128 chunk steps of 2.9 us)
+for _kind in ("linear_attention", "linear_attention_chain_s"):
+    DEFAULTS[f"{_kind}.flashinfer-fused"] = DEFAULTS[f"{_kind}.flashinfer"]
 
 
 # The serving / generation engines a `framework` string names (a row's `framework` param,
